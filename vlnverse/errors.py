@@ -1,0 +1,52 @@
+"""Typed errors of VLNVerse.
+
+Library code raises these; only the CLI prints them (one line) and exits non-zero.
+"""
+
+from __future__ import annotations
+
+
+class VLNVerseError(Exception):
+    """Base class of every error VLNVerse raises on purpose."""
+
+
+class ConfigError(VLNVerseError, ValueError):
+    """A configuration value or file is invalid (names the field and the problem)."""
+
+
+class SceneError(VLNVerseError):
+    """A scene file cannot be loaded or does not make a usable scene."""
+
+
+class NavigationError(VLNVerseError):
+    """A navigation query cannot be answered (e.g. a point with no floor under it)."""
+
+
+class RegistryError(VLNVerseError, KeyError):
+    """An unknown name was looked up in a registry (the message lists the valid ones)."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; we want it plain.
+        return str(self.args[0]) if self.args else ""
+
+
+class DatasetError(VLNVerseError):
+    """A dataset file is missing, malformed or inconsistent."""
+
+
+class SimulationError(VLNVerseError):
+    """The simulator backend failed or was used out of its lifecycle."""
+
+
+class LLMError(VLNVerseError):
+    """An LLM/VLM call failed or its answer could not be used."""
+
+
+class DependencyNotInstalled(VLNVerseError, ImportError):
+    """An optional dependency is missing; the message gives the install command."""
+
+    def __init__(self, package: str, extra: str | None = None, purpose: str = "") -> None:
+        command = f"pip install 'vlnverse[{extra}]'" if extra else f"pip install {package}"
+        why = f" (needed for {purpose})" if purpose else ""
+        super().__init__(f"{package} is not installed{why}; install it with: {command}")
+        self.package = package
+        self.extra = extra
