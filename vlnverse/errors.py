@@ -41,6 +41,26 @@ class LLMError(VLNVerseError):
     """An LLM/VLM call failed or its answer could not be used."""
 
 
+class LLMRequestError(LLMError):
+    """The model endpoint failed (after bounded retries) or rejected the request."""
+
+
+class LLMAnswerError(LLMError):
+    """The model answered, but the answer is not what was asked for."""
+
+
+class LLMInvalidJSON(LLMAnswerError):
+    """The answer holds no parseable JSON value."""
+
+
+class LLMSchemaError(LLMAnswerError):
+    """The answer's JSON has the wrong type or lacks required keys."""
+
+
+class ReplayMissError(LLMError):
+    """A replay transcript holds no (further) response for a request; names its hash."""
+
+
 class DependencyNotInstalled(VLNVerseError, ImportError):
     """An optional dependency is missing; the message gives the install command."""
 
