@@ -1,0 +1,97 @@
+"""The :class:`LLMClient` interface every backend and wrapper implements."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from vlnverse.llm.jsonanswer import parse_json_answer
+from vlnverse.llm.pricing import PriceTable, UsageTotals
+from vlnverse.llm.types import ChatMessage, LLMRequest, LLMResponse, Usage
+
+Messages = str | ChatMessage | Sequence[ChatMessage | Mapping[str, Any]]
+
+
+class LLMClient(abc.ABC):
+    """A chat model: messages (text + images) in, :class:`LLMResponse` out.
+
+    Subclasses implement :meth:`send`; callers use :meth:`complete` (or
+    :meth:`complete_json`), which builds the hashed :class:`LLMRequest` and keeps
+    :attr:`totals` (calls, tokens, cost).
+
+    Attributes:
+        model: the model name requests carry (part of every request hash).
+        prices: price table used for ``cost_usd``.
+        totals: usage and cost of the calls made through this client.
+    """
+
+    def __init__(self, model: str, *, prices: PriceTable | None = None) -> None:
+        self.model = model
+        self.prices = prices if prices is not None else PriceTable.default()
+        self.totals = UsageTotals()
+
+    def request(self, messages: Messages, **params: Any) -> LLMRequest:
+        """The request :meth:`complete` would send (e.g. to look up its hash)."""
+        return LLMRequest.build(self.model, messages, **params)
+
+    def complete(self, messages: Messages, **params: Any) -> LLMResponse:
+        """Answer ``messages`` (a prompt string, a message, or a list of them).
+
+        Args:
+            messages: the conversation; dict messages are ``{"role", "content", "images"?}``.
+            **params: :class:`~vlnverse.llm.types.GenerationParams` fields
+                (temperature, max_tokens, seed, response_format, top_p, n, stop).
+
+        Raises:
+            ConfigError: a message or parameter is invalid.
+            LLMError: the backend failed (see the subclasses in ``vlnverse.errors``).
+        """
+        response = self.send(self.request(messages, **params))
+        self.totals.add(response)
+        return response
+
+    def complete_json(
+        self,
+        messages: Messages,
+        *,
+        expect: type | None = dict,
+        required_keys: Iterable[str] = (),
+        string_keys: Iterable[str] = (),
+        **params: Any,
+    ) -> tuple[Any, LLMResponse]:
+        """Ask for a JSON answer and parse it; returns ``(value, response)``.
+
+        Raises:
+            LLMInvalidJSON: the answer holds no JSON.
+            LLMSchemaError: the JSON fails ``expect``/``required_keys``/``string_keys``.
+        """
+        params.setdefault("response_format", "json")
+        response = self.complete(messages, **params)
+        value = parse_json_answer(
+            response.text, expect=expect, required_keys=required_keys, string_keys=string_keys
+        )
+        return value, response
+
+    @abc.abstractmethod
+    def send(self, request: LLMRequest) -> LLMResponse:
+        """Answer one fully built request (no totals bookkeeping)."""
+
+    def cost(self, usage: Usage, *models: str) -> float | None:
+        """Cost of ``usage`` under the first of ``models`` (default: this model) with a price."""
+        for name in models or (self.model,):
+            if name and (cost := self.prices.cost(name, usage)) is not None:
+                return cost
+        return None
+
+    def close(self) -> None:  # noqa: B027 - an optional hook, a no-op by default
+        """Release network connections or model memory."""
+
+    def __enter__(self) -> LLMClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r})"

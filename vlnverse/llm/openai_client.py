@@ -1,0 +1,197 @@
+"""Any OpenAI-compatible chat endpoint through the official ``openai`` SDK.
+
+Works with OpenAI itself and with servers that speak the same API (vLLM, Ollama,
+LM Studio, routers). Images travel as ``data:`` URLs. Transient failures (timeouts,
+connection errors, 408/409/429/5xx) are retried with bounded exponential backoff; the
+SDK's own retries are turned off so the policy lives in one place.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import openai
+
+from vlnverse.errors import ConfigError, LLMRequestError
+from vlnverse.llm.base import LLMClient
+from vlnverse.llm.pricing import PriceTable
+from vlnverse.llm.types import ChatMessage, LLMRequest, LLMResponse, Usage
+
+log = logging.getLogger(__name__)
+
+BASE_URL_ENV = "VLNVERSE_LLM_BASE_URL"
+DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
+_TRANSIENT_STATUS = frozenset({408, 409, 429})
+
+
+def message_to_openai(message: ChatMessage) -> dict[str, Any]:
+    """The chat-completions wire form of one message (images as data URLs)."""
+    if not message.images:
+        return {"role": message.role, "content": message.text}
+    content: list[dict[str, Any]] = []
+    for part in message.parts:
+        if isinstance(part, str):
+            content.append({"type": "text", "text": part})
+        else:
+            content.append(
+                {"type": "image_url", "image_url": {"url": part.data_url(), "detail": part.detail}}
+            )
+    return {"role": message.role, "content": content}
+
+
+def request_to_openai(request: LLMRequest) -> dict[str, Any]:
+    """Keyword arguments of ``client.chat.completions.create`` for ``request``."""
+    params = request.params
+    kwargs: dict[str, Any] = {
+        "model": request.model,
+        "messages": [message_to_openai(m) for m in request.messages],
+        "temperature": params.temperature,
+    }
+    if params.max_tokens is not None:
+        kwargs["max_tokens"] = params.max_tokens
+    if params.seed is not None:
+        kwargs["seed"] = params.seed
+    if params.top_p is not None:
+        kwargs["top_p"] = params.top_p
+    if params.n != 1:
+        kwargs["n"] = params.n
+    if params.stop:
+        kwargs["stop"] = list(params.stop)
+    if params.response_format == "json":
+        kwargs["response_format"] = {"type": "json_object"}
+    return kwargs
+
+
+def is_transient(exc: Exception) -> bool:
+    """True for failures worth retrying: timeouts, lost connections, 408/409/429/5xx."""
+    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in _TRANSIENT_STATUS or exc.status_code >= 500
+    return False
+
+
+def _retry_after(exc: Exception) -> float | None:
+    response = getattr(exc, "response", None)
+    value = response.headers.get("retry-after") if response is not None else None
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+class OpenAIClient(LLMClient):
+    """Chat completions from an OpenAI-compatible endpoint.
+
+    Args:
+        model: model name sent to the endpoint.
+        base_url: endpoint root (``.../v1``); default ``$VLNVERSE_LLM_BASE_URL``, else OpenAI.
+        api_key_env: environment variable holding the API key; None for keyless local
+            servers.
+        timeout: seconds per HTTP attempt.
+        max_retries: retries after the first attempt for transient failures.
+        backoff_base: first backoff delay in seconds (doubles each retry).
+        backoff_max: cap on one delay, also on a server's ``Retry-After``.
+        http_client: an ``httpx.Client`` to use (tests pass one with a mock transport).
+        prices: price table for ``cost_usd``.
+        sleep: the sleep function used between retries (injectable for tests).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str | None = DEFAULT_API_KEY_ENV,
+        timeout: float = 60.0,
+        max_retries: int = 4,
+        backoff_base: float = 1.0,
+        backoff_max: float = 30.0,
+        http_client: Any = None,
+        prices: PriceTable | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        super().__init__(model, prices=prices)
+        if timeout <= 0:
+            raise ConfigError(f"timeout must be > 0 seconds, got {timeout}")
+        if max_retries < 0:
+            raise ConfigError(f"max_retries must be >= 0, got {max_retries}")
+        if backoff_base < 0 or backoff_max < backoff_base:
+            raise ConfigError(
+                f"need 0 <= backoff_base <= backoff_max, got {backoff_base}, {backoff_max}"
+            )
+        if api_key_env:
+            api_key = os.environ.get(api_key_env)
+            if not api_key:
+                raise ConfigError(
+                    f"the API key variable {api_key_env} is not set "
+                    "(set it, or choose another with api_key_env=...; api_key_env=none for keyless servers)"
+                )
+        else:
+            api_key = "unused"  # the SDK insists on a key; keyless servers ignore it
+        self.base_url = base_url or os.environ.get(BASE_URL_ENV) or None
+        self.max_retries = max_retries
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self._sleep = sleep
+        self._client = openai.OpenAI(
+            base_url=self.base_url,
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=0,
+            http_client=http_client,
+        )
+
+    def backoff(self, attempt: int, exc: Exception | None = None) -> float:
+        """Delay before retry ``attempt`` (0-based): exponential, or Retry-After, capped."""
+        hinted = _retry_after(exc) if exc is not None else None
+        delay = hinted if hinted is not None else self.backoff_base * (2**attempt)
+        return max(0.0, min(self.backoff_max, delay))
+
+    def send(self, request: LLMRequest) -> LLMResponse:
+        kwargs = request_to_openai(request)
+        for attempt in range(self.max_retries + 1):
+            try:
+                completion = self._client.chat.completions.create(**kwargs)
+                break
+            except openai.OpenAIError as exc:
+                where = f"{self.model} at {self.base_url or 'the OpenAI API'}"
+                if not is_transient(exc):
+                    raise LLMRequestError(f"{where} rejected the request: {exc}") from exc
+                if attempt == self.max_retries:
+                    raise LLMRequestError(
+                        f"{where} failed after {attempt + 1} attempt(s): {exc}"
+                    ) from exc
+                delay = self.backoff(attempt, exc)
+                log.warning(
+                    "LLM call to %s failed (%s); retry %d in %.1fs", where, exc, attempt + 1, delay
+                )
+                self._sleep(delay)
+        return self._to_response(request, completion)
+
+    def _to_response(self, request: LLMRequest, completion: Any) -> LLMResponse:
+        if not completion.choices:
+            raise LLMRequestError(f"{self.model} returned no choices")
+        texts = tuple(choice.message.content or "" for choice in completion.choices)
+        usage_obj = completion.usage
+        usage = Usage(
+            int(getattr(usage_obj, "prompt_tokens", 0) or 0),
+            int(getattr(usage_obj, "completion_tokens", 0) or 0),
+        )
+        answered_by = completion.model or self.model
+        return LLMResponse(
+            text=texts[0],
+            model=answered_by,
+            usage=usage,
+            cost_usd=self.cost(usage, self.model, answered_by),
+            choices=texts,
+            finish_reason=completion.choices[0].finish_reason,
+            key=request.key,
+        )
+
+    def close(self) -> None:
+        self._client.close()

@@ -1,0 +1,218 @@
+"""Record/replay of LLM calls through JSONL transcripts.
+
+A transcript line is ``{"key", "request", "response"}``: ``request`` is the request's JSON
+form (images as SHA-256 digests), ``response`` is :meth:`LLMResponse.to_dict`. Replay
+recomputes every key from its ``request``, so transcripts may be written by hand (tests
+of the instruction pipeline do): missing parameters take their defaults and a message's
+``content`` may be a plain string. A request asked ``k`` times is answered by its ``k``-th
+recorded response, so a run with retries replays exactly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+from collections import defaultdict
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from vlnverse.errors import ConfigError, ReplayMissError
+from vlnverse.llm.base import LLMClient
+from vlnverse.llm.pricing import PriceTable
+from vlnverse.llm.types import ROLES, GenerationParams, LLMRequest, LLMResponse, hash_described
+
+try:  # POSIX advisory locks keep concurrent writers' lines whole.
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+
+@contextlib.contextmanager
+def _locked(handle: IO) -> Iterator[None]:
+    if fcntl is None:  # pragma: no cover
+        yield
+        return
+    fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _canonical_content(content: Any, where: str) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if not isinstance(content, list):
+        raise ConfigError(f"{where}: content must be a string or a list of parts")
+    parts = []
+    for part in content:
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if kind == "text" and isinstance(part.get("text"), str):
+            parts.append({"type": "text", "text": part["text"]})
+        elif kind == "image" and isinstance(part.get("sha256"), str):
+            parts.append(
+                {
+                    "type": "image",
+                    "mime": part.get("mime", "image/png"),
+                    "sha256": part["sha256"],
+                    "detail": part.get("detail", "auto"),
+                }
+            )
+        else:
+            raise ConfigError(f"{where}: bad content part {part!r:.120}")
+    return parts
+
+
+def canonical_request(described: Mapping[str, Any], *, where: str = "request") -> dict[str, Any]:
+    """Normalize a (possibly hand-written) request JSON to :meth:`LLMRequest.describe` form."""
+    if not isinstance(described, Mapping) or not isinstance(described.get("model"), str):
+        raise ConfigError(f"{where}: a request needs a string 'model'")
+    messages = described.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise ConfigError(f"{where}: a request needs a non-empty 'messages' list")
+    canonical_messages = []
+    for i, message in enumerate(messages):
+        if not isinstance(message, Mapping) or "role" not in message or "content" not in message:
+            raise ConfigError(f"{where}: message {i} needs 'role' and 'content'")
+        if message["role"] not in ROLES:
+            raise ConfigError(
+                f"{where}: message {i} role must be one of {ROLES}, got {message['role']!r}"
+            )
+        content = _canonical_content(message["content"], f"{where} message {i}")
+        canonical_messages.append({"role": message["role"], "content": content})
+    params = dict(described.get("params") or {})
+    if isinstance(params.get("stop"), list):
+        params["stop"] = tuple(params["stop"])
+    return {
+        "model": described["model"],
+        "messages": canonical_messages,
+        "params": GenerationParams.from_kwargs(**params).describe(),
+    }
+
+
+def transcript_record(request: LLMRequest, response: LLMResponse) -> dict[str, Any]:
+    """The transcript line (as a dict) for one call."""
+    return {"key": request.key, "request": request.describe(), "response": response.to_dict()}
+
+
+def append_record(path: str | os.PathLike, record: Mapping[str, Any]) -> None:
+    """Append one JSON line to ``path``, whole even with concurrent writers, and fsync it."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    line = json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n"
+    with open(target, "a", encoding="utf-8") as handle, _locked(handle):
+        handle.write(line)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def read_transcript(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """Read a transcript; each record gets its key recomputed from its request.
+
+    Raises:
+        ConfigError: the file is unreadable or a line is malformed (names the line).
+    """
+    target = Path(path)
+    try:
+        lines = target.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ConfigError(f"cannot read LLM transcript {target}: {exc.strerror or exc}") from exc
+    records = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{target}:{number}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{where}: not valid JSON ({exc.msg})") from exc
+        if not isinstance(record, dict) or "request" not in record or "response" not in record:
+            raise ConfigError(f"{where}: a transcript line needs 'request' and 'response'")
+        request = canonical_request(record["request"], where=where)
+        LLMResponse.from_dict(record["response"])  # validates early, with the line number
+        records.append(
+            {"key": hash_described(request), "request": request, "response": record["response"]}
+        )
+    return records
+
+
+class RecordingClient(LLMClient):
+    """Wraps a client and appends every call to a JSONL transcript."""
+
+    def __init__(self, inner: LLMClient, path: str | os.PathLike) -> None:
+        super().__init__(inner.model, prices=inner.prices)
+        self.inner = inner
+        self.path = Path(path)
+
+    def send(self, request: LLMRequest) -> LLMResponse:
+        response = self.inner.send(request)
+        append_record(self.path, transcript_record(request, response))
+        return response
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class ReplayClient(LLMClient):
+    """Answers from a transcript, keyed by the request hash; no network, no model.
+
+    Args:
+        path: the JSONL transcript.
+        model: model name of the requests; default: the transcript's only model.
+        prices: price table (replayed responses keep their recorded cost).
+    """
+
+    def __init__(
+        self, path: str | os.PathLike, *, model: str | None = None, prices: PriceTable | None = None
+    ) -> None:
+        self.path = Path(path)
+        records = read_transcript(self.path)
+        models = sorted({r["request"]["model"] for r in records})
+        if model is None:
+            if len(models) != 1:
+                found = ", ".join(models) or "none"
+                raise ConfigError(
+                    f"transcript {self.path} holds models [{found}]; pass model=... to choose one"
+                )
+            model = models[0]
+        super().__init__(model, prices=prices)
+        self._answers: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for record in records:
+            self._answers[record["key"]].append(record["response"])
+        self._served: dict[str, int] = defaultdict(int)
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self._answers.values())
+
+    def send(self, request: LLMRequest) -> LLMResponse:
+        with self._lock:
+            answers = self._answers.get(request.key, [])
+            index = self._served[request.key]
+            if index >= len(answers):
+                last = request.messages[-1].text
+                snippet = " ".join(last.split())[:80]
+                seen = (
+                    f"it holds {len(answers)} response(s) for it"
+                    if answers
+                    else "it has no such request"
+                )
+                raise ReplayMissError(
+                    f"replay transcript {self.path} cannot answer request {request.key} "
+                    f"(model {request.model}, call {index + 1}; {seen}); last message: {snippet!r}. "
+                    "Re-record the run with a RecordingClient."
+                )
+            self._served[request.key] = index + 1
+        response = LLMResponse.from_dict(answers[index])
+        return LLMResponse(
+            text=response.text,
+            model=response.model or request.model,
+            usage=response.usage,
+            cost_usd=response.cost_usd,
+            choices=response.choices,
+            finish_reason=response.finish_reason,
+            key=request.key,
+        )
