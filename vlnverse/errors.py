@@ -18,7 +18,7 @@ class SceneError(VLNVerseError):
     """A scene file cannot be loaded or does not make a usable scene."""
 
 
-class NavigationError(VLNVerseError):
+class NavigationError(SceneError):
     """A navigation query cannot be answered (e.g. a point with no floor under it)."""
 
 
@@ -31,6 +31,10 @@ class RegistryError(VLNVerseError, KeyError):
 
 class DatasetError(VLNVerseError):
     """A dataset file is missing, malformed or inconsistent."""
+
+
+class MetricsError(VLNVerseError, ValueError):
+    """An episode record cannot be scored (empty or non-finite trajectory, bad shapes)."""
 
 
 class SimulationError(VLNVerseError):

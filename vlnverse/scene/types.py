@@ -113,6 +113,7 @@ class Scene:
         prims: Geometry prims in traversal order.
         objects: Labelled objects.
         rooms: Annotated rooms (segmented rooms are added by the occupancy layer).
+        doors: Doorways authored with ``vlnverse:connects``.
         source_meters_per_unit, source_up_axis: The stage's own metadata before normalization.
     """
 
@@ -122,6 +123,7 @@ class Scene:
     prims: list[PrimGeometry]
     objects: list[SceneObject]
     rooms: list[Room]
+    doors: list[Door] = field(default_factory=list)
     source_meters_per_unit: float = 1.0
     source_up_axis: str = "Z"
 
@@ -153,3 +155,26 @@ class Scene:
             if obj.object_id == object_id:
                 return obj
         raise KeyError(object_id)
+
+
+@dataclass(frozen=True)
+class Door:
+    """A doorway between rooms, from a prim carrying ``vlnverse:connects``.
+
+    Attributes:
+        door_id: Prim name.
+        prim_path: USD path.
+        position: World centre of the opening (3,).
+        width: Opening width in meters (``vlnverse:doorWidth``; 0 if not authored).
+        connects: Ids of the rooms the doorway joins (usually two; one for an exterior door).
+        state: ``"open"``/``"closed"``/``None`` (``vlnverse:state``).
+        open_plan: True for a wall-less opening between rooms (``vlnverse:openPlan``).
+    """
+
+    door_id: str
+    prim_path: str
+    position: np.ndarray
+    width: float
+    connects: tuple[str, ...]
+    state: str | None = None
+    open_plan: bool = False
