@@ -1,0 +1,89 @@
+"""``vlnverse scenes …``: inspect scenes and query paths."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from vlnverse.cli.output import print_json, print_table
+from vlnverse.errors import ConfigError
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("scenes", help="inspect, query, generate and validate scenes")
+    scenes = parser.add_subparsers(dest="scenes_command", metavar="SUBCOMMAND")
+    parser.set_defaults(handler=lambda args: parser.print_help() or 2)
+
+    inspect = scenes.add_parser("inspect", help="occupancy maps, BEV picture, scene graph and summary of a scene")
+    inspect.add_argument("scene", type=Path, help="USD file (.usd/.usda/.usdc/.usdz)")
+    inspect.add_argument("--out", type=Path, default=None, help="output folder (default: inspect_<scene id>)")
+    _agent_args(inspect)
+    inspect.add_argument("--json", action="store_true", help="print the summary as JSON")
+    inspect.set_defaults(handler=_inspect)
+
+    path = scenes.add_parser("path", help="geodesic distance and shortest path between two points")
+    path.add_argument("scene", type=Path)
+    path.add_argument("--start", required=True, type=_xy, help="X,Y in metres")
+    path.add_argument("--goal", required=True, type=_xy, help="X,Y in metres")
+    path.add_argument("--out", type=Path, default=None, help="folder for path.png")
+    _agent_args(path)
+    path.add_argument("--json", action="store_true", help="print one JSON object")
+    path.set_defaults(handler=_path)
+
+
+def _agent_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--agent-radius", type=float, default=0.30, help="metres (default 0.30)")
+    parser.add_argument("--agent-height", type=float, default=1.50, help="metres (default 1.50)")
+    parser.add_argument("--resolution", type=float, default=0.05, help="cell size in metres (default 0.05)")
+
+
+def _xy(text: str) -> tuple[float, float]:
+    try:
+        x, y = (float(v) for v in text.split(","))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected X,Y (two numbers), got {text!r}") from exc
+    return x, y
+
+
+def _prepare(args):
+    from vlnverse.scene.inspect import prepare_scene
+
+    if args.resolution <= 0 or args.agent_radius <= 0 or args.agent_height <= 0:
+        raise ConfigError("--resolution, --agent-radius and --agent-height must be positive")
+    return prepare_scene(args.scene, args.agent_radius, args.agent_height, args.resolution)
+
+
+def _inspect(args) -> int:
+    from vlnverse.scene.inspect import write_inspection
+
+    prepared = _prepare(args)
+    out = args.out or Path(f"inspect_{prepared.scene.scene_id}")
+    summary = write_inspection(prepared, out)
+    if args.json:
+        print_json({**summary, "out": str(out)})
+        return 0
+    rows = [(key, summary[key]) for key in ("navigable_area_m2", "free_area_m2", "room_count", "object_count",
+                                            "doors", "navigable_components", "largest_component_share")]
+    rows += [(f"rooms: {k}", v) for k, v in summary["rooms"].items()]
+    print_table(f"{summary['scene_id']} → {out}", ("figure", "value"), rows)
+    return 0
+
+
+def _path(args) -> int:
+    from vlnverse.scene.bev import save_bev
+
+    prepared = _prepare(args)
+    result = prepared.navigator.shortest_path(args.start, args.goal)
+    if args.out is not None:
+        markers = [(args.start, "limegreen", "start"), (args.goal, "red", "goal")]
+        save_bev(args.out / "path.png", prepared.scene, prepared.occupancy,
+                 paths=[result.points] if result.reachable else [], markers=markers,
+                 title=f"geodesic distance {result.length:.2f} m" if result.reachable else "unreachable")
+    if args.json:
+        print_json({"geodesic_distance": result.length if result.reachable else None,
+                    "path": result.points.round(4).tolist(), "reachable": result.reachable})
+        return 0
+    distance = f"{result.length:.3f} m" if result.reachable else "unreachable"
+    print_table("shortest path", ("start", "goal", "geodesic distance", "waypoints"),
+                [(args.start, args.goal, distance, len(result.points))])
+    return 0
