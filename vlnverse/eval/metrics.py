@@ -1,0 +1,599 @@
+"""Per-episode VLN metrics of the VLNVerse paper (§3.4, Appendix B Table 8) and more.
+
+Entry points: :func:`compute_episode_metrics` for one :class:`EpisodeRecord` and
+:func:`compute_metrics_batch` for many (it vectorizes DTW across episodes and is the fast
+path, >= 10^4 episodes/s). Both return :class:`EpisodeMetrics`, whose ``to_dict()`` is the
+``metrics`` object of ``episodes.jsonl``.
+
+Definitions (``d_s`` = ``MetricsConfig.success_distance``, 3.0 m by default):
+
+- **TL**: summed length of the recorded trajectory (all recorded poses).
+- **NE**: geodesic distance from the final position to the (final) goal, from the
+  env's distance field (``geodesic_fn`` or precomputed ``goal_distances``).
+  **NE_euclidean**: the straight-line distance, reported separately.
+- **SR**: the agent issued STOP with the geodesic distance to the goal ``< d_s``
+  (strict, as habitat-lab's ``Success``). For long-horizon episodes SR = SR_All.
+- **OSR**: at some recorded pose the geodesic distance to the goal was ``< d_s``; for
+  several goals, poses ``t_1 <= t_2 <= ...`` within ``d_s`` of goals 1, 2, ... exist.
+- **SPL**: ``S * L / max(P, L)``, ``L`` = geodesic start-goal distance of the episode,
+  ``P`` = TL. When ``max(P, L) = 0`` (start on the goal, no motion) SPL = S.
+- **nDTW**: ``exp(-DTW(Q, R) / (d_th * |R|))``, exact DTW with Euclidean point cost,
+  ``d_th`` = ``ndtw_threshold`` (3.0), Q and R the trajectory and the reference path
+  resampled every ``resample_spacing`` metres (0.25 m: the discrete forward step, so a
+  discrete agent's poses are kept and any controller gives the same point density).
+  ``|R|`` counts the resampled reference points. ``None`` if the episode has no
+  reference path (test splits).
+- **SDTW**: ``S * nDTW`` (Ilharco et al. 2019, Eq. 4).
+- **CR**: collision events / navigation actions (actions other than the STOPs); 0 when the
+  agent took no navigation action. Aggregates pool it (total collisions / total
+  navigation actions, as Table 8 says).
+- **SR_n** (long-horizon): goal ``n`` is reached when the ``n``-th STOP of the episode
+  was issued within ``d_s`` of goal ``n``. The per-episode ``SR_n`` is 1/0 when goals
+  ``1..n-1`` were all reached and ``None`` otherwise, so the mean over episodes is the
+  paper's conditional rate; ``SR_1`` is unconditional. **SR_All**: the ``G``-th STOP
+  (the last goal's) was within ``d_s`` of the final goal (paper §3.4).
+- **steps**: actions taken, STOP included (habitat-lab ``StepsTaken``).
+- **AORI**, **DR/JOR/MPTR**: see :mod:`vlnverse.eval.trace_metrics`; computed when the
+  agent's trace holds ``waypoints`` / ``debate``. **tokens**, **cost**: passed through.
+
+Planar distances: with ``planar=True`` (default) TL, NE_euclidean and DTW use x, y only,
+so a constant height offset between the recorded agent frame and the floor-level
+reference path does not leak into the metrics; set ``planar=False`` for multi-storey
+episodes.
+
+Deviations from public code
+---------------------------
+We follow the literature where the public VLNVerse code (``vlnverse_emr``,
+``metrics/vln_pe_metrics.py``) and other public code differ (see
+``shared/reference/vln_conventions_facts.md``):
+
+- NE is the **geodesic** distance to the goal (VLN-CE / habitat-lab), not the xy
+  Euclidean distance to ``reference_path[-1]`` of the public code; the Euclidean one is
+  reported as ``NE_euclidean``.
+- Success uses the strict ``<`` of habitat-lab (the public VLNVerse code also uses
+  ``<``; NavHarness/AgentCanvas use ``<=``).
+- nDTW is the **exact** DTW-based definition of Ilharco et al. (r4r ``dtw.py``), not the
+  public code's mean of ``exp(-d_min^2 / (2 * 3^2))`` over trajectory points and not
+  VLN-CE's default FastDTW approximation.
+- SDTW gates nDTW by the episode's success ``S`` as in the paper; r4r's code instead
+  tests ``d(q_last, r_last) <= d_th`` (ignoring STOP).
+- SPL's ``L`` is the geodesic start-goal distance from the dataset, not the polyline
+  length of the reference path (``info.geodesic_distance`` in the public release); the
+  caller passes whichever it has as ``geodesic_distance``.
+- OSR follows habitat-lab / VLN-CE ("within ``d_s`` at some point"); the paper's Table 8
+  wording ("the optimal path from the final stopping position is shorter than the
+  threshold") would duplicate SR without STOP and is not used.
+- CR counts collision events per navigation action (Table 8); the public code reports
+  no collision rate.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from vlnverse.errors import ConfigError, MetricsError
+from vlnverse.eval.dtw import (
+    dtw_distance,
+    dtw_distance_batch,
+    resample_polyline,
+    resample_polylines,
+)
+from vlnverse.eval.trace_metrics import AORIParams, aori, debate_metrics
+
+GeodesicFn = Callable[[np.ndarray], np.ndarray]
+"""``geodesic_fn(points (K, 3)) -> (K,)`` or ``(K, G)`` geodesic distances to the goal(s)."""
+
+FAIL_REASONS = ("stop", "collision", "step_budget", "error")
+"""The ``fail_reason`` values the harness writes (any string is passed through)."""
+
+
+@dataclass(frozen=True)
+class MetricsConfig:
+    """How episodes are scored.
+
+    Attributes:
+        success_distance: ``d_s`` (m); success needs geodesic distance ``< d_s``.
+        ndtw_threshold: ``d_th`` (m) of nDTW/SDTW.
+        resample_spacing: arc-length spacing (m) for the DTW point sequences; ``None``
+            uses the recorded points as they are.
+        planar: measure TL, NE_euclidean and DTW on x, y only.
+        stop_action_id: integer action that means STOP (strings "stop" always do).
+        allow_euclidean_fallback: when a record has no geodesic information, use the
+            Euclidean distance for NE/SR/OSR (flagged ``geodesic=False``) instead of
+            raising.
+        debate_max_rounds: ``R_max`` of the DSCD-Nav debate metrics.
+        aori: AORI parameters.
+        dtw_chunk_size: episodes per vectorized DTW chunk in batch scoring.
+    """
+
+    success_distance: float = 3.0
+    ndtw_threshold: float = 3.0
+    resample_spacing: float | None = 0.25
+    planar: bool = True
+    stop_action_id: int = 0
+    allow_euclidean_fallback: bool = False
+    debate_max_rounds: int = 3
+    aori: AORIParams = field(default_factory=AORIParams)
+    dtw_chunk_size: int = 256
+
+    def __post_init__(self) -> None:
+        def positive(name: str, value: float | None) -> None:
+            if value is None or not math.isfinite(value) or value <= 0:
+                raise ConfigError(f"MetricsConfig.{name} must be a positive number, got {value!r}")
+
+        positive("success_distance", self.success_distance)
+        positive("ndtw_threshold", self.ndtw_threshold)
+        if self.resample_spacing is not None:
+            positive("resample_spacing", self.resample_spacing)
+        if self.debate_max_rounds < 1:
+            raise ConfigError(f"MetricsConfig.debate_max_rounds must be >= 1, got {self.debate_max_rounds}")
+        if self.dtw_chunk_size < 1:
+            raise ConfigError(f"MetricsConfig.dtw_chunk_size must be >= 1, got {self.dtw_chunk_size}")
+        if not isinstance(self.aori, AORIParams):
+            raise ConfigError(f"MetricsConfig.aori must be AORIParams, got {type(self.aori).__name__}")
+
+
+def _points(value: Any, name: str, *, dims: tuple[int, ...] = (3,)) -> np.ndarray:
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise MetricsError(f"{name} is not a numeric array: {exc}") from None
+    if arr.ndim != 2 or arr.shape[1] not in dims:
+        raise MetricsError(f"{name} must have shape (N, {'|'.join(map(str, dims))}), got {arr.shape}")
+    if arr.shape[0] == 0:
+        raise MetricsError(f"{name} is empty")
+    if not np.all(np.isfinite(arr)):
+        raise MetricsError(f"{name} contains NaN or inf")
+    return arr
+
+
+def is_stop_action(action: Any, stop_action_id: int = 0) -> bool:
+    """Whether an action means STOP: the string "stop" (any case), the integer
+    ``stop_action_id``, or a mapping whose ``type`` or ``name`` is "stop"."""
+    if isinstance(action, str):
+        return action.strip().lower() == "stop"
+    if isinstance(action, (int, np.integer)) and not isinstance(action, bool):
+        return int(action) == stop_action_id
+    if isinstance(action, Mapping):
+        kind = action.get("type", action.get("name"))
+        return isinstance(kind, str) and kind.strip().lower() == "stop"
+    return False
+
+
+@dataclass(frozen=True, eq=False)
+class EpisodeRecord:
+    """What an episode left behind, as the metrics need it.
+
+    Attributes:
+        positions: ``(T, 3)`` recorded agent positions (world, Z-up, m), start first.
+        goals: ``(G, 3)`` goal positions, in the order they must be reached.
+        geodesic_distance: ``L``, the shortest-path length from the start through the
+            goals (m), from the dataset / distance field.
+        actions: the actions taken, in order (STOP included).
+        stops: indices into ``positions`` at which STOP was issued, in order; the
+            ``k``-th STOP ends sub-goal ``k``.
+        collisions: per-action collision event counts (or bools), ``len(actions)``
+            long; ``None`` if the episode recorded none (CR is then ``None``).
+        reference_path: ``(R, 3)`` reference path, or ``None`` (no nDTW/SDTW).
+        goal_distances: ``(G, T)`` (or ``(T,)`` for one goal) precomputed geodesic
+            distances from every position to every goal.
+        geodesic_fn: alternative to ``goal_distances`` (see :data:`GeodesicFn`).
+        fail_reason: why the episode ended ("stop", "collision", "step_budget",
+            "error"), passed through.
+        agent_trace: the agent's trace; ``waypoints`` (AORI) and ``debate``
+            (DR/JOR/MPTR) are read when present.
+        tokens: LLM tokens used: an int, or a mapping with ``prompt``/``completion``
+            (and optionally ``total``).
+        cost: LLM cost (USD) of the episode.
+        episode_id, task, split, physics: identification, copied to the metrics.
+    """
+
+    positions: np.ndarray
+    goals: np.ndarray
+    geodesic_distance: float
+    actions: tuple[Any, ...] = ()
+    stops: tuple[int, ...] = ()
+    collisions: np.ndarray | None = None
+    reference_path: np.ndarray | None = None
+    goal_distances: np.ndarray | None = None
+    geodesic_fn: GeodesicFn | None = None
+    fail_reason: str | None = None
+    agent_trace: Mapping[str, Any] | None = None
+    tokens: int | Mapping[str, int] | None = None
+    cost: float | None = None
+    episode_id: str = ""
+    task: str = ""
+    split: str = ""
+    physics: str = ""
+
+    def __post_init__(self) -> None:
+        pos = _points(self.positions, "positions")
+        goals = _points(self.goals, "goals")
+        object.__setattr__(self, "positions", pos)
+        object.__setattr__(self, "goals", goals)
+        object.__setattr__(self, "actions", tuple(self.actions))
+        try:
+            stops = tuple(int(s) for s in self.stops)
+        except (TypeError, ValueError):
+            raise MetricsError(f"stops must be integer position indices, got {self.stops!r}") from None
+        if any(s < 0 or s >= len(pos) for s in stops):
+            raise MetricsError(f"stops {stops} index outside the {len(pos)} recorded positions")
+        if any(b < a for a, b in zip(stops, stops[1:], strict=False)):
+            raise MetricsError(f"stops {stops} must be non-decreasing")
+        if len(stops) > len(self.actions):
+            raise MetricsError(f"{len(stops)} stops but only {len(self.actions)} actions")
+        object.__setattr__(self, "stops", stops)
+        L = self.geodesic_distance
+        if not isinstance(L, (int, float, np.floating, np.integer)) or not math.isfinite(L) or L < 0:
+            raise MetricsError(f"geodesic_distance must be a finite number >= 0, got {L!r}")
+        object.__setattr__(self, "geodesic_distance", float(L))
+        if self.collisions is not None:
+            col = np.asarray(self.collisions, dtype=np.float64).reshape(-1)
+            if len(col) != len(self.actions):
+                raise MetricsError(f"{len(col)} collision flags for {len(self.actions)} actions")
+            if not np.all(np.isfinite(col)) or np.any(col < 0):
+                raise MetricsError("collisions must be non-negative finite counts")
+            object.__setattr__(self, "collisions", col)
+        if self.reference_path is not None:
+            object.__setattr__(self, "reference_path", _points(self.reference_path, "reference_path"))
+        if self.goal_distances is not None:
+            gd = np.asarray(self.goal_distances, dtype=np.float64)
+            if gd.ndim == 1:
+                gd = gd[None, :]
+            if gd.shape != (len(goals), len(pos)):
+                raise MetricsError(
+                    f"goal_distances must have shape (goals, positions) = {(len(goals), len(pos))}, got {gd.shape}"
+                )
+            if np.any(np.isnan(gd)) or np.any(gd < 0):
+                raise MetricsError("goal_distances contain NaN or negative values")
+            object.__setattr__(self, "goal_distances", gd)
+        if self.cost is not None and (not math.isfinite(float(self.cost)) or float(self.cost) < 0):
+            raise MetricsError(f"cost must be a finite number >= 0, got {self.cost!r}")
+
+    @classmethod
+    def from_mapping(
+        cls,
+        data: Mapping[str, Any],
+        *,
+        geodesic_fn: GeodesicFn | None = None,
+        stop_action_id: int = 0,
+    ) -> EpisodeRecord:
+        """Build a record from an ``episodes.jsonl``-style mapping.
+
+        Reads ``trajectory`` (or ``positions``), ``goals`` (a list of ``[x, y, z]`` or
+        of ``{"position": [...]}``, or a single such dict), ``geodesic_distance`` (or
+        ``info.geodesic_distance``), ``actions``, ``stops``, ``collisions``,
+        ``reference_path``, ``goal_distances``, ``fail_reason``, ``agent_trace``,
+        ``tokens``, ``cost`` and the identification keys. Without ``stops``, STOP
+        actions give them when the trajectory holds exactly one pose per action plus the
+        start (a STOP at action ``k`` was issued at pose ``k``).
+        """
+        traj = data.get("trajectory", data.get("positions"))
+        if traj is None:
+            raise MetricsError("record has no 'trajectory'")
+        goals_raw = data.get("goals")
+        if goals_raw is None:
+            raise MetricsError("record has no 'goals'")
+        if isinstance(goals_raw, Mapping):
+            goals_raw = [goals_raw]
+        goals = [g["position"] if isinstance(g, Mapping) else g for g in goals_raw]
+        L = data.get("geodesic_distance")
+        if L is None:
+            L = (data.get("info") or {}).get("geodesic_distance")
+        if L is None:
+            raise MetricsError("record has no 'geodesic_distance' (nor info.geodesic_distance)")
+        actions = tuple(data.get("actions") or ())
+        stops = data.get("stops")
+        if stops is None:
+            stop_idx = [k for k, a in enumerate(actions) if is_stop_action(a, stop_action_id)]
+            if stop_idx and len(traj) != len(actions) + 1:
+                raise MetricsError(
+                    "record has no 'stops' and its trajectory does not hold one pose per action, "
+                    "so STOP positions cannot be derived"
+                )
+            stops = stop_idx
+        ref = data.get("reference_path")
+        trace = data.get("agent_trace")
+        tokens = data.get("tokens", trace.get("tokens") if isinstance(trace, Mapping) else None)
+        cost = data.get("cost", trace.get("cost") if isinstance(trace, Mapping) else None)
+        return cls(
+            positions=traj,
+            goals=goals,
+            geodesic_distance=L,
+            actions=actions,
+            stops=tuple(stops),
+            collisions=data.get("collisions"),
+            reference_path=ref if ref is not None and len(ref) > 0 else None,
+            goal_distances=data.get("goal_distances"),
+            geodesic_fn=geodesic_fn,
+            fail_reason=data.get("fail_reason"),
+            agent_trace=trace if isinstance(trace, Mapping) else None,
+            tokens=tokens,
+            cost=cost,
+            episode_id=str(data.get("episode_id", "")),
+            task=str(data.get("task", "")),
+            split=str(data.get("split", "")),
+            physics=str(data.get("physics", "")),
+        )
+
+
+@dataclass(frozen=True)
+class EpisodeMetrics:
+    """The metrics of one episode (``None`` = not applicable / not recorded)."""
+
+    TL: float
+    NE: float
+    NE_euclidean: float
+    SR: float
+    OSR: float
+    SPL: float
+    nDTW: float | None
+    SDTW: float | None
+    CR: float | None
+    steps: int
+    nav_steps: int
+    collision_count: float | None
+    SR_n: tuple[float | None, ...] | None = None
+    SR_All: float | None = None
+    geodesic: bool = True
+    fail_reason: str | None = None
+    AORI: float | None = None
+    DR: float | None = None
+    JOR: float | None = None
+    MPTR: float | None = None
+    debate_counts: Mapping[str, int] | None = None
+    tokens: int | None = None
+    tokens_prompt: int | None = None
+    tokens_completion: int | None = None
+    cost: float | None = None
+    episode_id: str = ""
+    task: str = ""
+    split: str = ""
+    physics: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Flat JSON-ready dict: ``SR_1..SR_n`` and ``SR_All`` only for long-horizon
+        episodes, debate counts (for pooled aggregation) only when a debate was traced."""
+        out: dict[str, Any] = {
+            "TL": self.TL,
+            "NE": self.NE,
+            "NE_euclidean": self.NE_euclidean,
+            "SR": self.SR,
+            "OSR": self.OSR,
+            "SPL": self.SPL,
+            "nDTW": self.nDTW,
+            "SDTW": self.SDTW,
+            "CR": self.CR,
+            "steps": self.steps,
+            "nav_steps": self.nav_steps,
+            "collision_count": self.collision_count,
+        }
+        if self.SR_n is not None:
+            for n, v in enumerate(self.SR_n, start=1):
+                out[f"SR_{n}"] = v
+            out["SR_All"] = self.SR_All
+        out["geodesic"] = self.geodesic
+        out["fail_reason"] = self.fail_reason
+        for key in ("AORI", "DR", "JOR", "MPTR", "tokens", "tokens_prompt", "tokens_completion", "cost"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        if self.debate_counts is not None:
+            out.update(self.debate_counts)
+        for key in ("episode_id", "task", "split", "physics"):
+            out[key] = getattr(self, key)
+        return out
+
+
+def _distances_to_goals(record: EpisodeRecord, config: MetricsConfig) -> tuple[np.ndarray, bool]:
+    """``(G, T)`` geodesic distances from every pose to every goal, and whether geodesic."""
+    if record.goal_distances is not None:
+        return record.goal_distances, True
+    n_goals = len(record.goals)
+    if record.geodesic_fn is not None:
+        d = np.asarray(record.geodesic_fn(record.positions), dtype=np.float64)
+        if d.ndim == 1 and n_goals == 1:
+            d = d[:, None]
+        if d.shape != (len(record.positions), n_goals):
+            raise MetricsError(
+                f"geodesic_fn returned shape {d.shape}, expected {(len(record.positions), n_goals)}"
+            )
+        if np.any(np.isnan(d)) or np.any(d < 0):
+            raise MetricsError("geodesic_fn returned NaN or negative distances")
+        return d.T, True
+    if not config.allow_euclidean_fallback:
+        raise MetricsError(
+            "record has neither goal_distances nor geodesic_fn; pass the env's distance field "
+            "or set MetricsConfig.allow_euclidean_fallback"
+        )
+    diff = record.positions[None, :, :] - record.goals[:, None, :]
+    if config.planar:
+        diff = diff[..., :2]
+    return np.sqrt(np.sum(np.square(diff), axis=2)), False
+
+
+def _tokens(tokens: Any) -> tuple[int | None, int | None, int | None]:
+    if tokens is None:
+        return None, None, None
+    if isinstance(tokens, Mapping):
+        prompt = tokens.get("prompt", tokens.get("prompt_tokens"))
+        completion = tokens.get("completion", tokens.get("completion_tokens"))
+        total = tokens.get("total", tokens.get("total_tokens"))
+        if total is None and (prompt is not None or completion is not None):
+            total = int(prompt or 0) + int(completion or 0)
+        return (
+            None if total is None else int(total),
+            None if prompt is None else int(prompt),
+            None if completion is None else int(completion),
+        )
+    try:
+        return int(tokens), None, None
+    except (TypeError, ValueError):
+        raise MetricsError(f"tokens must be an int or a mapping, got {tokens!r}") from None
+
+
+def _score(
+    record: EpisodeRecord, config: MetricsConfig, tl: float, dtw_value: float | None, n_ref: int
+) -> EpisodeMetrics:
+    """All metrics of one record given its TL and DTW (``None`` when it has no reference)."""
+    ds = config.success_distance
+    dist, geodesic = _distances_to_goals(record, config)
+    n_goals = len(record.goals)
+
+    dims = 2 if config.planar else 3
+    ne_euclid = math.dist(record.positions[-1, :dims].tolist(), record.goals[-1, :dims].tolist())
+    ne = float(dist[-1, -1])
+
+    within = dist < ds  # (G, T)
+    reached = [
+        k < len(record.stops) and bool(within[k, record.stops[k]]) for k in range(n_goals)
+    ]
+    # Oracle: within d_s of goal 1, then (at or after that pose) of goal 2, ...
+    t0, osr = 0, 1.0
+    for k in range(n_goals):
+        hits = np.flatnonzero(within[k, t0:])
+        if hits.size == 0:
+            osr = 0.0
+            break
+        t0 += int(hits[0])
+
+    if n_goals > 1:
+        sr_n: tuple[float | None, ...] | None = tuple(
+            float(reached[k]) if all(reached[:k]) else None for k in range(n_goals)
+        )
+        sr_all = float(reached[-1])
+        success = sr_all
+    else:
+        sr_n, sr_all = None, None
+        success = float(reached[0])
+
+    L = record.geodesic_distance
+    denom = max(tl, L)
+    spl = success * (L / denom) if denom > 0 else success
+
+    if dtw_value is not None:
+        ndtw = math.exp(-dtw_value / (config.ndtw_threshold * n_ref))
+        sdtw = success * ndtw
+    else:
+        ndtw = sdtw = None
+
+    steps = len(record.actions)
+    nav_steps = steps - len(record.stops)
+    if record.collisions is not None:
+        collision_count = float(record.collisions.sum())
+        cr = collision_count / nav_steps if nav_steps > 0 else 0.0
+    else:
+        collision_count = cr = None
+
+    trace = record.agent_trace or {}
+    aori_value = None
+    if trace.get("waypoints") is not None and len(trace["waypoints"]) > 0:
+        aori_value = aori(np.asarray(trace["waypoints"], dtype=np.float64), config.aori)["AORI"]
+    dr = jor = mptr = None
+    debate_counts = None
+    if trace.get("debate") is not None:
+        deb = debate_metrics(trace["debate"], config.debate_max_rounds)
+        dr, jor, mptr = deb.pop("DR"), deb.pop("JOR"), deb.pop("MPTR")
+        debate_counts = deb
+    total, prompt, completion = _tokens(record.tokens)
+
+    return EpisodeMetrics(
+        TL=tl,
+        NE=ne,
+        NE_euclidean=ne_euclid,
+        SR=success,
+        OSR=osr,
+        SPL=spl,
+        nDTW=ndtw,
+        SDTW=sdtw,
+        CR=cr,
+        steps=steps,
+        nav_steps=nav_steps,
+        collision_count=collision_count,
+        SR_n=sr_n,
+        SR_All=sr_all,
+        geodesic=geodesic,
+        fail_reason=record.fail_reason,
+        AORI=aori_value,
+        DR=dr,
+        JOR=jor,
+        MPTR=mptr,
+        debate_counts=debate_counts,
+        tokens=total,
+        tokens_prompt=prompt,
+        tokens_completion=completion,
+        cost=None if record.cost is None else float(record.cost),
+        episode_id=record.episode_id,
+        task=record.task,
+        split=record.split,
+        physics=record.physics,
+    )
+
+
+def _as_record(record: EpisodeRecord | Mapping[str, Any], config: MetricsConfig) -> EpisodeRecord:
+    if isinstance(record, EpisodeRecord):
+        return record
+    if isinstance(record, Mapping):
+        return EpisodeRecord.from_mapping(record, stop_action_id=config.stop_action_id)
+    raise MetricsError(f"expected an EpisodeRecord or a mapping, got {type(record).__name__}")
+
+
+def compute_episode_metrics(
+    record: EpisodeRecord | Mapping[str, Any], config: MetricsConfig | None = None
+) -> EpisodeMetrics:
+    """Score one episode.
+
+    Args:
+        record: an :class:`EpisodeRecord`, or an ``episodes.jsonl``-style mapping
+            (see :meth:`EpisodeRecord.from_mapping`).
+        config: scoring settings (defaults: the paper's).
+
+    Returns:
+        The episode's :class:`EpisodeMetrics`.
+
+    Raises:
+        MetricsError: the record cannot be scored (empty/NaN trajectory, bad shapes,
+            no geodesic information).
+    """
+    config = config or MetricsConfig()
+    rec = _as_record(record, config)
+    dims = 2 if config.planar else 3
+    (tl,), (q,) = resample_polylines([rec.positions[:, :dims]], config.resample_spacing)
+    if rec.reference_path is None:
+        return _score(rec, config, float(tl), None, 0)
+    r = resample_polyline(rec.reference_path[:, :dims], config.resample_spacing)
+    return _score(rec, config, float(tl), dtw_distance(q, r), len(r))
+
+
+def compute_metrics_batch(
+    records: Sequence[EpisodeRecord | Mapping[str, Any]], config: MetricsConfig | None = None
+) -> list[EpisodeMetrics]:
+    """Score many episodes; same results as :func:`compute_episode_metrics` on each
+    (up to float rounding in the last digits).
+
+    Resampling and DTW, the dominant costs, run vectorized across episodes
+    (:func:`vlnverse.eval.dtw.resample_polylines`,
+    :func:`vlnverse.eval.dtw.dtw_distance_batch`).
+    """
+    config = config or MetricsConfig()
+    recs = [_as_record(r, config) for r in records]
+    if not recs:
+        return []
+    dims = 2 if config.planar else 3
+    spacing = config.resample_spacing
+    lengths, queries = resample_polylines([r.positions[:, :dims] for r in recs], spacing)
+    with_ref = [i for i, r in enumerate(recs) if r.reference_path is not None]
+    _, refs = resample_polylines([recs[i].reference_path[:, :dims] for i in with_ref], spacing)
+    dtw_values = dtw_distance_batch(
+        [queries[i] for i in with_ref], refs, chunk_size=config.dtw_chunk_size
+    )
+    dtw_of = {i: (float(v), len(r)) for i, v, r in zip(with_ref, dtw_values, refs, strict=True)}
+    return [
+        _score(rec, config, float(lengths[i]), *dtw_of.get(i, (None, 0)))
+        for i, rec in enumerate(recs)
+    ]
