@@ -8,6 +8,7 @@ sends and answers with the API's JSON shape); tests mount it on an
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,12 +63,14 @@ class ChatEndpoint:
         failures: (status, headers) to return, in order, before answering normally.
         requests: every request body received.
         headers: every request's headers.
+        delay_s: seconds to wait before answering (to provoke client timeouts).
     """
 
     answer: Callable[[dict[str, Any]], str] = echo_answer
     failures: list[tuple[int, dict[str, str]]] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
+    delay_s: float = 0.0
 
     def respond(
         self, method: str, path: str, headers: dict[str, str], raw: bytes
@@ -76,6 +79,7 @@ class ChatEndpoint:
             return 404, {}, b'{"error": {"message": "not found"}}'
         body = json.loads(raw)
         self.requests.append(body)
+        time.sleep(self.delay_s)
         self.headers.append(headers)
         if self.failures:
             status, extra = self.failures.pop(0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
@@ -255,3 +256,27 @@ def test_real_local_http_server(local_server, monkeypatch: pytest.MonkeyPatch) -
     url = endpoint.requests[1]["messages"][0]["content"][1]["image_url"]["url"]
     assert base64.b64decode(url.split(",", 1)[1]) == encode_png(frame)
     assert response.usage.prompt_tokens > 0
+
+
+def test_slow_server_times_out_and_fails_cleanly(
+    local_server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    endpoint, base_url = local_server
+    endpoint.failures.clear()
+    endpoint.delay_s = 0.5
+    sleeps: list[float] = []
+    client = OpenAIClient(
+        "gpt-4o",
+        base_url=base_url,
+        api_key_env=None,
+        timeout=0.1,
+        max_retries=1,
+        sleep=sleeps.append,
+    )
+    started = time.monotonic()
+    with pytest.raises(LLMRequestError, match="failed after 2 attempt.*timed out"):
+        client.complete("hello")
+    assert time.monotonic() - started < 2.0
+    assert len(endpoint.requests) == 2 and len(sleeps) == 1

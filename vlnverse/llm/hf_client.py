@@ -36,9 +36,9 @@ def require_hf() -> tuple[Any, Any]:
         import transformers
     except ImportError as exc:
         raise DependencyNotInstalled(
-            "torch and transformers",
+            "torch/transformers",
             extra="hf",
-            purpose=f"local transformers models (hf:PATH); {exc}",
+            purpose=f"local transformers models, hf:PATH; {exc}",
         ) from exc
     return torch, transformers
 
