@@ -1,0 +1,78 @@
+"""``vlnverse scenes inspect|path`` as real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.scene import builders as b
+
+
+def run_cli(*args, check=True):
+    proc = subprocess.run([sys.executable, "-m", "vlnverse", *map(str, args)], capture_output=True, text=True, timeout=120)
+    if check and proc.returncode != 0:
+        raise AssertionError(proc.stderr)
+    return proc
+
+
+def test_inspect_writes_all_files(tmp_path):
+    scene = b.kitchen_with_table(tmp_path / "k.usda")
+    out = tmp_path / "out"
+    proc = run_cli("scenes", "inspect", scene, "--out", out, "--json")
+    summary = json.loads(proc.stdout)
+    for name in ("occupancy.npz", "bev.png", "scene_graph.json", "summary.json"):
+        assert (out / name).stat().st_size > 0
+    on_disk = json.loads((out / "summary.json").read_text())
+    assert on_disk["navigable_area_m2"] == summary["navigable_area_m2"]
+    assert on_disk["rooms"] == {"kitchen": 1} and on_disk["objects"] == {"ceiling lamp": 1, "cup": 1, "dining table": 1}
+    assert on_disk["largest_component_share"] == 1.0 and on_disk["resolution"] == 0.05
+    assert on_disk["free_area_m2"] == pytest.approx(19.04)
+    with np.load(out / "occupancy.npz") as npz:
+        assert npz["free"].sum() * 0.05**2 == pytest.approx(19.04)
+        assert float(npz["floor_height"]) == pytest.approx(0.0, abs=1e-6)
+    assert (out / "bev.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_inspect_human_table(tmp_path):
+    scene = b.box_room(tmp_path / "r.usda")
+    proc = run_cli("scenes", "inspect", scene, "--out", tmp_path / "o", "--agent-radius", "0.2")
+    assert "navigable_area_m2" in proc.stdout
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["agent_radius"] == 0.2 and summary["navigable_area_m2"] == pytest.approx(3.6 * 2.6)
+
+
+def test_path_json_and_picture(tmp_path):
+    scene = b.l_corridor(tmp_path / "l.usda")
+    proc = run_cli("scenes", "path", scene, "--start", "5.5,0.6", "--goal", "0.6,5.5", "--json", "--out", tmp_path)
+    result = json.loads(proc.stdout)
+    assert result["reachable"] is True and result["geodesic_distance"] == pytest.approx(9.09, rel=0.02)
+    assert result["path"][0][:2] == [5.5, 0.6] and len(result["path"][0]) == 3
+    assert (tmp_path / "path.png").exists()
+
+
+def test_path_unreachable_is_null(tmp_path):
+    scene = b.rotated_thin_wall(tmp_path / "w.usda", 30.0)
+    result = json.loads(run_cli("scenes", "path", scene, "--start", "1,5", "--goal", "5,1", "--json").stdout)
+    assert result == {"geodesic_distance": None, "path": [], "reachable": False}
+
+
+@pytest.mark.parametrize("args,message", [
+    (("scenes", "inspect", "/nonexistent/scene.usd"), "no such file"),
+    (("scenes", "path", "{scene}", "--start", "50,50", "--goal", "1,1"), "no floor under point"),
+    (("scenes", "inspect", "{scene}", "--resolution", "0"), "must be positive"),
+])
+def test_errors_are_one_line_and_nonzero(tmp_path, args, message):
+    scene = b.box_room(tmp_path / "r.usda")
+    proc = run_cli(*[a.format(scene=scene) for a in args], check=False)
+    assert proc.returncode == 2
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_debug_shows_traceback(tmp_path):
+    proc = run_cli("--debug", "scenes", "inspect", tmp_path / "missing.usda", check=False)
+    assert proc.returncode != 0 and "Traceback" in proc.stderr
