@@ -41,6 +41,10 @@ class SimulationError(VLNVerseError):
     """The simulator backend failed or was used out of its lifecycle."""
 
 
+class PackagingError(VLNVerseError):
+    """Building or checking the Isaac Sim extension failed (e.g. versions disagree)."""
+
+
 class LLMError(VLNVerseError):
     """An LLM/VLM call failed or its answer could not be used."""
 
