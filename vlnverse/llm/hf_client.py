@@ -114,6 +114,8 @@ class HFClient(LLMClient):
         return _plain_prompt(messages)
 
     def send(self, request: LLMRequest) -> LLMResponse:
+        if self.hf_model is None:
+            raise LLMRequestError(f"{self.model}: the client was closed")
         torch = self._torch
         params = request.params
         encoded = self.tokenizer(self.prompt_text(request), return_tensors="pt").to(self.device)
