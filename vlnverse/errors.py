@@ -78,3 +78,7 @@ class DependencyNotInstalled(VLNVerseError, ImportError):
         super().__init__(f"{package} is not installed{why}; install it with: {command}")
         self.package = package
         self.extra = extra
+
+
+class InvalidActionError(VLNVerseError, ValueError):
+    """An action is not an element of the env's action space."""

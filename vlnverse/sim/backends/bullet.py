@@ -1,0 +1,280 @@
+"""The embedded backend: PyBullet in DIRECT mode with its CPU renderer (no display, no GPU).
+
+The agent is a multibody whose links are joined by a prismatic X, a prismatic Y and a
+revolute Z joint; the last link carries the cylinder collider. Velocity motors with
+force limits drive the joints, so the agent cannot tip, slides along walls it brushes,
+and is stopped or deflected by obstacles according to its mass and speed. The collider
+starts ``step_height`` above the floor, so the agent steps over low clutter as the
+occupancy map assumes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from vlnverse.errors import DependencyNotInstalled, SimulationError
+from vlnverse.scene.types import Scene
+from vlnverse.sim.agent import AgentSpec
+from vlnverse.sim.backend import MoveResult
+from vlnverse.sim.backends.bullet_scene import BulletWorld, build_world
+from vlnverse.sim.physics import PhysicsConfig
+from vlnverse.sim.semantics import build_instance_table
+from vlnverse.sim.types import CameraFrame, CameraRequest, Contact, Pose
+
+#: PyBullet's limit on rays per ``rayTestBatch`` call.
+MAX_RAYS_PER_BATCH = 16384
+#: Motor force headroom over ``mass * max_accel`` (tight tracking of the speed profile).
+MOTOR_HEADROOM = 3.0
+#: Renderer lighting: a fixed sun from above, mostly ambient so colours stay true.
+LIGHT_DIRECTION = (0.5, 0.8, 1.0)
+LIGHT_AMBIENT, LIGHT_DIFFUSE, LIGHT_SPECULAR = 0.7, 0.4, 0.0
+
+
+def _pybullet():
+    try:
+        import pybullet
+    except ImportError as exc:  # pragma: no cover - pybullet is a core dependency
+        raise DependencyNotInstalled("pybullet", purpose="the embedded simulator backend") from exc
+    return pybullet
+
+
+def view_matrix(position: Sequence[float], yaw: float, pitch: float) -> list[float]:
+    """The OpenGL view matrix (column-major, 16 floats) of a camera at ``position``."""
+    cy, sy, cp, sp = math.cos(yaw), math.sin(yaw), math.cos(pitch), math.sin(pitch)
+    forward = np.array([cp * cy, cp * sy, sp])
+    up = np.array([-sp * cy, -sp * sy, cp])
+    right = np.cross(forward, up)
+    eye = np.asarray(position, dtype=np.float64)
+    rotation = np.stack([right, up, -forward])  # world → camera (OpenGL looks down -Z)
+    matrix = np.eye(4)
+    matrix[:3, :3] = rotation
+    matrix[:3, 3] = -rotation @ eye
+    return matrix.T.reshape(-1).tolist()
+
+
+class BulletBackend:
+    """PyBullet DIRECT backend (see :mod:`vlnverse.sim.backend` for the lifecycle)."""
+
+    name = "bullet"
+
+    def __init__(self, physics: PhysicsConfig | None = None) -> None:
+        self._p = _pybullet()
+        self.physics = physics or PhysicsConfig()
+        self._client = self._p.connect(self._p.DIRECT)
+        p, c = self._p, self._client
+        p.setGravity(0.0, 0.0, -self.physics.gravity, physicsClientId=c)
+        p.setPhysicsEngineParameter(
+            fixedTimeStep=self.physics.control_dt, numSubSteps=self.physics.substeps,
+            deterministicOverlappingPairs=1, physicsClientId=c,
+        )
+        self._world: BulletWorld | None = None
+        self._agent: int | None = None
+        self._spec: AgentSpec | None = None
+        self._forces: list[float] = []
+        self._base_z = 0.0
+        self._lut = np.full(1, -1, dtype=np.int32)
+        self._projections: dict[tuple, list[float]] = {}
+        self._contacts_fresh = False
+
+    @classmethod
+    def available(cls) -> tuple[bool, str]:
+        try:
+            _pybullet()
+        except DependencyNotInstalled as exc:
+            return False, str(exc)
+        return True, "pybullet is installed"
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def load_scene(self, scene: Scene) -> None:
+        if self._client is None:
+            raise SimulationError("bullet backend is closed")
+        if self._world is not None:
+            raise SimulationError("bullet backend: load_scene may be called once")
+        self._world = build_world(self._p, self._client, scene, build_instance_table(scene))
+        self._lut = self._world.lookup_table(extra=4)
+
+    def spawn_agent(self, spec: AgentSpec, pose: Pose) -> None:
+        if self._world is None:
+            raise SimulationError("bullet backend: spawn_agent before load_scene")
+        if self._agent is not None:
+            raise SimulationError("bullet backend: the agent is already spawned")
+        p, c = self._p, self._client
+        body_height = spec.height - spec.step_height
+        cylinder = p.createCollisionShape(p.GEOM_CYLINDER, radius=spec.radius, height=body_height, physicsClientId=c)
+        self._agent = p.createMultiBody(
+            baseMass=0.0, basePosition=[0.0, 0.0, pose.z],
+            linkMasses=[0.01, 0.01, spec.mass],
+            linkCollisionShapeIndices=[-1, -1, cylinder], linkVisualShapeIndices=[-1, -1, -1],
+            linkPositions=[[0, 0, 0], [0, 0, 0], [0, 0, spec.step_height + body_height / 2.0]],
+            linkOrientations=[[0, 0, 0, 1]] * 3, linkInertialFramePositions=[[0, 0, 0]] * 3,
+            linkInertialFrameOrientations=[[0, 0, 0, 1]] * 3, linkParentIndices=[0, 1, 2],
+            linkJointTypes=[p.JOINT_PRISMATIC, p.JOINT_PRISMATIC, p.JOINT_REVOLUTE],
+            linkJointAxis=[[1, 0, 0], [0, 1, 0], [0, 0, 1]], physicsClientId=c,
+        )
+        for link in range(3):
+            p.changeDynamics(self._agent, link, linearDamping=0.0, angularDamping=0.0,
+                             jointDamping=0.0, physicsClientId=c)
+            p.changeVisualShape(self._agent, link, rgbaColor=[0, 0, 0, 0], physicsClientId=c)
+        p.changeDynamics(self._agent, 2, lateralFriction=spec.friction, spinningFriction=0.0,
+                         rollingFriction=0.0, physicsClientId=c)
+        force = MOTOR_HEADROOM * (spec.mass + 0.02) * spec.max_linear_accel
+        torque = MOTOR_HEADROOM * 0.5 * spec.mass * spec.radius**2 * spec.max_angular_accel
+        self._forces = [force, force, torque]
+        self._spec = spec
+        self._base_z = pose.z
+        self.set_agent_pose(pose)
+
+    def close(self) -> None:
+        if self._client is not None:
+            try:
+                self._p.disconnect(physicsClientId=self._client)
+            finally:
+                self._client = None
+                self._agent = None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+    # -- agent -------------------------------------------------------------------------
+
+    def _require_agent(self) -> int:
+        if self._agent is None:
+            raise SimulationError("bullet backend: no agent (call spawn_agent first, and not after close)")
+        return self._agent
+
+    def set_agent_pose(self, pose: Pose) -> None:
+        agent, p, c = self._require_agent(), self._p, self._client
+        if pose.z != self._base_z:
+            p.resetBasePositionAndOrientation(agent, [0.0, 0.0, pose.z], [0, 0, 0, 1], physicsClientId=c)
+            self._base_z = pose.z
+        for joint, value in enumerate((pose.x, pose.y, pose.yaw)):
+            p.resetJointState(agent, joint, value, 0.0, physicsClientId=c)
+        self._command((0.0, 0.0, 0.0))
+        self._contacts_fresh = False
+
+    def agent_pose(self) -> Pose:
+        agent = self._require_agent()
+        states = self._p.getJointStates(agent, (0, 1, 2), physicsClientId=self._client)
+        return Pose(states[0][0], states[1][0], self._base_z, math.remainder(states[2][0], 2 * math.pi))
+
+    def _command(self, velocity: Sequence[float]) -> None:
+        self._p.setJointMotorControlArray(
+            self._agent, (0, 1, 2), self._p.VELOCITY_CONTROL, targetVelocities=velocity,
+            forces=self._forces, physicsClientId=self._client,
+        )
+
+    def move(self, velocities: np.ndarray) -> MoveResult:
+        agent, p, c = self._require_agent(), self._p, self._client
+        poses = np.empty((len(velocities), 3))
+        deepest: dict[int, Contact] = {}
+        for tick, velocity in enumerate(np.asarray(velocities, dtype=np.float64).tolist()):
+            self._command(velocity)
+            p.stepSimulation(physicsClientId=c)
+            states = p.getJointStates(agent, (0, 1, 2), physicsClientId=c)
+            poses[tick] = (states[0][0], states[1][0], states[2][0])
+            for contact in self._read_contacts():
+                best = deepest.get(contact.prim_index)
+                if best is None or contact.depth > best.depth:
+                    deepest[contact.prim_index] = contact
+        self._command((0.0, 0.0, 0.0))
+        self._contacts_fresh = True
+        return MoveResult(poses, [deepest[k] for k in sorted(deepest)])
+
+    def contacts(self) -> list[Contact]:
+        self._require_agent()
+        if not self._contacts_fresh:
+            self._p.performCollisionDetection(physicsClientId=self._client)
+            self._contacts_fresh = True
+        return self._read_contacts()
+
+    def _read_contacts(self) -> list[Contact]:
+        tolerance = self.physics.contact_tolerance
+        found = []
+        for point in self._p.getContactPoints(bodyA=self._agent, physicsClientId=self._client):
+            distance = point[8]
+            if distance > tolerance:
+                continue
+            found.append(Contact(
+                prim_index=int(self._lut[point[2] + 1]) if point[2] + 1 < len(self._lut) else -1,
+                position=tuple(point[6]), normal=tuple(point[7]), depth=max(0.0, -distance),
+            ))
+        return found
+
+    def reset_objects(self) -> None:
+        if self._world is None:
+            raise SimulationError("bullet backend: reset_objects before load_scene")
+        for uid, (position, orientation) in self._world.movable.items():
+            self._p.resetBasePositionAndOrientation(uid, position, orientation, physicsClientId=self._client)
+            self._p.resetBaseVelocity(uid, [0, 0, 0], [0, 0, 0], physicsClientId=self._client)
+        self._contacts_fresh = False
+
+    # -- perception --------------------------------------------------------------------
+
+    def _projection(self, request: CameraRequest) -> list[float]:
+        key = (request.width, request.height, request.hfov_deg, request.near, request.far)
+        matrix = self._projections.get(key)
+        if matrix is None:
+            half_v = math.tan(math.radians(request.hfov_deg) / 2.0) * request.height / request.width
+            matrix = self._p.computeProjectionMatrixFOV(
+                math.degrees(2.0 * math.atan(half_v)), request.width / request.height,
+                request.near, request.far, physicsClientId=self._client,
+            )
+            self._projections[key] = matrix
+        return matrix
+
+    def render(self, requests: Sequence[CameraRequest]) -> list[CameraFrame]:
+        if self._world is None:
+            raise SimulationError("bullet backend: render before load_scene")
+        p, c = self._p, self._client
+        frames = []
+        for request in requests:
+            flags = 0 if request.instance else p.ER_NO_SEGMENTATION_MASK
+            _, _, rgba, zbuffer, segmentation = p.getCameraImage(
+                request.width, request.height,
+                view_matrix(request.position, request.yaw, request.pitch), self._projection(request),
+                renderer=p.ER_TINY_RENDERER, flags=flags, shadow=0,
+                lightDirection=LIGHT_DIRECTION, lightColor=(1.0, 1.0, 1.0),
+                lightAmbientCoeff=LIGHT_AMBIENT, lightDiffuseCoeff=LIGHT_DIFFUSE,
+                lightSpecularCoeff=LIGHT_SPECULAR, physicsClientId=c,
+            )
+            frame = CameraFrame()
+            shape = (request.height, request.width)
+            if request.rgb:
+                frame.rgb = np.ascontiguousarray(np.reshape(rgba, (*shape, 4))[..., :3], dtype=np.uint8)
+            if request.depth:
+                z = np.reshape(zbuffer, shape).astype(np.float32, copy=False)
+                near, far = np.float32(request.near), np.float32(request.far)
+                frame.depth = (far * near) / (far - (far - near) * z)
+            if request.instance:
+                ids = np.reshape(segmentation, shape).astype(np.int64, copy=False)
+                ids = np.where((ids >= -1) & (ids < len(self._lut) - 1), ids, -1)
+                frame.instance = self._lut[ids + 1]
+            frames.append(frame)
+        return frames
+
+    def cast_rays(self, origins: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self._world is None:
+            raise SimulationError("bullet backend: cast_rays before load_scene")
+        origins = np.asarray(origins, dtype=np.float64).reshape(-1, 3)
+        ends = np.asarray(ends, dtype=np.float64).reshape(-1, 3)
+        fraction = np.ones(len(origins))
+        prim = np.full(len(origins), -1, dtype=np.int32)
+        for start in range(0, len(origins), MAX_RAYS_PER_BATCH):
+            stop = start + MAX_RAYS_PER_BATCH
+            hits = self._p.rayTestBatch(
+                origins[start:stop].tolist(), ends[start:stop].tolist(), physicsClientId=self._client
+            )
+            for i, hit in enumerate(hits, start):
+                uid = hit[0]
+                if uid < 0 or uid == self._agent:
+                    continue
+                fraction[i] = hit[2]
+                prim[i] = self._lut[uid + 1] if uid + 1 < len(self._lut) else -1
+        return fraction, prim
