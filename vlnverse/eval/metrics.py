@@ -30,8 +30,9 @@ Definitions (``d_s`` = ``MetricsConfig.success_distance``, 3.0 m by default):
 - **SR_n** (long-horizon): goal ``n`` is reached when the ``n``-th STOP of the episode
   was issued within ``d_s`` of goal ``n``. The per-episode ``SR_n`` is 1/0 when goals
   ``1..n-1`` were all reached and ``None`` otherwise, so the mean over episodes is the
-  paper's conditional rate; ``SR_1`` is unconditional. **SR_All**: the ``G``-th STOP
-  (the last goal's) was within ``d_s`` of the final goal (paper §3.4).
+  paper's conditional rate; ``SR_1`` is unconditional. **SR_All**: overall task
+  completion (paper §3.4): the ``G``-th STOP was within ``d_s`` of the final goal after
+  every earlier goal was reached, so ``mean(SR_All) = SR_1 * SR_2 * ... * SR_G``.
 - **steps**: actions taken, STOP included (habitat-lab ``StepsTaken``).
 - **AORI**, **DR/JOR/MPTR**: see :mod:`vlnverse.eval.trace_metrics`; computed when the
   agent's trace holds ``waypoints`` / ``debate``. **tokens**, **cost**: passed through.
@@ -466,7 +467,7 @@ def _score(
         sr_n: tuple[float | None, ...] | None = tuple(
             float(reached[k]) if all(reached[:k]) else None for k in range(n_goals)
         )
-        sr_all = float(reached[-1])
+        sr_all = float(all(reached))
         success = sr_all
     else:
         sr_n, sr_all = None, None
