@@ -116,10 +116,14 @@ def test_collision_rate_and_zero_steps():
     assert m.collision_count == 2.0 and m.nav_steps == 3
     assert m.CR == pytest.approx(2.0 / 3.0)
     # No action at all: CR is 0 by definition (no division by zero).
-    m0 = compute_episode_metrics(record(line(0.0), [0.5, 0, 0], L=0.5, actions=[], stops=(), collisions=[]))
+    m0 = compute_episode_metrics(
+        record(line(0.0), [0.5, 0, 0], L=0.5, actions=[], stops=(), collisions=[])
+    )
     assert m0.CR == 0.0 and m0.steps == 0 and m0.nav_steps == 0
     # Only STOP: also no navigation action.
-    m1 = compute_episode_metrics(record(line(0.0), [0.5, 0, 0], L=0.5, actions=["stop"], stops=(0,), collisions=[0]))
+    m1 = compute_episode_metrics(
+        record(line(0.0), [0.5, 0, 0], L=0.5, actions=["stop"], stops=(0,), collisions=[0])
+    )
     assert m1.CR == 0.0 and m1.steps == 1 and m1.nav_steps == 0
 
 
@@ -187,7 +191,14 @@ def test_ndtw_r4r_grid_example_without_resampling():
     batch = compute_metrics_batch([rec, rec], cfg)
     assert [b.nDTW for b in batch] == pytest.approx([m.nDTW, m.nDTW], abs=1e-12)
     # SDTW is gated by the episode's success: no STOP -> 0 while nDTW is unchanged.
-    no_stop = record(prediction, reference[-1], L=4.0, reference_path=reference, actions=["forward"] * 3, stops=())
+    no_stop = record(
+        prediction,
+        reference[-1],
+        L=4.0,
+        reference_path=reference,
+        actions=["forward"] * 3,
+        stops=(),
+    )
     m2 = compute_episode_metrics(no_stop, cfg)
     assert m2.nDTW == pytest.approx(m.nDTW) and m2.SDTW == 0.0
 
@@ -311,14 +322,21 @@ def test_bad_input_raises_metrics_error():
     fallback = compute_episode_metrics(bare, MetricsConfig(allow_euclidean_fallback=True))
     assert fallback.geodesic is False and fallback.NE == pytest.approx(1.0) and fallback.SR == 1.0
     # A geodesic_fn that answers NaN is caught too.
-    nan_fn = EpisodeRecord(np.zeros((2, 3)), goal, 1.0, geodesic_fn=lambda p: np.full(len(p), np.nan))
+    nan_fn = EpisodeRecord(
+        np.zeros((2, 3)), goal, 1.0, geodesic_fn=lambda p: np.full(len(p), np.nan)
+    )
     with pytest.raises(MetricsError, match="NaN"):
         compute_episode_metrics(nan_fn)
 
 
 def test_unreachable_goal_gives_infinite_ne_and_failure():
     rec = EpisodeRecord(
-        line(0, 1), [[5.0, 0, 0]], 5.0, actions=["forward", "stop"], stops=(1,), goal_distances=[np.inf, np.inf]
+        line(0, 1),
+        [[5.0, 0, 0]],
+        5.0,
+        actions=["forward", "stop"],
+        stops=(1,),
+        goal_distances=[np.inf, np.inf],
     )
     m = compute_episode_metrics(rec)
     assert math.isinf(m.NE) and m.SR == 0.0 and m.OSR == 0.0
@@ -329,7 +347,9 @@ def test_config_validation_and_strict_loading():
         MetricsConfig(success_distance=0.0)
     with pytest.raises(ConfigError, match="resample_spacing"):
         MetricsConfig(resample_spacing=-1.0)
-    cfg = config_from_mapping(MetricsConfig, {"success_distance": 2.0, "aori": {"view_radius": 1.5}})
+    cfg = config_from_mapping(
+        MetricsConfig, {"success_distance": 2.0, "aori": {"view_radius": 1.5}}
+    )
     assert cfg.success_distance == 2.0 and cfg.aori.view_radius == 1.5
     with pytest.raises(ConfigError, match="unknown key"):
         config_from_mapping(MetricsConfig, {"succes_distance": 2.0})

@@ -75,7 +75,11 @@ def test_means_cis_groups_and_determinism():
 
 def test_single_episode_and_constant_values():
     s = aggregate_metrics([{"task": "t", "SR": 1.0, "TL": 4.0}], n_boot=100)[0]
-    assert s.metrics["SR"].mean == 1.0 and s.metrics["SR"].ci_low == 1.0 and s.metrics["SR"].ci_high == 1.0
+    assert (
+        s.metrics["SR"].mean == 1.0
+        and s.metrics["SR"].ci_low == 1.0
+        and s.metrics["SR"].ci_high == 1.0
+    )
     assert s.metrics["TL"].n == 1
 
 
@@ -100,7 +104,9 @@ def test_sr_n_aggregates_conditionally():
         )
 
     # 4 episodes: goal 1 reached in 3; of those, goal 2 reached in 1.
-    metrics = compute_metrics_batch([ep([True, True]), ep([True, False]), ep([True, False]), ep([False, True])])
+    metrics = compute_metrics_batch(
+        [ep([True, True]), ep([True, False]), ep([True, False]), ep([False, True])]
+    )
     s = aggregate_metrics(metrics, n_boot=200, group_by=("task",))[0]
     assert s.metrics["SR_1"].mean == pytest.approx(3 / 4) and s.metrics["SR_1"].n == 4
     assert s.metrics["SR_2"].mean == pytest.approx(1 / 3) and s.metrics["SR_2"].n == 3
@@ -109,7 +115,12 @@ def test_sr_n_aggregates_conditionally():
 
 
 def test_episodes_jsonl_records_are_accepted():
-    rec = {"episode_id": "1", "task": "coarse", "physics": "strict", "metrics": {"SR": 1.0, "SPL": 0.5}}
+    rec = {
+        "episode_id": "1",
+        "task": "coarse",
+        "physics": "strict",
+        "metrics": {"SR": 1.0, "SPL": 0.5},
+    }
     s = aggregate_metrics([rec, {**rec, "metrics": {"SR": 0.0, "SPL": 0.0}}], n_boot=50)[0]
     assert s.key["task"] == "coarse" and s.metrics["SPL"].mean == pytest.approx(0.25)
 
@@ -117,14 +128,18 @@ def test_episodes_jsonl_records_are_accepted():
 def test_bootstrap_ratio_ci_matches_plain_percentile_bootstrap():
     rng = np.random.default_rng(0)
     x = rng.normal(5, 2, size=80)
-    est, lo, hi = bootstrap_ratio_ci(x[:, None], np.ones((80, 1)), np.random.default_rng(11), n_boot=400)
+    est, lo, hi = bootstrap_ratio_ci(
+        x[:, None], np.ones((80, 1)), np.random.default_rng(11), n_boot=400
+    )
     idx = np.random.default_rng(11).integers(0, 80, size=(400, 80))
     means = x[idx].mean(axis=1)
     assert est[0] == pytest.approx(x.mean())
     assert lo[0] == pytest.approx(np.quantile(means, 0.025))
     assert hi[0] == pytest.approx(np.quantile(means, 0.975))
     # Drawing the resamples in small memory blocks still gives an interval around the estimate.
-    est2, lo2, hi2 = bootstrap_ratio_ci(x[:, None], np.ones((80, 1)), np.random.default_rng(11), n_boot=400, max_block=800)
+    est2, lo2, hi2 = bootstrap_ratio_ci(
+        x[:, None], np.ones((80, 1)), np.random.default_rng(11), n_boot=400, max_block=800
+    )
     assert lo2[0] <= est2[0] <= hi2[0]
 
 

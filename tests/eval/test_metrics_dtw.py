@@ -45,7 +45,9 @@ def test_kernels_match_the_plain_recurrence():
     single = np.array([dtw_distance(q, r) for q, r in zip(qs, rs, strict=True)])
     np.testing.assert_allclose(single, expected, rtol=1e-12, atol=1e-10)
     for chunk in (1, 5, 256):
-        np.testing.assert_allclose(dtw_distance_batch(qs, rs, chunk_size=chunk), expected, rtol=1e-12, atol=1e-10)
+        np.testing.assert_allclose(
+            dtw_distance_batch(qs, rs, chunk_size=chunk), expected, rtol=1e-12, atol=1e-10
+        )
 
 
 def test_dtw_is_symmetric_and_zero_on_identical_paths():
@@ -75,7 +77,9 @@ def test_resample_polyline_hand_values():
     out_half = resample_polyline(path, 0.5)
     assert len(out_half) == 8 and np.allclose(out_half[-1], [1, 2.5])
     # Exact multiple: the end is not duplicated.
-    np.testing.assert_allclose(resample_polyline(np.array([[0.0, 0], [2.0, 0]]), 0.5)[:, 0], [0, 0.5, 1, 1.5, 2])
+    np.testing.assert_allclose(
+        resample_polyline(np.array([[0.0, 0], [2.0, 0]]), 0.5)[:, 0], [0, 0.5, 1, 1.5, 2]
+    )
     # Zero-length path -> its start point; single point -> itself; None -> unchanged.
     np.testing.assert_allclose(resample_polyline(np.zeros((4, 3)), 0.25), np.zeros((1, 3)))
     np.testing.assert_allclose(resample_polyline(np.ones((1, 2)), 0.25), np.ones((1, 2)))
@@ -88,7 +92,9 @@ def test_resample_polylines_batch_matches_single_and_reports_lengths():
     paths.append(np.zeros((3, 2)))
     lengths, out = resample_polylines(paths, 0.3)
     for p, length, o in zip(paths, lengths, out, strict=True):
-        expected_len = float(np.sum(np.linalg.norm(np.diff(p, axis=0), axis=1))) if len(p) > 1 else 0.0
+        expected_len = (
+            float(np.sum(np.linalg.norm(np.diff(p, axis=0), axis=1))) if len(p) > 1 else 0.0
+        )
         assert length == pytest.approx(expected_len, abs=1e-9)
         np.testing.assert_allclose(o, resample_polyline(p, 0.3), atol=1e-9)
         np.testing.assert_allclose(o[0], p[0])

@@ -18,7 +18,9 @@ def test_disk_overlap_fraction_known_values():
     assert _disk_overlap_fraction(np.array(2 * r), r) == pytest.approx(0.0)
     assert _disk_overlap_fraction(np.array(10.0), r) == pytest.approx(0.0)
     # Two unit-radius-scaled disks at distance r: (2*pi/3 - sqrt(3)/2) / pi.
-    assert _disk_overlap_fraction(np.array(r), r) == pytest.approx((2 * math.pi / 3 - math.sqrt(3) / 2) / math.pi)
+    assert _disk_overlap_fraction(np.array(r), r) == pytest.approx(
+        (2 * math.pi / 3 - math.sqrt(3) / 2) / math.pi
+    )
 
 
 def test_aori_far_apart_waypoints_are_not_redundant():
@@ -101,7 +103,12 @@ def test_episode_metrics_read_the_trace():
     assert m.AORI == pytest.approx(0.0)
     assert m.DR == pytest.approx(0.8) and m.JOR == 0.5 and m.MPTR == 0.5
     d = m.to_dict()
-    assert d["debate_rounds"] == 10 and d["arbitrations"] == 2 and d["tokens"] == 900 and d["cost"] == 0.01
+    assert (
+        d["debate_rounds"] == 10
+        and d["arbitrations"] == 2
+        and d["tokens"] == 900
+        and d["cost"] == 0.01
+    )
     plain = compute_episode_metrics(
         EpisodeRecord(np.zeros((1, 3)), [[1.0, 0, 0]], 1.0, goal_distances=[1.0])
     ).to_dict()

@@ -81,7 +81,10 @@ def _flat(item: EpisodeMetrics | Mapping[str, Any]) -> Mapping[str, Any]:
     if isinstance(item, Mapping):
         nested = item.get("metrics")
         if isinstance(nested, Mapping):  # an episodes.jsonl record
-            return {**nested, **{k: item[k] for k in ("task", "split", "physics", "fail_reason") if k in item}}
+            return {
+                **nested,
+                **{k: item[k] for k in ("task", "split", "physics", "fail_reason") if k in item},
+            }
         return item
     raise MetricsError(f"expected EpisodeMetrics or a mapping, got {type(item).__name__}")
 
@@ -126,10 +129,14 @@ def bootstrap_ratio_ci(
     for start in range(0, n_boot, block):
         b = min(block, n_boot - start)
         idx = rng.integers(0, n, size=(b, n))
-        counts = np.bincount((idx + (np.arange(b) * n)[:, None]).ravel(), minlength=b * n).reshape(b, n)
+        counts = np.bincount((idx + (np.arange(b) * n)[:, None]).ravel(), minlength=b * n).reshape(
+            b, n
+        )
         s_num = counts @ num
         s_den = counts @ den
-        stats[start : start + b] = np.divide(s_num, s_den, out=np.full((b, k), np.nan), where=s_den > 0)
+        stats[start : start + b] = np.divide(
+            s_num, s_den, out=np.full((b, k), np.nan), where=s_den > 0
+        )
     alpha = (1.0 - confidence) / 2.0
     valid = ~np.all(np.isnan(stats), axis=0)
     low = np.full(k, np.nan)
@@ -142,7 +149,9 @@ def bootstrap_ratio_ci(
 
 def _group_seed(seed: int, key: Mapping[str, str]) -> np.random.Generator:
     text = "\x1f".join(f"{k}={v}" for k, v in sorted(key.items()))
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, zlib.crc32(text.encode())])))
+    return np.random.Generator(
+        np.random.PCG64(np.random.SeedSequence([seed, zlib.crc32(text.encode())]))
+    )
 
 
 def aggregate_metrics(

@@ -181,45 +181,65 @@ def dtw_distance_batch(
 
 
 def _dtw_diagonal_chunk(rows: list[np.ndarray], cols: list[np.ndarray]) -> np.ndarray:
-    """Anti-diagonal DTW over one chunk of pairs (rows longer or equal to cols)."""
-    b = len(rows)
-    dim = rows[0].shape[1]
+    """Anti-diagonal DTW over one chunk of pairs (rows longer or equal to cols).
+
+    Two trims keep the work close to ``sum(N_b * M_b)``: each diagonal only visits the
+    cells ``1 <= i <= N, 1 <= j <= M`` of the chunk's bounding table, and pairs are
+    ordered by the diagonal they finish on so finished pairs drop out of the arrays.
+    """
     n_r = np.array([len(a) for a in rows])
     n_c = np.array([len(a) for a in cols])
+    finish = n_r + n_c
+    order = np.argsort(finish, kind="stable")
+    b = len(rows)
+    dim = rows[0].shape[1]
     big_n, big_m = int(n_r.max()), int(n_c.max())
-    off = big_m + 1
-    # Row points padded with +inf (cost inf => cell inf) so cells past an episode's end
-    # never win a minimum; layout (dim, index, episode) keeps episodes contiguous.
-    row_pts = np.full((dim, big_n + 2 * big_m + 1, b), np.inf)
+    # Row points padded with +inf (cost inf => cell inf) so cells past a pair's end
+    # never win a minimum; layout (dim, index, pair) keeps pairs contiguous.
+    row_pts = np.full((dim, big_n, b), np.inf)
     col_pts = np.full((dim, big_m, b), _FAR)
-    for k, (r, c) in enumerate(zip(rows, cols, strict=True)):
-        row_pts[:, off : off + len(r), k] = r.T
-        col_pts[:, : len(c), k] = c.T
-    out = np.empty(b)
+    for slot, k in enumerate(order):
+        row_pts[:, : n_r[k], slot] = rows[k].T
+        col_pts[:, : n_c[k], slot] = cols[k].T
+    n_c_sorted = n_c[order]
+    finish_sorted = finish[order]
+    result = np.empty(b)
     diag_km2 = np.full((big_m + 1, b), np.inf)  # anti-diagonal k-2, starting at k=0
     diag_km2[0] = 0.0
     diag_km1 = np.full((big_m + 1, b), np.inf)  # k-1 (k=1: only boundary cells)
     diag_k = np.full((big_m + 1, b), np.inf)
-    cost = np.empty((big_m, b))
-    tmp = np.empty((big_m, b))
-    finish = n_r + n_c
+    cost_buf = np.empty((big_m, b))
+    tmp_buf = np.empty((big_m, b))
+    lo = 0  # pairs [0, lo) have finished
     for k in range(2, big_n + big_m + 1):
-        # Cells (i, j) with i + j = k, j = 1..M; row point index i - 1 = k - 1 - j.
-        seg = row_pts[:, off + k - 1 - big_m : off + k - 1][:, ::-1]
-        np.subtract(col_pts[0], seg[0], out=cost)
+        # Cells (i, j) with i + j = k inside the table: j in [j_lo, j_hi].
+        j_lo, j_hi = max(1, k - big_n), min(big_m, k - 1)
+        width = j_hi - j_lo + 1
+        # Row point index i - 1 = k - 1 - j, descending as j ascends.
+        seg = row_pts[:, k - 1 - j_hi : k - j_lo, lo:][:, ::-1]
+        cols_here = col_pts[:, j_lo - 1 : j_hi, lo:]
+        cost = cost_buf[:width, : b - lo]
+        tmp = tmp_buf[:width, : b - lo]
+        np.subtract(cols_here[0], seg[0], out=cost)
         np.multiply(cost, cost, out=cost)
         for d in range(1, dim):
-            np.subtract(col_pts[d], seg[d], out=tmp)
+            np.subtract(cols_here[d], seg[d], out=tmp)
             np.multiply(tmp, tmp, out=tmp)
             cost += tmp
         np.sqrt(cost, out=cost)
-        body = diag_k[1:]
-        np.minimum(diag_km1[1:], diag_km1[:-1], out=body)  # D[i-1, j], D[i, j-1]
-        np.minimum(body, diag_km2[:-1], out=body)  # D[i-1, j-1]
+        body = diag_k[j_lo : j_hi + 1, lo:]
+        np.minimum(diag_km1[j_lo : j_hi + 1, lo:], diag_km1[j_lo - 1 : j_hi, lo:], out=body)
+        np.minimum(body, diag_km2[j_lo - 1 : j_hi, lo:], out=body)  # D[i-1, j-1]
         body += cost
-        done = np.flatnonzero(finish == k)
-        if done.size:
-            out[done] = diag_k[n_c[done], done]
+        # The buffer last held diagonal k-3; the next two diagonals read one cell past
+        # each end of this one, so those must be outside-the-table infinities.
+        diag_k[j_lo - 1, lo:] = np.inf
+        if j_hi < big_m:
+            diag_k[j_hi + 1, lo:] = np.inf
+        while lo < b and finish_sorted[lo] == k:
+            result[order[lo]] = diag_k[n_c_sorted[lo], lo]
+            lo += 1
+        if lo == b:
+            break
         diag_km2, diag_km1, diag_k = diag_km1, diag_k, diag_km2
-        diag_k[0] = np.inf
-    return out
+    return result

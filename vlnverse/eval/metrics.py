@@ -132,11 +132,17 @@ class MetricsConfig:
         if self.resample_spacing is not None:
             positive("resample_spacing", self.resample_spacing)
         if self.debate_max_rounds < 1:
-            raise ConfigError(f"MetricsConfig.debate_max_rounds must be >= 1, got {self.debate_max_rounds}")
+            raise ConfigError(
+                f"MetricsConfig.debate_max_rounds must be >= 1, got {self.debate_max_rounds}"
+            )
         if self.dtw_chunk_size < 1:
-            raise ConfigError(f"MetricsConfig.dtw_chunk_size must be >= 1, got {self.dtw_chunk_size}")
+            raise ConfigError(
+                f"MetricsConfig.dtw_chunk_size must be >= 1, got {self.dtw_chunk_size}"
+            )
         if not isinstance(self.aori, AORIParams):
-            raise ConfigError(f"MetricsConfig.aori must be AORIParams, got {type(self.aori).__name__}")
+            raise ConfigError(
+                f"MetricsConfig.aori must be AORIParams, got {type(self.aori).__name__}"
+            )
 
 
 def _points(value: Any, name: str, *, dims: tuple[int, ...] = (3,)) -> np.ndarray:
@@ -145,7 +151,9 @@ def _points(value: Any, name: str, *, dims: tuple[int, ...] = (3,)) -> np.ndarra
     except (TypeError, ValueError) as exc:
         raise MetricsError(f"{name} is not a numeric array: {exc}") from None
     if arr.ndim != 2 or arr.shape[1] not in dims:
-        raise MetricsError(f"{name} must have shape (N, {'|'.join(map(str, dims))}), got {arr.shape}")
+        raise MetricsError(
+            f"{name} must have shape (N, {'|'.join(map(str, dims))}), got {arr.shape}"
+        )
     if arr.shape[0] == 0:
         raise MetricsError(f"{name} is empty")
     if not np.all(np.isfinite(arr)):
@@ -221,7 +229,9 @@ class EpisodeRecord:
         try:
             stops = tuple(int(s) for s in self.stops)
         except (TypeError, ValueError):
-            raise MetricsError(f"stops must be integer position indices, got {self.stops!r}") from None
+            raise MetricsError(
+                f"stops must be integer position indices, got {self.stops!r}"
+            ) from None
         if any(s < 0 or s >= len(pos) for s in stops):
             raise MetricsError(f"stops {stops} index outside the {len(pos)} recorded positions")
         if any(b < a for a, b in zip(stops, stops[1:], strict=False)):
@@ -230,7 +240,11 @@ class EpisodeRecord:
             raise MetricsError(f"{len(stops)} stops but only {len(self.actions)} actions")
         object.__setattr__(self, "stops", stops)
         L = self.geodesic_distance
-        if not isinstance(L, (int, float, np.floating, np.integer)) or not math.isfinite(L) or L < 0:
+        if (
+            not isinstance(L, (int, float, np.floating, np.integer))
+            or not math.isfinite(L)
+            or L < 0
+        ):
             raise MetricsError(f"geodesic_distance must be a finite number >= 0, got {L!r}")
         object.__setattr__(self, "geodesic_distance", float(L))
         if self.collisions is not None:
@@ -241,7 +255,9 @@ class EpisodeRecord:
                 raise MetricsError("collisions must be non-negative finite counts")
             object.__setattr__(self, "collisions", col)
         if self.reference_path is not None:
-            object.__setattr__(self, "reference_path", _points(self.reference_path, "reference_path"))
+            object.__setattr__(
+                self, "reference_path", _points(self.reference_path, "reference_path")
+            )
         if self.goal_distances is not None:
             gd = np.asarray(self.goal_distances, dtype=np.float64)
             if gd.ndim == 1:
@@ -323,9 +339,12 @@ class EpisodeRecord:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class EpisodeMetrics:
-    """The metrics of one episode (``None`` = not applicable / not recorded)."""
+    """The metrics of one episode (``None`` = not applicable / not recorded).
+
+    A plain value record (not frozen: building ~10^4 of them per second matters).
+    """
 
     TL: float
     NE: float
@@ -380,7 +399,16 @@ class EpisodeMetrics:
             out["SR_All"] = self.SR_All
         out["geodesic"] = self.geodesic
         out["fail_reason"] = self.fail_reason
-        for key in ("AORI", "DR", "JOR", "MPTR", "tokens", "tokens_prompt", "tokens_completion", "cost"):
+        for key in (
+            "AORI",
+            "DR",
+            "JOR",
+            "MPTR",
+            "tokens",
+            "tokens_prompt",
+            "tokens_completion",
+            "cost",
+        ):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
@@ -451,17 +479,15 @@ def _score(
     ne = float(dist[-1, -1])
 
     within = dist < ds  # (G, T)
-    reached = [
-        k < len(record.stops) and bool(within[k, record.stops[k]]) for k in range(n_goals)
-    ]
+    reached = [k < len(record.stops) and bool(within[k, record.stops[k]]) for k in range(n_goals)]
     # Oracle: within d_s of goal 1, then (at or after that pose) of goal 2, ...
     t0, osr = 0, 1.0
     for k in range(n_goals):
-        hits = np.flatnonzero(within[k, t0:])
-        if hits.size == 0:
+        first = int(within[k, t0:].argmax())
+        if not within[k, t0 + first]:
             osr = 0.0
             break
-        t0 += int(hits[0])
+        t0 += first
 
     if n_goals > 1:
         sr_n: tuple[float | None, ...] | None = tuple(

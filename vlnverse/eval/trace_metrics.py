@@ -57,14 +57,20 @@ class AORIParams:
     map_size: float | None = None
 
     def __post_init__(self) -> None:
-        for name in ("view_radius", "voxel_size", "eta") + (("map_size",) if self.map_size is not None else ()):
+        for name in ("view_radius", "voxel_size", "eta") + (
+            ("map_size",) if self.map_size is not None else ()
+        ):
             value = getattr(self, name)
             if not math.isfinite(value) or value <= 0:
                 raise ConfigError(f"AORIParams.{name} must be a positive number, got {value!r}")
         if not 0.0 <= self.overlap_threshold <= 1.0:
-            raise ConfigError(f"AORIParams.overlap_threshold must be in [0, 1], got {self.overlap_threshold}")
+            raise ConfigError(
+                f"AORIParams.overlap_threshold must be in [0, 1], got {self.overlap_threshold}"
+            )
         if self.w_c < 0 or self.w_d < 0:
-            raise ConfigError(f"AORIParams weights must be >= 0, got w_c={self.w_c}, w_d={self.w_d}")
+            raise ConfigError(
+                f"AORIParams weights must be >= 0, got w_c={self.w_c}, w_d={self.w_d}"
+            )
         if self.revisit_count < 1:
             raise ConfigError(f"AORIParams.revisit_count must be >= 1, got {self.revisit_count}")
 
@@ -73,7 +79,9 @@ def _disk_overlap_fraction(dist: np.ndarray, radius: float) -> np.ndarray:
     """Lens area of two disks of ``radius`` at centre distance ``dist``, over one disk's area."""
     d = np.minimum(np.asarray(dist, dtype=np.float64), 2.0 * radius)
     half = d / (2.0 * radius)
-    lens = 2.0 * radius**2 * np.arccos(half) - 0.5 * d * np.sqrt(np.maximum(4.0 * radius**2 - d**2, 0.0))
+    lens = 2.0 * radius**2 * np.arccos(half) - 0.5 * d * np.sqrt(
+        np.maximum(4.0 * radius**2 - d**2, 0.0)
+    )
     return lens / (math.pi * radius**2)
 
 
@@ -89,7 +97,9 @@ def aori(waypoints: np.ndarray, params: AORIParams) -> dict[str, float]:
     """
     pts = np.asarray(waypoints, dtype=np.float64)
     if pts.ndim != 2 or pts.shape[0] == 0 or pts.shape[1] not in (2, 3):
-        raise MetricsError(f"AORI needs (T, 2|3) decision locations with T >= 1, got shape {pts.shape}")
+        raise MetricsError(
+            f"AORI needs (T, 2|3) decision locations with T >= 1, got shape {pts.shape}"
+        )
     if not np.all(np.isfinite(pts)):
         raise MetricsError("AORI decision locations contain NaN or inf")
     xy = pts[:, :2]
@@ -151,7 +161,9 @@ def _round_pair(entry: Any) -> tuple[Any, Any]:
     raise MetricsError(f"debate round must be [tsu, sib] or {{'tsu', 'sib'}}, got {entry!r}")
 
 
-def debate_metrics(steps: Sequence[Mapping[str, Any]], max_rounds: int) -> dict[str, float | int | None]:
+def debate_metrics(
+    steps: Sequence[Mapping[str, Any]], max_rounds: int
+) -> dict[str, float | int | None]:
     """DR, JOR and MPTR (DSCD-Nav Eqs. 20-23) of one episode's debate trace.
 
     Args:
@@ -175,7 +187,12 @@ def debate_metrics(steps: Sequence[Mapping[str, Any]], max_rounds: int) -> dict[
         rounds += len(pairs)
         disagreements += sum(1 for tsu, sib in pairs if tsu != sib)
         judge = step.get("judge")
-        if len(pairs) == max_rounds and pairs and pairs[-1][0] != pairs[-1][1] and judge is not None:
+        if (
+            len(pairs) == max_rounds
+            and pairs
+            and pairs[-1][0] != pairs[-1][1]
+            and judge is not None
+        ):
             arbitrations += 1
             overrides += int(judge != pairs[-1][0])
             probes += int(bool(step.get("micro_probe", False)))
