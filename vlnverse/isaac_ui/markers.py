@@ -59,6 +59,12 @@ def clear_markers(stage: Usd.Stage, root: str = MARKER_ROOT) -> bool:
     return False
 
 
+def _fit_extent(boundable: UsdGeom.Boundable) -> None:
+    """Author the extent USD computes for the prim's geometry (the validator checks it)."""
+    extent = UsdGeom.Boundable.ComputeExtentFromPlugins(boundable, Usd.TimeCode.Default())
+    boundable.CreateExtentAttr(extent)
+
+
 def _color(gprim: UsdGeom.Gprim, rgb: Sequence[float], opacity: float = 1.0) -> None:
     gprim.CreateDisplayColorAttr(Vt.Vec3fArray([Gf.Vec3f(*rgb)]))
     gprim.CreateDisplayOpacityAttr(Vt.FloatArray([float(opacity)]))
@@ -87,7 +93,7 @@ def draw_episode(
     start.CreateAxisAttr(UsdGeom.Tokens.x)  # the tip points along the start heading
     start.CreateRadiusAttr(0.15)
     start.CreateHeightAttr(0.4)
-    start.CreateExtentAttr([(-0.2, -0.15, -0.15), (0.2, 0.15, 0.15)])
+    _fit_extent(start)
     x, y, z = (float(v) for v in markers.start_position)
     set_pose(start.GetPrim(), (x, y, z + 0.15 + lift), yaw_quaternion(markers.start_yaw))
     _color(start, START_COLOR)
@@ -98,8 +104,7 @@ def draw_episode(
         disc.CreateAxisAttr(UsdGeom.Tokens.z)
         disc.CreateRadiusAttr(float(markers.success_radius))
         disc.CreateHeightAttr(0.01)
-        r = float(markers.success_radius)
-        disc.CreateExtentAttr([(-r, -r, -0.005), (r, r, 0.005)])
+        _fit_extent(disc)
         gx, gy, gz = (float(v) for v in goal)
         set_pose(disc.GetPrim(), (gx, gy, gz + lift), Gf.Quatd(1.0))
         _color(disc, GOAL_COLOR, opacity=0.5)
@@ -113,10 +118,7 @@ def draw_episode(
         curve.CreatePointsAttr(Vt.Vec3fArray([Gf.Vec3f(*p) for p in points.tolist()]))
         curve.CreateWidthsAttr(Vt.FloatArray([float(path_width)]))
         curve.SetWidthsInterpolation(UsdGeom.Tokens.constant)
-        half = path_width / 2.0
-        curve.CreateExtentAttr(
-            [Gf.Vec3f(*(points.min(axis=0) - half)), Gf.Vec3f(*(points.max(axis=0) + half))]
-        )
+        _fit_extent(curve)
         _color(curve, PATH_COLOR)
     return group.GetPrim()
 

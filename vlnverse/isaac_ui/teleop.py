@@ -79,12 +79,14 @@ class KeyboardTeleop:
 
 
 class PoseRecorder:
-    """Writes the agent's pose to CSV at most once per ``period`` seconds of sim time.
+    """Writes the agent's pose to CSV on a fixed grid of ``period`` seconds of sim time.
 
-    Rows are ``t, x, y, z, yaw`` (seconds since the first row, meters, radians). A pose
-    is recorded when at least ``period`` has passed since the last recorded one, so a
-    60 Hz stream gives a row every 3rd frame at 50 ms; :meth:`close` always records the
-    final pose so the trajectory ends where the agent stopped.
+    Rows are ``t, x, y, z, yaw`` (seconds since the first pose, meters, radians). Poses
+    arrive at the simulator's control rate; each grid time crossed since the previous
+    pose is written with the pose interpolated linearly (yaw along the shorter arc), so
+    the log is exactly one row per 50 ms whatever the control rate. :meth:`close` adds the
+    final pose when it falls between grid times, so the trajectory ends where the agent
+    stopped.
     """
 
     def __init__(self, path: str | Path, period: float = DEFAULT_PERIOD) -> None:
@@ -97,38 +99,53 @@ class PoseRecorder:
         self._writer = csv.writer(self._handle)
         self._writer.writerow(CSV_COLUMNS)
         self._t0: float | None = None
-        self._last_t: float | None = None
-        self._pending: tuple[float, Sequence[float], float] | None = None
+        self._previous: tuple[float, np.ndarray] | None = None
+        self._next_index = 0
+        self._last_written: float | None = None
         self.rows = 0
 
-    def tick(self, now: float, position: Sequence[float], yaw: float) -> bool:
-        """Offer the pose at sim time ``now`` (s); returns whether a row was written."""
+    def tick(self, now: float, position: Sequence[float], yaw: float) -> int:
+        """Offer the pose at sim time ``now`` (s); returns how many rows were written."""
         if self._handle is None:
             raise ConfigError("the recorder is closed")
+        state = np.array([*(float(v) for v in position), float(yaw)])
+        if state.shape != (4,):
+            raise ConfigError("position must be (x, y, z)")
+        if self._previous is not None and now < self._previous[0]:
+            raise ConfigError(f"sim time went backwards ({now} < {self._previous[0]})")
         if self._t0 is None:
             self._t0 = now
-        if self._last_t is not None and now - self._last_t < self.period - 1e-9:
-            self._pending = (now, position, yaw)
-            return False
-        self._write(now, position, yaw)
-        return True
+        written = 0
+        while (grid := self._t0 + self._next_index * self.period) <= now + 1e-9:
+            if self._previous is None or now == self._previous[0]:
+                pose = state
+            else:
+                t_prev, prev = self._previous
+                alpha = (grid - t_prev) / (now - t_prev)
+                pose = prev + alpha * (state - prev)
+                turn = math.remainder(state[3] - prev[3], 2 * math.pi)
+                pose[3] = math.remainder(prev[3] + alpha * turn, 2 * math.pi)
+            self._write(grid, pose)
+            self._next_index += 1
+            written += 1
+        self._previous = (now, state)
+        return written
 
-    def _write(self, now: float, position: Sequence[float], yaw: float) -> None:
+    def _write(self, t: float, pose: np.ndarray) -> None:
         assert self._handle is not None and self._t0 is not None
-        x, y, z = (float(v) for v in position)
+        x, y, z, yaw = (float(v) for v in pose)
         self._writer.writerow(
-            [f"{now - self._t0:.3f}", f"{x:.4f}", f"{y:.4f}", f"{z:.4f}", f"{float(yaw):.5f}"]
+            [f"{t - self._t0:.3f}", f"{x:.4f}", f"{y:.4f}", f"{z:.4f}", f"{yaw:.5f}"]
         )
-        self._last_t = now
-        self._pending = None
+        self._last_written = t
         self.rows += 1
 
     def close(self) -> Path:
-        """Record the last offered pose (if skipped), close the file and return its path."""
+        """Record the final pose if it lies between grid times, close and return the path."""
         if self._handle is None:
             return self.path
-        if self._pending is not None:
-            self._write(*self._pending)
+        if self._previous is not None and self._previous[0] - (self._last_written or -math.inf) > 1e-9:
+            self._write(*self._previous)
         self._handle.close()
         self._handle = None
         return self.path
@@ -138,6 +155,42 @@ class PoseRecorder:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class TeleopSession:
+    """Drives an agent on any simulator backend from held keys and records its poses.
+
+    Each :meth:`tick` turns the keys held now into one control tick of world-frame
+    velocity (the backend applies physics, so walls block the agent), then offers the
+    reached pose to the recorder. The extension calls it once per Kit frame; tests call
+    it with the embedded backend.
+    """
+
+    def __init__(self, backend, recorder: PoseRecorder, keys: KeyboardTeleop, control_dt: float) -> None:
+        if not (math.isfinite(control_dt) and control_dt > 0):
+            raise ConfigError(f"control_dt must be > 0, got {control_dt}")
+        self.backend = backend
+        self.recorder = recorder
+        self.keys = keys
+        self.control_dt = float(control_dt)
+        self.sim_time = 0.0
+        pose = backend.agent_pose()
+        recorder.tick(0.0, (pose.x, pose.y, pose.z), pose.yaw)
+
+    def tick(self):
+        """Advance one control tick; returns the reached pose."""
+        linear, angular = self.keys.command()
+        yaw = self.backend.agent_pose().yaw
+        velocity = np.array([[linear * math.cos(yaw), linear * math.sin(yaw), angular]])
+        self.backend.move(velocity)
+        self.sim_time += self.control_dt
+        pose = self.backend.agent_pose()
+        self.recorder.tick(self.sim_time, (pose.x, pose.y, pose.z), pose.yaw)
+        return pose
+
+    def finish(self) -> Path:
+        """Close the recording and return the CSV path."""
+        return self.recorder.close()
 
 
 def read_pose_csv(path: str | Path) -> np.ndarray:
