@@ -12,7 +12,7 @@ def pytest_collection_modifyitems(config, items):
     has_isaac = importlib.util.find_spec("isaacsim") is not None
     has_llm = bool(os.environ.get("VLNVERSE_LLM_BASE_URL"))
     for item in items:
-        if "isaac" in item.keywords and not has_isaac:
+        if item.get_closest_marker("isaac") and not has_isaac:
             item.add_marker(pytest.mark.skip(reason="needs NVIDIA Isaac Sim (pip install 'vlnverse[isaac]' on an RTX machine)"))
-        if "llm_live" in item.keywords and not has_llm:
+        if item.get_closest_marker("llm_live") and not has_llm:
             item.add_marker(pytest.mark.skip(reason="needs a real LLM endpoint in VLNVERSE_LLM_BASE_URL"))

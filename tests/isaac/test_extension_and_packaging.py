@@ -7,11 +7,11 @@ import py_compile
 import shutil
 import subprocess
 import sys
-import tomllib
 import zipfile
 from pathlib import Path
 
 import pytest
+import tomllib
 from PIL import Image
 
 ROOT = Path(__file__).resolve().parents[2]
