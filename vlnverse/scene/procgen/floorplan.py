@@ -460,3 +460,21 @@ def wall_pieces(wall: Wall, height: float) -> list[tuple[float, float, float, fl
             if z1 - z0 > 1e-6:
                 pieces.append((x0, y0, z0, x1, y1, z1))
     return pieces
+
+
+def leaf_rect(door: DoorPlan, interior_thickness: float) -> tuple[float, float, float, float]:
+    """World (x0, y0, x1, y1) footprint of a door's leaf.
+
+    An entrance leaf closes its opening; an interior leaf stands open at 90 degrees in
+    ``swing_room``, beside its hinge jamb, so it narrows neither the opening nor a wall.
+    """
+    seg = door.segment
+    if len(door.rooms) == 1:
+        return segment_box(seg, door.u0 + 0.005, door.u1 - 0.005, LEAF_THICKNESS)
+    n = seg.normal_into(door.swing_room)
+    u_lo, u_hi = ((door.u0 - LEAF_THICKNESS - 0.005, door.u0 - 0.005) if door.hinge_at_start
+                  else (door.u1 + 0.005, door.u1 + LEAF_THICKNESS + 0.005))
+    near = interior_thickness / 2.0 + 0.005
+    far = near + door.width - 0.01
+    a, b = seg.point(u_lo) + n * near, seg.point(u_hi) + n * far
+    return (float(min(a[0], b[0])), float(min(a[1], b[1])), float(max(a[0], b[0])), float(max(a[1], b[1])))
