@@ -6,3 +6,12 @@ Three layers (paper §3): ``vlnverse.scene`` (environment), ``vlnverse.sim`` (si
 """
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """Lazy top-level helpers: ``vlnverse.make`` imports gymnasium and the envs on first use."""
+    if name == "make":
+        from vlnverse.envs import make
+
+        return make
+    raise AttributeError(f"module 'vlnverse' has no attribute {name!r}")

@@ -191,6 +191,7 @@ class Simulator:
         """Read every attached sensor (sensors with a rate reuse their last reading between samples)."""
         pose = self.pose
         obs: dict[str, np.ndarray] = {}
+        fresh: set[str] = set()
         requests, pending = [], []
         for request, members in self._camera_groups():
             due = [(n, s) for n, s in members if self._due(n, s)]
@@ -214,12 +215,16 @@ class Simulator:
                 else:
                     value = self.instances.ids_of_prims(frame.instance)
                 self._cache[name] = (self.time, value)
+                fresh.add(name)
         for name, spec in self.rig.items():
             if isinstance(spec, LidarSensor) and self._due(name, spec):
                 self._cache[name] = (self.time, self._scan(name, spec, pose))
+                fresh.add(name)
             elif isinstance(spec, PoseSensor) and self._due(name, spec):
                 self._cache[name] = (self.time, pose.as_array().astype(np.float32))
-            obs[name] = self._cache[name][1]
+                fresh.add(name)
+            value = self._cache[name][1]
+            obs[name] = value if name in fresh else value.copy()  # never hand out one buffer twice
         return obs
 
     def _scan(self, name: str, spec: LidarSensor, pose: Pose) -> np.ndarray:
@@ -281,9 +286,14 @@ class Simulator:
         penetrating = any(c.depth > self.physics.contact_tolerance for c in touching)
         occupancy = self.occupancy
         component = self._component(start)
-        inside = bool(occupancy.is_navigable(target.position)) and occupancy.component_of(target.position) == component
+        nearest = np.asarray(occupancy.nearest_navigable(target.position), dtype=np.float64)
+        # Physically free and on the start's navigable floor (up to grid discretization).
+        on_floor = (
+            math.hypot(nearest[0] - target.x, nearest[1] - target.y) <= 2.0 * occupancy.resolution
+            and occupancy.component_of(nearest) == component
+        )
         reached = target
-        if penetrating or not inside:
+        if penetrating or not on_floor:
             snapped = np.asarray(occupancy.nearest_navigable(target.position, component=component), dtype=np.float64)
             reached = Pose(float(snapped[0]), float(snapped[1]), float(snapped[2]), target.yaw)
             backend.set_agent_pose(reached)

@@ -42,17 +42,21 @@ def _pybullet():
 
 
 def view_matrix(position: Sequence[float], yaw: float, pitch: float) -> list[float]:
-    """The OpenGL view matrix (column-major, 16 floats) of a camera at ``position``."""
+    """The OpenGL view matrix (column-major, 16 floats) of a camera at ``position``.
+
+    Rows of the rotation are the camera's right, up and backward axes in world frame.
+    """
     cy, sy, cp, sp = math.cos(yaw), math.sin(yaw), math.cos(pitch), math.sin(pitch)
-    forward = np.array([cp * cy, cp * sy, sp])
-    up = np.array([-sp * cy, -sp * sy, cp])
-    right = np.cross(forward, up)
-    eye = np.asarray(position, dtype=np.float64)
-    rotation = np.stack([right, up, -forward])  # world → camera (OpenGL looks down -Z)
-    matrix = np.eye(4)
-    matrix[:3, :3] = rotation
-    matrix[:3, 3] = -rotation @ eye
-    return matrix.T.reshape(-1).tolist()
+    fx, fy, fz = cp * cy, cp * sy, sp  # forward
+    ux, uy, uz = -sp * cy, -sp * sy, cp  # up
+    rx, ry, rz = fy * uz - fz * uy, fz * ux - fx * uz, fx * uy - fy * ux  # forward × up
+    ex, ey, ez = position
+    return [
+        rx, ux, -fx, 0.0,
+        ry, uy, -fy, 0.0,
+        rz, uz, -fz, 0.0,
+        -(rx * ex + ry * ey + rz * ez), -(ux * ex + uy * ey + uz * ez), fx * ex + fy * ey + fz * ez, 1.0,
+    ]
 
 
 class BulletBackend:

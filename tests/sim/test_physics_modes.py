@@ -1,0 +1,118 @@
+"""Strict / Slide / Tel-Hop against real PyBullet physics in a 6 m × 4 m room."""
+
+import math
+
+import numpy as np
+import pytest
+
+from vlnverse.sim import Displacement, PhysicsConfig, Pose, Simulator, VelocityCommand
+from vlnverse.sim.testing import Box, box_room
+
+TABLE = Box("table_0", (2.5, 1.5, 0.0), (3.5, 2.5, 0.75), (0.6, 0.35, 0.15), "table")
+
+
+@pytest.fixture(scope="module")
+def scene():
+    return box_room(6.0, 4.0, furniture=[TABLE])
+
+
+def make_sim(scene, mode, pose):
+    return Simulator(scene, sensors=(), physics=PhysicsConfig(mode=mode), pose=pose)
+
+
+@pytest.mark.parametrize("mode", ["strict", "slide", "tel_hop"])
+def test_free_space_motion_reaches_the_commanded_pose(scene, mode):
+    with make_sim(scene, mode, Pose(1.0, 0.8, 0.0, 0.0)) as sim:
+        report = sim.execute(Displacement(turn=math.radians(30), forward=0.5))
+        assert not report.collision and report.displacement < 0.01
+        assert report.reached_pose.distance_xy(report.commanded_pose) < 0.01
+        assert report.reached_pose.yaw == pytest.approx(math.radians(30), abs=1e-3)
+
+
+@pytest.mark.parametrize("mode", ["strict", "slide"])
+def test_driving_head_on_into_a_wall_is_a_collision(scene, mode):
+    with make_sim(scene, mode, Pose(5.55, 3.0, 0.0, 0.0)) as sim:
+        report = sim.execute(Displacement(forward=0.25))
+        # The wall at x = 6 stops the 0.30 m cylinder at x = 5.70: 0.10 m short of 5.80.
+        assert report.reached_pose.x == pytest.approx(5.70, abs=0.01)
+        assert report.displacement >= 0.1 - 0.01
+        report = sim.execute(Displacement(forward=0.25))
+        assert report.collision and report.displacement >= 0.1
+        assert report.contacts.categories == ("wall",)
+        assert sim.collisions >= 1
+        assert sim.physics.fails_on_collision is (mode == "strict")
+
+
+def test_slide_mode_slides_along_a_wall_and_counts_the_collision(scene):
+    with make_sim(scene, "slide", Pose(5.5, 0.8, 0.0, math.radians(30))) as sim:
+        start_y = sim.pose.y
+        reports = [sim.execute(Displacement(forward=0.25)) for _ in range(4)]
+        pose = sim.pose
+        assert pose.x == pytest.approx(5.70, abs=0.01)  # pressed against the wall
+        assert pose.y - start_y == pytest.approx(4 * 0.25 * math.sin(math.radians(30)), abs=0.02)
+        assert any(r.collision for r in reports) and sim.collisions >= 1
+        assert "wall" in reports[-1].contacts.categories
+
+
+def test_tel_hop_snaps_out_of_an_obstacle_to_the_nearest_free_pose(scene):
+    with make_sim(scene, "tel_hop", Pose(1.5, 2.0, 0.0, 0.0)) as sim:
+        report = sim.execute(Displacement(forward=1.5))  # would end inside the table
+        assert report.snapped and report.collision
+        assert report.commanded_pose.x == pytest.approx(3.0)
+        assert report.reached_pose.x <= 2.5 - 0.3 + 0.03  # in front of the table
+        assert report.displacement >= 0.1
+        assert report.contacts.object_ids == ("table_0",)
+        assert sim.occupancy.is_navigable(report.reached_pose.position)
+        assert not any(c.depth > 0.005 for c in sim.backend.contacts())
+
+
+def test_tel_hop_bypasses_obstacles_in_transit(scene):
+    with make_sim(scene, "tel_hop", Pose(1.5, 2.0, 0.0, 0.0)) as sim:
+        report = sim.execute(Displacement(forward=2.5))  # through the table, lands at x = 4
+        assert not report.snapped and not report.collision
+        assert report.reached_pose.x == pytest.approx(4.0)
+
+
+def test_tel_hop_into_a_wall_counts_a_collision(scene):
+    with make_sim(scene, "tel_hop", Pose(5.5, 3.0, 0.0, 0.0)) as sim:
+        report = sim.execute(Displacement(forward=0.5))
+        assert report.snapped and report.collision
+        assert report.reached_pose.x <= 5.70 + 1e-6 and report.contacts.categories == ("wall",)
+
+
+@pytest.mark.parametrize("mode", ["strict", "slide", "tel_hop"])
+def test_turning_in_place_never_collides(scene, mode):
+    # Touching the wall (x = 5.70), then a full turn in 15° steps.
+    with make_sim(scene, mode, Pose(5.70, 3.0, 0.0, 0.0)) as sim:
+        for _ in range(24):
+            report = sim.execute(Displacement(turn=math.radians(15)))
+            assert not report.collision and report.displacement < 0.01
+        assert sim.collisions == 0
+        assert sim.pose.distance_xy(Pose(5.70, 3.0)) < 0.01
+
+
+def test_velocity_commands_move_with_physics(scene):
+    with make_sim(scene, "slide", Pose(1.0, 0.8, 0.0, 0.0)) as sim:
+        for _ in range(4):
+            report = sim.execute(VelocityCommand(1.0, 0.0, 0.5))
+        assert not report.collision
+        assert sim.pose.x == pytest.approx(report.commanded_pose.x, abs=0.01)
+        # Accelerating at 4 m/s² to 1 m/s: 2 s at (nearly) full speed.
+        assert sim.pose.x - 1.0 == pytest.approx(2.0 - 0.125, abs=0.05)
+
+
+def test_a_movable_object_is_pushed_and_reset(scene):
+    crate = Box("crate_0", (3.0, 0.5, 0.0), (3.3, 0.8, 0.4), (0.5, 0.4, 0.2), "crate", movable=True)
+    with Simulator(box_room(6.0, 4.0, furniture=[crate]), sensors=(), physics=PhysicsConfig(mode="slide"),
+                   pose=Pose(2.2, 0.65, 0.0, 0.0)) as sim:
+        for _ in range(3):
+            report = sim.execute(Displacement(forward=0.25))
+        assert "crate_0" in report.contacts.object_ids
+        assert sim.pose.x > 2.6  # pushed the crate rather than stopping at it
+        origins = np.array([[2.0, 0.65, 0.2]])
+        moved, _ = sim.backend.cast_rays(origins, origins + [[4.0, 0.0, 0.0]])
+        sim.reset(Pose(1.0, 2.0, 0.0, 0.0))
+        back, prim = sim.backend.cast_rays(origins, origins + [[4.0, 0.0, 0.0]])
+        assert back[0] * 4.0 == pytest.approx(1.0, abs=0.01)  # front face at x = 3 again
+        assert moved[0] > back[0]
+        assert sim.instances.ids_of_prims(prim)[0] == 1

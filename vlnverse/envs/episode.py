@@ -1,0 +1,92 @@
+"""Navigation episodes as the env consumes them (the dataset layer converts its records)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from vlnverse.errors import ConfigError
+
+
+def _finite(values: Sequence[float], what: str, sizes: tuple[int, ...]) -> tuple[float, ...]:
+    try:
+        out = tuple(float(v) for v in values)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{what} must be numbers, got {values!r}") from exc
+    if len(out) not in sizes or not all(math.isfinite(v) for v in out):
+        raise ConfigError(f"{what} must be {' or '.join(map(str, sizes))} finite numbers, got {values!r}")
+    return out
+
+
+@dataclass(frozen=True)
+class Goal:
+    """A goal position (x, y[, z]) and its success radius in metres."""
+
+    position: tuple[float, ...]
+    radius: float = 3.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "position", _finite(self.position, "Goal.position", (2, 3)))
+        if not math.isfinite(self.radius) or self.radius <= 0:
+            raise ConfigError(f"Goal.radius must be positive, got {self.radius!r}")
+
+
+@dataclass(frozen=True)
+class NavEpisode:
+    """One navigation episode.
+
+    Attributes:
+        episode_id: Stable id.
+        start: Start pose ``(x, y, yaw)`` (yaw in radians).
+        goals: One or more goals; reaching any of them succeeds.
+        instruction: The instruction text.
+        reference_path: Optional (K, 3) reference path.
+    """
+
+    episode_id: str
+    start: tuple[float, float, float]
+    goals: tuple[Goal, ...]
+    instruction: str = ""
+    reference_path: tuple[tuple[float, float, float], ...] | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "start", _finite(self.start, "NavEpisode.start", (3,)))
+        goals = tuple(g if isinstance(g, Goal) else goal_from(g) for g in self.goals)
+        if not goals:
+            raise ConfigError(f"episode {self.episode_id!r} has no goal")
+        object.__setattr__(self, "goals", goals)
+        if not isinstance(self.instruction, str):
+            raise ConfigError(f"episode {self.episode_id!r}: instruction must be a string")
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> NavEpisode:
+        """Build from ``{"episode_id", "start", "goals" | "goal", "instruction", "reference_path"}``."""
+        known = {"episode_id", "start", "goals", "goal", "goal_radius", "instruction", "reference_path"}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"episode: unknown key(s) {', '.join(unknown)}; valid: {', '.join(sorted(known))}")
+        radius = float(data.get("goal_radius", 3.0))
+        goals = data.get("goals")
+        if goals is None:
+            if "goal" not in data:
+                raise ConfigError("episode: needs 'goals' or 'goal'")
+            goals = [data["goal"]]
+        path = data.get("reference_path")
+        return cls(
+            episode_id=str(data.get("episode_id", "0")),
+            start=tuple(data["start"]),
+            goals=tuple(goal_from(g, radius) for g in goals),
+            instruction=str(data.get("instruction", "")),
+            reference_path=tuple(tuple(map(float, p)) for p in path) if path is not None else None,
+        )
+
+
+def goal_from(value: Any, radius: float = 3.0) -> Goal:
+    """A :class:`Goal` from a Goal, ``{"position", "radius"}`` or a bare position."""
+    if isinstance(value, Goal):
+        return value
+    if isinstance(value, Mapping):
+        return Goal(tuple(value["position"]), float(value.get("radius", radius)))
+    return Goal(tuple(value), radius)
