@@ -27,9 +27,10 @@ from vlnverse.errors import ConfigError, SimulationError
 from vlnverse.scene.types import Scene
 from vlnverse.sim.actions import make_action_space
 from vlnverse.sim.agent import AgentSpec
+from vlnverse.sim.backend import resolve_backend
 from vlnverse.sim.physics import PhysicsConfig
 from vlnverse.sim.rig import SensorRig
-from vlnverse.sim.sensors import RGBSensor, SensorSpec
+from vlnverse.sim.sensors import RGBSensor, SensorSpec, pose_space
 from vlnverse.sim.simulator import Simulator
 from vlnverse.sim.types import CameraRequest, Pose, StepReport
 
@@ -133,6 +134,7 @@ class NavEnv(gym.Env):
         self.reward_config = _coerce(RewardConfig, reward, "reward")
         self.action_spec = make_action_space(action_space)
         rig = SensorRig.from_spec(sensors)
+        backend = resolve_backend(backend)
         if render_mode not in (None, "rgb_array"):
             raise ConfigError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         self.render_mode = render_mode
@@ -194,7 +196,7 @@ class NavEnv(gym.Env):
     def _update_observation_space(self) -> None:
         sensor_space = self.sim.observation_space()
         entries = dict(sensor_space.spaces)
-        entries.setdefault("pose", spaces.Box(-np.inf, np.inf, (4,), np.float32))
+        entries.setdefault("pose", pose_space())
         entries["instruction"] = spaces.Text(self._max_text, min_length=0, charset=self._charset)
         self.observation_space = spaces.Dict(entries)
 
@@ -329,7 +331,7 @@ class NavEnv(gym.Env):
         return float(min(f.distance_at(pose.xy) for f in self._fields))
 
     def _success(self, pose: Pose) -> bool:
-        return any(float(f.distance_at(pose.xy)) <= g.radius for f, g in zip(self._fields, self.episode.goals))
+        return any(float(f.distance_at(pose.xy)) <= g.radius for f, g in zip(self._fields, self.episode.goals, strict=True))
 
     def _observe(self) -> dict[str, Any]:
         obs: dict[str, Any] = self.sim.observe()

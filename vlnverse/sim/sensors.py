@@ -255,7 +255,18 @@ class PoseSensor(SensorSpec):
     kind: ClassVar[str] = "pose"
 
     def observation_space(self, n_instances: int) -> spaces.Space:
-        return spaces.Box(-np.inf, np.inf, (4,), np.float32)
+        return pose_space()
+
+
+#: Largest world coordinate a pose observation may hold (metres).
+WORLD_LIMIT = 1.0e4
+
+
+def pose_space() -> spaces.Box:
+    """The space of ``(x, y, z, yaw)`` pose observations."""
+    low = np.array([-WORLD_LIMIT, -WORLD_LIMIT, -WORLD_LIMIT, -math.pi], dtype=np.float32)
+    high = np.array([WORLD_LIMIT, WORLD_LIMIT, WORLD_LIMIT, math.pi], dtype=np.float32)
+    return spaces.Box(low, high, dtype=np.float32)
 
 
 SENSOR_TYPES: dict[str, type[SensorSpec]] = {

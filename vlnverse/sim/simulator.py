@@ -206,7 +206,7 @@ class Simulator:
                 instance=any(isinstance(s, SemanticSensor) for _, s in due),
             ))
             pending.append(due)
-        for frame, due in zip(self.backend.render(requests), pending):
+        for frame, due in zip(self.backend.render(requests), pending, strict=True):
             for name, spec in due:
                 if isinstance(spec, RGBSensor):
                     value = frame.rgb
