@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +20,8 @@ from vlnverse.errors import NavigationError
 from vlnverse.scene.occupancy import OccupancyMap
 
 LOS_SAMPLES_PER_CELL = 3  # samples per cell along a line-of-sight test
+CORNER_CUT_PASSES = 2
+CORNER_CUT_STEPS = 5  # binary-search steps for how deep a corner is cut
 
 
 @dataclass(frozen=True)
@@ -127,13 +130,22 @@ class Navigator:
             return NavPath.unreachable()
         waypoints = self._smooth(np.asarray(cells, dtype=np.int64))
         points = occ.cell_to_world(waypoints)
-        start_xy, goal_xy = np.asarray(start, float)[:2], np.asarray(goal, float)[:2]
-        if occ.is_navigable(start_xy) and self._line_of_sight_world(start_xy, points[min(1, len(points) - 1), :2]):
-            points[0, :2] = start_xy
-        if occ.is_navigable(goal_xy) and self._line_of_sight_world(points[max(len(points) - 2, 0), :2], goal_xy):
-            points[-1, :2] = goal_xy
+        points = self._attach_endpoint(points, np.asarray(start, float)[:2], first=True)
+        points = self._attach_endpoint(points, np.asarray(goal, float)[:2], first=False)
         length = float(np.linalg.norm(np.diff(points[:, :2], axis=0), axis=1).sum())
         return NavPath(points=points, length=length, reachable=True)
+
+    def _attach_endpoint(self, points: np.ndarray, xy: np.ndarray, first: bool) -> np.ndarray:
+        """Use the exact query point as the path's end (it lies in the end cell, or snapped
+        to it): it replaces the cell centre when it sees the next waypoint, else precedes it."""
+        if not self.occupancy.is_navigable(xy):
+            return points
+        end = np.array([xy[0], xy[1], self.occupancy.floor_height])
+        neighbour = points[1 if first else -2, :2] if len(points) > 1 else end[:2]
+        if self._line_of_sight_world(xy, neighbour):
+            points[0 if first else -1] = end
+            return points
+        return np.vstack([end, points]) if first else np.vstack([points, end])
 
     def geodesic_distance(self, start, goal) -> float:
         """Length of the smoothed shortest path (``inf`` if unreachable)."""
@@ -142,11 +154,12 @@ class Navigator:
     # -- smoothing ---------------------------------------------------------------------
     def line_of_sight(self, a_rc, b_rc) -> bool:
         """Whether the straight segment between two cell centres stays navigable."""
-        a, b = np.asarray(a_rc, float), np.asarray(b_rc, float)
-        n = int(np.abs(b - a).max() * LOS_SAMPLES_PER_CELL) + 2
-        t = np.linspace(0.0, 1.0, n)[:, None]
-        pts = np.floor(a + (b - a) * t + 0.5).astype(np.int64)
-        return bool(self.occupancy.navigable[pts[:, 0], pts[:, 1]].all())
+        ar, ac = float(a_rc[0]), float(a_rc[1])
+        dr, dc = float(b_rc[0]) - ar, float(b_rc[1]) - ac
+        t = _fractions(int(max(abs(dr), abs(dc)) * LOS_SAMPLES_PER_CELL) + 2)
+        rows = (ar + 0.5 + dr * t).astype(np.intp)
+        cols = (ac + 0.5 + dc * t).astype(np.intp)
+        return bool(self.occupancy.navigable[rows, cols].all())
 
     def _line_of_sight_world(self, a_xy, b_xy) -> bool:
         occ = self.occupancy
@@ -155,11 +168,35 @@ class Navigator:
         return self.line_of_sight(a[::-1], b[::-1])
 
     def _smooth(self, cells: np.ndarray) -> np.ndarray:
-        """Shortcut forward, then again backward over the densified result (pulls the
-        polyline taut around corners that the first pass approached from one side)."""
-        forward = self._shortcut(cells)
-        dense = _densify(forward)
-        return self._shortcut(dense[::-1])[::-1]
+        """Shortcut the grid path, then alternately cut corners and shortcut again: the
+        polyline tightens around obstacle corners toward the taut (shortest) path."""
+        waypoints = self._shortcut(cells).astype(np.float64)
+        for _ in range(CORNER_CUT_PASSES):
+            waypoints = self._shortcut(self._cut_corners(waypoints))
+        return waypoints
+
+    def _cut_corners(self, waypoints: np.ndarray) -> np.ndarray:
+        """Replace each interior waypoint ``b`` (between ``a`` and ``c``) by ``b + s(a-b)`` and
+        ``b + s(c-b)`` with the largest ``s`` that keeps line of sight: the polyline wraps
+        closer around the obstacle corner that ``b`` turns at."""
+        if len(waypoints) <= 2:
+            return waypoints
+        out = [waypoints[0]]
+        for i in range(1, len(waypoints) - 1):
+            a, b, c = out[-1], waypoints[i], waypoints[i + 1]
+            lo, hi = 0.0, 0.5
+            for _ in range(CORNER_CUT_STEPS):
+                mid = (lo + hi) / 2
+                if self.line_of_sight(b + mid * (a - b), b + mid * (c - b)):
+                    lo = mid
+                else:
+                    hi = mid
+            if lo > 0:
+                out += [b + lo * (a - b), b + lo * (c - b)]
+            else:
+                out.append(b)
+        out.append(waypoints[-1])
+        return np.array(out)
 
     def _shortcut(self, cells: np.ndarray) -> np.ndarray:
         """Greedy line-of-sight shortcutting: from each anchor jump to the farthest visible cell."""
@@ -185,15 +222,7 @@ class Navigator:
         return cells[out]
 
 
-def _densify(waypoints: np.ndarray) -> np.ndarray:
-    """Cells along a polyline of cell centres, about one per cell, endpoints kept."""
-    pieces = []
-    for a, b in zip(waypoints[:-1], waypoints[1:]):
-        n = int(np.abs(b - a).max()) + 1
-        t = np.linspace(0.0, 1.0, n, endpoint=False)[:, None]
-        pieces.append(np.floor(a + (b - a) * t + 0.5).astype(np.int64))
-    pieces.append(waypoints[-1:])
-    dense = np.concatenate(pieces)
-    keep = np.ones(len(dense), dtype=bool)
-    keep[1:] = np.any(dense[1:] != dense[:-1], axis=1)
-    return dense[keep]
+@functools.lru_cache(maxsize=4096)
+def _fractions(n: int) -> np.ndarray:
+    """``n`` evenly spaced fractions from 0 to 1 (cached: line-of-sight tests are hot)."""
+    return np.linspace(0.0, 1.0, n)

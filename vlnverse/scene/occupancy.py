@@ -68,7 +68,7 @@ class OccupancyMap:
 
     free: np.ndarray
     navigable: np.ndarray
-    clearance: np.ndarray
+    clearance: np.ndarray  # metres from the cell centre to the nearest non-free cell
     components: np.ndarray
     room_map: np.ndarray
     rooms: list[Room]
@@ -197,20 +197,20 @@ def floor_levels(scene: Scene, config: OccupancyConfig = OccupancyConfig()) -> l
     areas = area2[upward] / 2.0
     order = np.argsort(heights)
     heights, areas = heights[order], areas[order]
-    clusters: list[list[float]] = []  # [height weighted sum, area, max height]
+    clusters: list[list[float]] = []  # [start height, height·area sum, area]
     for h, a in zip(heights, areas):
-        if clusters and h - clusters[-1][2] <= config.step_height / 2:
-            clusters[-1][0] += h * a
-            clusters[-1][1] += a
-            clusters[-1][2] = h
+        if clusters and h - clusters[-1][0] <= config.step_height / 2:
+            clusters[-1][1] += h * a
+            clusters[-1][2] += a
         else:
-            clusters.append([h * a, a, h])
+            clusters.append([h, h * a, a])
     levels: list[float] = []
-    for weighted, area, top in clusters:
+    for _, weighted, area in clusters:
         if area < MIN_FLOOR_AREA_M2:
             continue
-        if not levels or top - levels[-1] >= config.agent_height:
-            levels.append(float(top))
+        height = weighted / area
+        if not levels or height - levels[-1] >= config.agent_height:
+            levels.append(float(height))
     if not levels:
         raise SceneError(f"{scene.path}: no floor surface of at least {MIN_FLOOR_AREA_M2} m²")
     return levels
@@ -246,8 +246,8 @@ def build_occupancy(scene: Scene, agent_radius: float = 0.30, agent_height: floa
     in_slab = colliding[(zmax >= slab[0]) & (zmin <= slab[1])]
     rasterize(in_slab, blocked, origin, resolution, z_range=slab, into_solid=True)
     free = _drop_pockets(has_floor & ~blocked, np.pi * agent_radius**2 / resolution**2)
-    clearance = ndimage.distance_transform_edt(free) * resolution
-    navigable = free & (clearance - resolution / 2 >= agent_radius - 1e-9)
+    clearance = _clearance(free, resolution)
+    navigable = free & (clearance >= agent_radius - 1e-9)
     components, _ = ndimage.label(navigable, structure=np.ones((3, 3), dtype=int))
     components = components.astype(np.int32) - 1
     room_map, rooms = _room_map(scene, free, origin, resolution)
@@ -257,6 +257,21 @@ def build_occupancy(scene: Scene, agent_radius: float = 0.30, agent_height: floa
         room_map=room_map, rooms=rooms, resolution=float(resolution), origin=origin, floor_height=floor,
         agent_radius=float(agent_radius), agent_height=float(agent_height), scene_path=str(scene.path),
     )
+
+
+def _clearance(free: np.ndarray, resolution: float) -> np.ndarray:
+    """Metres from each cell centre to the nearest non-free cell's square (0 on non-free cells).
+
+    The exact Euclidean distance transform finds the nearest non-free cell; measuring to its
+    square rather than its centre lets the agent round convex corners as closely as it may.
+    """
+    if free.all():
+        return np.full(free.shape, np.inf)
+    _, (rows, cols) = ndimage.distance_transform_edt(free, return_indices=True)
+    grid_r, grid_c = np.indices(free.shape)
+    dr = np.maximum(np.abs(grid_r - rows) - 0.5, 0.0)
+    dc = np.maximum(np.abs(grid_c - cols) - 0.5, 0.0)
+    return np.where(free, np.hypot(dr, dc) * resolution, 0.0)
 
 
 def _drop_pockets(free: np.ndarray, min_cells: float) -> np.ndarray:

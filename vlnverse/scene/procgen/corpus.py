@@ -1,0 +1,206 @@
+"""Scene corpora: many houses on disk, resumable, parallel, with train/val/test splits.
+
+Layout of a corpus folder::
+
+    DIR/corpus.json              options the corpus was made with
+    DIR/<scene_id>/scene.usdc    the stage (or scene.usda)
+    DIR/<scene_id>/meta.json     seed, counts, navigable area (written last: marks completion)
+    DIR/splits.json              train / val_seen / val_unseen / test scene ids
+
+Scene ``k`` of a corpus with seed ``S`` has its own seed derived from ``(S, k)``, so a
+scene never depends on which others were made before it, re-running skips finished
+scenes, and the same command always yields the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import multiprocessing
+import os
+import tempfile
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from vlnverse.errors import ConfigError
+from vlnverse.fileio import write_json_atomic
+from vlnverse.scene.procgen.house import GENERATOR_VERSION, HouseOptions, generate_house
+
+#: The paper's split of its 263 scenes (train 177 : val-unseen 33 : test 53).
+PAPER_SPLIT = {"train": 177, "val_unseen": 33, "test": 53}
+SCENE_FILE = "scene"
+
+
+@dataclass(frozen=True)
+class CorpusOptions:
+    """What a corpus is made of.
+
+    Attributes:
+        count: Number of scenes (>= 1).
+        seed: Corpus seed (>= 0).
+        house: House generator options.
+        file_format: ``usdc`` (binary, default) or ``usda`` (text).
+        validate: Also run :func:`~vlnverse.scene.procgen.validation.validate_scene` on
+            each new scene and record the result in its meta.json.
+    """
+
+    count: int
+    seed: int = 0
+    house: HouseOptions = field(default_factory=HouseOptions)
+    file_format: str = "usdc"
+    validate: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1:
+            raise ConfigError(f"count must be a positive integer, got {self.count!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ConfigError(f"seed must be a non-negative integer, got {self.seed!r}")
+        if self.file_format not in ("usdc", "usda"):
+            raise ConfigError(f"format must be usdc or usda, got {self.file_format!r}")
+
+    def identity(self) -> dict:
+        """The options that determine the scenes' bytes (validation does not)."""
+        return {"generator": GENERATOR_VERSION, "seed": self.seed, "format": self.file_format,
+                "house": asdict(self.house)}
+
+
+def scene_id(index: int) -> str:
+    return f"scene_{index:04d}"
+
+
+def scene_seed(corpus_seed: int, index: int) -> int:
+    """The seed of scene ``index`` (independent of the other scenes)."""
+    return int(np.random.SeedSequence([corpus_seed, index]).generate_state(1)[0])
+
+
+def split_counts(count: int) -> dict[str, int]:
+    """Paper proportions scaled to ``count`` (val-unseen and test rounded, train the rest)."""
+    total = sum(PAPER_SPLIT.values())
+    val = int(round(count * PAPER_SPLIT["val_unseen"] / total))
+    test = int(round(count * PAPER_SPLIT["test"] / total))
+    if count >= 3:
+        val, test = max(val, 1), max(test, 1)
+    else:
+        val = test = 0
+    return {"train": count - val - test, "val_unseen": val, "test": test}
+
+
+def make_splits(ids: list[str], seed: int) -> dict[str, list[str]]:
+    """Deterministic split of ``ids``; train scenes also serve as ``val_seen``."""
+    counts = split_counts(len(ids))
+    order = [ids[i] for i in np.random.default_rng([seed, 2**31 - 1]).permutation(len(ids))]
+    train = sorted(order[:counts["train"]])
+    val = sorted(order[counts["train"]:counts["train"] + counts["val_unseen"]])
+    test = sorted(order[counts["train"] + counts["val_unseen"]:])
+    return {"train": train, "val_seen": list(train), "val_unseen": val, "test": test}
+
+
+def check_writable(out: Path) -> None:
+    """Raise ConfigError unless ``out`` can be created and written."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".write_probe.", dir=out)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise ConfigError(f"cannot write to output folder {out}: {exc.strerror or exc}") from exc
+
+
+def _meta_path(out: Path, index: int) -> Path:
+    return out / scene_id(index) / "meta.json"
+
+
+def is_done(out: Path, index: int, options: CorpusOptions) -> bool:
+    """Whether scene ``index`` was completed with the same options."""
+    meta = _meta_path(out, index)
+    scene = out / scene_id(index) / f"{SCENE_FILE}.{options.file_format}"
+    if not (meta.is_file() and scene.is_file()):
+        return False
+    try:
+        data = json.loads(meta.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return False
+    return data.get("corpus") == options.identity() and data.get("index") == index
+
+
+def build_scene(out: Path, index: int, options: CorpusOptions) -> dict:
+    """Generate, write (and optionally validate) scene ``index``; returns its meta."""
+    from vlnverse.scene.procgen.authoring import write_house
+
+    seed = scene_seed(options.seed, index)
+    house = generate_house(seed, options.house)
+    folder = out / scene_id(index)
+    path = write_house(house, folder / f"{SCENE_FILE}.{options.file_format}", options.file_format)
+    meta = {"scene_id": scene_id(index), "index": index, "file": path.name, "corpus": options.identity(),
+            **house.summary()}
+    if options.validate:
+        from vlnverse.scene.procgen.validation import validate_scene
+
+        report = validate_scene(path, agent_radius=options.house.agent_radius,
+                                min_room_navigable=options.house.min_room_navigable)
+        meta["validation"] = {"ok": report.ok, "errors": len(report.errors), "warnings": len(report.warnings),
+                              "error_messages": [f"{f.rule}: {f.message}" for f in report.errors][:20]}
+    write_json_atomic(folder / "meta.json", meta)
+    return meta
+
+
+def _worker(args: tuple[str, int, CorpusOptions]) -> dict:
+    out, index, options = args
+    return build_scene(Path(out), index, options)
+
+
+def generate_corpus(out: str | Path, options: CorpusOptions, *, workers: int = 1,
+                    on_scene: Callable[[dict, bool], None] | None = None) -> dict:
+    """Make (or finish) the corpus in ``out``.
+
+    Args:
+        out: Output folder.
+        options: Corpus options.
+        workers: Processes to use (1 = in this process).
+        on_scene: Called with (meta, skipped) after each scene, for progress display.
+
+    Returns:
+        Summary: counts of generated/skipped scenes and the splits.
+    """
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ConfigError(f"workers must be a positive integer, got {workers!r}")
+    out = Path(out)
+    check_writable(out)
+    corpus_file = out / "corpus.json"
+    if corpus_file.is_file():
+        try:
+            previous = json.loads(corpus_file.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"{corpus_file} is unreadable: {exc}") from exc
+        if previous.get("identity") != options.identity():
+            raise ConfigError(f"{out} holds a corpus made with other options "
+                              f"({previous.get('identity')}); choose another --out")
+    write_json_atomic(corpus_file, {"identity": options.identity()})
+    todo, skipped = [], 0
+    for index in range(options.count):
+        if is_done(out, index, options):
+            skipped += 1
+            if on_scene is not None:
+                on_scene(json.loads(_meta_path(out, index).read_text(encoding="utf-8")), True)
+        else:
+            todo.append(index)
+    if workers == 1 or len(todo) <= 1:
+        for index in todo:
+            meta = build_scene(out, index, options)
+            if on_scene is not None:
+                on_scene(meta, False)
+    else:
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=ctx) as pool:
+            for meta in pool.map(_worker, [(str(out), i, options) for i in todo]):
+                if on_scene is not None:
+                    on_scene(meta, False)
+    ids = [scene_id(i) for i in range(options.count)]
+    splits = make_splits(ids, options.seed)
+    write_json_atomic(out / "splits.json", splits)
+    return {"out": str(out), "generated": len(todo), "skipped": skipped, "count": options.count,
+            "splits": {k: len(v) for k, v in splits.items()}}
