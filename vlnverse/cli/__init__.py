@@ -17,6 +17,7 @@ from vlnverse.errors import VLNVerseError
 
 COMMAND_MODULES = (
     "vlnverse.cli.scenes",
+    "vlnverse.cli.sim",
     "vlnverse.cli.ext",
 )
 
