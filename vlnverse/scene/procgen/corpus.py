@@ -15,7 +15,6 @@ scenes, and the same command always yields the same bytes.
 from __future__ import annotations
 
 import json
-import logging
 import multiprocessing
 import os
 import tempfile

@@ -107,6 +107,11 @@ def layout_program(rng: np.random.Generator, specs: list[RoomSpec]) -> np.ndarra
     top_avail = width - (ext if hallway is None else 0)
     w_top, x_top = fit(w_top, top_avail)
     w_bottom, x_bottom = fit(w_bottom, width)
+    if hallway is not None and ext:
+        # end the L on a wall between private rooms, so each keeps a full-width doorway side
+        bounds = [x_top + int(b) for b in np.cumsum([0] + w_top)]
+        fits = [b - x_bottom for b in bounds if _cells(1.6) <= b - x_bottom <= w_bottom[0] - _cells(1.0)]
+        ext = min(fits, key=lambda e: (abs(e - ext), e)) if fits else 0
 
     ny = depth_bottom + depth_spine + depth_top
     grid = np.full((ny, width), -1, dtype=np.int16)

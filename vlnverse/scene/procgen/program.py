@@ -62,7 +62,7 @@ def sample_program(rng: np.random.Generator, num_rooms: int) -> list[RoomSpec]:
     """Sample the rooms of a house with ``num_rooms`` rooms.
 
     Core rooms come first (living room; bedroom and bathroom; kitchen from 4 rooms;
-    dining room from 5; a hallway from 6 rooms, sometimes from 5), then optional rooms
+    dining room from 5; a hallway from 6 rooms, sometimes from 5 in place of the dining room), then optional rooms
     are drawn by weight until the count is reached.
     """
     if not MIN_ROOMS <= num_rooms <= MAX_ROOMS:
@@ -74,6 +74,8 @@ def sample_program(rng: np.random.Generator, num_rooms: int) -> list[RoomSpec]:
         types.append("dining_room")
     if num_rooms >= 6 or (num_rooms == 5 and rng.random() < 0.3):
         types.append("hallway")
+        if len(types) > num_rooms:  # a 5-room home with a hallway eats in the kitchen
+            types.remove("dining_room")
     while len(types) < num_rooms:
         options = [t for t, cap in _EXTRA_CAPS.items() if types.count(t) < cap]
         weights = np.array([_EXTRA_WEIGHTS[t] for t in options])
