@@ -34,7 +34,7 @@ class PhysicsConfig:
 
     mode: str = "strict"
     collision_threshold: float = 0.10
-    physics_hz: float = 240.0
+    physics_hz: float = 120.0
     control_hz: float = 30.0
     gravity: float = 9.81
     contact_tolerance: float = 0.002

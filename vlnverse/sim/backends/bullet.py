@@ -83,6 +83,13 @@ class BulletBackend:
         self._projections: dict[tuple, list[float]] = {}
         self._contacts_fresh = False
 
+    @property
+    def client_id(self) -> int:
+        """The PyBullet physics client of this backend (for benchmarks and debugging)."""
+        if self._client is None:
+            raise SimulationError("bullet backend is closed")
+        return self._client
+
     @classmethod
     def available(cls) -> tuple[bool, str]:
         try:

@@ -140,8 +140,9 @@ def _build_movable(p, client: int, scene: Scene, prims: list[int], world: Bullet
         linkOrientations=[[0, 0, 0, 1]] * extra, linkInertialFramePositions=[[0, 0, 0]] * extra,
         linkInertialFrameOrientations=[[0, 0, 0, 1]] * extra, linkParentIndices=[0] * extra,
         linkJointTypes=[p.JOINT_FIXED] * extra, linkJointAxis=[[0, 0, 1]] * extra,
-        physicsClientId=client,
+        useMaximalCoordinates=True, physicsClientId=client,
     )
+    p.changeDynamics(uid, -1, activationState=p.ACTIVATION_STATE_ENABLE_SLEEPING, physicsClientId=client)
     world.body_prim[uid] = prims[0]
     world.movable[uid] = (tuple(centre.tolist()), (0.0, 0.0, 0.0, 1.0))
 

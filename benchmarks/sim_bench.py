@@ -1,0 +1,152 @@
+"""Simulator benchmarks: env step overhead over raw PyBullet rendering, panoramas, vector scaling, memory.
+
+Figures (printed as ``BENCH <name> <value> <unit> target <op> <value>``):
+
+- ``sim.step_ratio_vs_raw_render``: env steps/s (one 224×224 RGB-D camera, discrete
+  actions, physics on) over PyBullet's own ``getCameraImage`` calls/s of the same camera
+  in the same world, measured in interleaved rounds of the same run (median of rounds).
+- ``sim.steps_per_s``: the env's absolute rate; ``sim.panorama_obs_per_s``: observations/s
+  of the paper's 12-view RGB rig.
+- ``sim.vector_scaling_2proc``: ``AsyncVectorEnv`` throughput with 2 processes over 1.
+- ``sim.rss_mb``: resident memory of one env process on the scene.
+
+The scene is the largest bundled one (``assets/scenes/*/scene.usd*``), or ``--scene``;
+without either, a procedural house (seed 0) is written to a temporary folder.
+
+Usage: ``python benchmarks/sim_bench.py [--scene PATH] [--steps N] [--rounds R]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from vlnverse.envs.nav_env import NavEnv
+from vlnverse.sim import DepthSensor, RGBSensor, SensorRig, Simulator
+from vlnverse.sim.types import Pose
+
+ROOT = Path(__file__).resolve().parents[1]
+CAMERA = {"rgb": RGBSensor(width=224, height=224), "depth": DepthSensor(width=224, height=224)}
+
+
+def pick_scene(explicit: str | None, workdir: Path) -> Path:
+    if explicit:
+        return Path(explicit)
+    bundled = sorted((ROOT / "assets" / "scenes").glob("*/scene.usd*"), key=lambda p: p.stat().st_size)
+    if bundled:
+        return bundled[-1]
+    from vlnverse.scene.procgen.authoring import write_house
+    from vlnverse.scene.procgen.house import generate_house
+
+    print("no bundled scene found; using a procedural house (seed 0)")
+    return write_house(generate_house(0), workdir / "house_0" / "scene.usdc")
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024.0
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def make_env(scene: str) -> NavEnv:
+    return NavEnv(scene, sensors=CAMERA, physics="slide", action_space="discrete")
+
+
+def env_block(env: NavEnv, rng: np.random.Generator, steps: int) -> float:
+    """Steps/s over ``steps`` steps of mostly-forward random discrete actions."""
+    start = time.perf_counter()
+    for _ in range(steps):
+        action = int(rng.choice([1, 1, 1, 2, 3]))
+        _, _, terminated, truncated, _ = env.step(action)
+        if terminated or truncated:
+            env.reset()
+    return steps / (time.perf_counter() - start)
+
+
+def raw_block(env: NavEnv, frames: int) -> float:
+    """``getCameraImage`` calls/s of the env's camera at the agent's pose, straight from PyBullet."""
+    import pybullet as p
+
+    client = env.sim.backend.client_id
+    pose = env.sim.pose
+    eye = [pose.x, pose.y, pose.z + env.agent_spec.camera_height]
+    target = [eye[0] + np.cos(pose.yaw), eye[1] + np.sin(pose.yaw), eye[2]]
+    start = time.perf_counter()
+    for _ in range(frames):
+        view = p.computeViewMatrix(eye, target, [0, 0, 1], physicsClientId=client)
+        proj = p.computeProjectionMatrixFOV(90.0, 1.0, 0.05, 30.0, physicsClientId=client)
+        p.getCameraImage(224, 224, view, proj, renderer=p.ER_TINY_RENDERER, flags=p.ER_NO_SEGMENTATION_MASK,
+                         shadow=0, lightDirection=(0.5, 0.8, 1.0), physicsClientId=client)
+    return frames / (time.perf_counter() - start)
+
+
+def vector_rate(scene: str, processes: int, steps: int) -> float:
+    from gymnasium.vector import AsyncVectorEnv
+
+    envs = AsyncVectorEnv([functools.partial(make_env, scene)] * processes)
+    try:
+        envs.reset(seed=list(range(processes)))
+        rng = np.random.default_rng(0)
+        forward = np.ones(processes, dtype=np.int64)
+        for _ in range(3):
+            envs.step(forward)
+        start = time.perf_counter()
+        for _ in range(steps):
+            envs.step(rng.choice([1, 1, 1, 2, 3], size=processes).astype(np.int64))
+        return steps * processes / (time.perf_counter() - start)
+    finally:
+        envs.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--scene", default=None)
+    parser.add_argument("--steps", type=int, default=40, help="env steps per round")
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        scene = str(pick_scene(args.scene, Path(tmp)))
+        env = make_env(scene)
+        env.reset(seed=0)
+        rng = np.random.default_rng(0)
+        env_block(env, rng, 5)
+        env_rates, raw_rates = [], []
+        for _ in range(args.rounds):
+            env_rates.append(env_block(env, rng, args.steps))
+            raw_rates.append(raw_block(env, args.steps))
+        memory = rss_mb()
+        ratios = [e / r for e, r in zip(env_rates, raw_rates, strict=True)]
+        steps_per_s, raw_per_s = statistics.median(env_rates), statistics.median(raw_rates)
+        print(f"scene {scene}: {len(env.scene.triangles)} triangles, {len(env.scene.objects)} objects")
+        print(f"env {steps_per_s:.1f} steps/s, raw render {raw_per_s:.1f} frames/s, ratios {np.round(ratios, 3).tolist()}")
+        panorama = Simulator(env.scene, sensors=SensorRig.panoramic(), occupancy=env.occupancy,
+                             pose=Pose(*env.sim.pose.as_array()))
+        panorama.observe()
+        start = time.perf_counter()
+        for _ in range(3):
+            panorama.observe()
+            panorama._cache.clear()
+        panorama_rate = 3 / (time.perf_counter() - start)
+        panorama.close()
+        env.close()
+        one = vector_rate(scene, 1, args.steps)
+        two = vector_rate(scene, 2, args.steps)
+        print(f"vector env: {one:.1f} steps/s with 1 process, {two:.1f} with 2")
+        print(f"BENCH sim.step_ratio_vs_raw_render {statistics.median(ratios):.3f} x target >= 0.8")
+        print(f"BENCH sim.steps_per_s {steps_per_s:.1f} steps/s target >= 0")
+        print(f"BENCH sim.panorama_obs_per_s {panorama_rate:.2f} obs/s target >= 0")
+        print(f"BENCH sim.vector_scaling_2proc {two / one:.2f} x target >= 1.7")
+        print(f"BENCH sim.rss_mb {memory:.0f} MB target <= 1024")
+
+
+if __name__ == "__main__":
+    main()
