@@ -46,3 +46,19 @@ def test_catalog_has_40_plus_categories_and_every_part_is_closed():
         for slot, mesh in built.parts.items():
             assert _signed_volume(mesh) > 0, (cat.name, slot)
         assert cat.colors and cat.materials and cat.mass[0] <= cat.mass[1]
+
+
+def test_built_geometry_stays_inside_the_sampled_size():
+    """Parts may stick out at the front (handles) but never behind, beside or below/above."""
+    rng = np.random.default_rng(1)
+    for cat in CATEGORIES.values():
+        for _ in range(5):
+            size = cat.sample_size(rng)
+            built = cat.build(size)
+            pts = np.concatenate([m.points for m in built.parts.values()])
+            sx, sy, sz = size
+            assert pts[:, 0].min() >= -sx / 2 - 1e-6, cat.name
+            assert pts[:, 0].max() <= sx / 2 + 0.05, cat.name
+            assert np.abs(pts[:, 1]).max() <= sy / 2 + 1e-6, cat.name
+            assert pts[:, 2].min() >= -1e-6, cat.name
+            assert pts[:, 2].max() <= sz + 0.3 + 1e-6, cat.name  # taps stand above basins

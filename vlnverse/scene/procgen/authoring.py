@@ -233,6 +233,12 @@ def build_layer(house: House) -> Sdf.Layer:
     return layer
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_house(house: House, path: str | os.PathLike, file_format: str = "usdc") -> Path:
     """Write ``house`` to ``path`` atomically (temp file + rename) in ``file_format``."""
     if file_format not in FORMATS:
@@ -245,6 +251,7 @@ def write_house(house: House, path: str | os.PathLike, file_format: str = "usdc"
     try:
         if not layer.Export(tmp, args={"format": file_format}):
             raise SceneError(f"cannot write {target}")
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp files are private; scenes are shared assets
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -217,7 +217,8 @@ def _washer(s: np.ndarray) -> Built:
 
 def _toilet(s: np.ndarray) -> Built:
     sx, sy, sz = s
-    bowl = lathe([(0.16, 0.0), (0.2, 0.3), (0.21, 0.4)], (sx * 0.12, 0, 0), 12)
+    r = sy / 2
+    bowl = lathe([(r * 0.75, 0.0), (r * 0.95, 0.3), (r, 0.4)], (min(sx * 0.12, sx / 2 - r), 0, 0), 12)
     tank = box((-sx / 2 + 0.09, 0, (0.35 + sz) / 2), (0.18, sy, sz - 0.35))
     return Built({"main": merge([bowl, tank])})
 
@@ -264,8 +265,8 @@ def _picture(s: np.ndarray) -> Built:
 
 def _mirror(s: np.ndarray) -> Built:
     sx, sy, sz = s
-    return Built({"main": box((-0.005, 0, sz / 2), (sx - 0.01, sy + 0.04, sz + 0.04)),
-                  "glass": box((sx / 2 - 0.005, 0, sz / 2), (0.01, sy, sz))})
+    return Built({"main": box((-0.005, 0, sz / 2), (sx - 0.01, sy, sz)),
+                  "glass": box((sx / 2 - 0.005, 0, sz / 2), (0.01, sy - 0.04, sz - 0.04))})
 
 
 def _tv(s: np.ndarray) -> Built:
@@ -311,9 +312,9 @@ def _revolved(profile: list[tuple[float, float]]) -> Builder:
 
 def _cup(s: np.ndarray) -> Built:
     sx, sy, sz = s
-    r = min(sx, sy) / 2
+    r = min(sx, sy) / 2 - 0.012  # room for the handle inside the footprint
     body = lathe([(r * 0.85, 0.0), (r, sz)], (0, 0, 0), 12)
-    handle = box((0, r + 0.012, sz * 0.55), (0.012, 0.024, sz * 0.5))
+    handle = box((0, r + 0.006, sz * 0.55), (0.012, 0.012, sz * 0.5))
     return Built({"main": merge([body, handle])})
 
 
