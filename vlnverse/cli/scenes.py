@@ -30,6 +30,10 @@ def register(subparsers) -> None:
     path.add_argument("--json", action="store_true", help="print one JSON object")
     path.set_defaults(handler=_path)
 
+    from vlnverse.cli.scenes_procgen import register_scene_commands
+
+    register_scene_commands(scenes)
+
 
 def _agent_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--agent-radius", type=float, default=0.30, help="metres (default 0.30)")
