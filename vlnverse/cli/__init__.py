@@ -19,6 +19,8 @@ COMMAND_MODULES = (
     "vlnverse.cli.scenes",
     "vlnverse.cli.sim",
     "vlnverse.cli.ext",
+    "vlnverse.cli.dataset",
+    "vlnverse.cli.datagen",
 )
 
 

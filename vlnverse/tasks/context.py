@@ -155,4 +155,4 @@ class SceneContext:
 def _phrase(graph, obj: SceneObject) -> str:
     node = graph.nodes[obj.object_id]
     words = [w for w in (node.get("color"), node.get("category")) if w]
-    return " ".join(words) or describe_object(graph, obj.object_id)
+    return " ".join(words).replace("_", " ") or describe_object(graph, obj.object_id).replace("_", " ")

@@ -2,7 +2,8 @@
 
 A folder holding ``scene.usd[a|c|z]`` is one scene (id = folder name); any other USD file
 is a scene named by its stem, unless it lies inside such a folder. The split of a scene
-comes, in order, from a ``splits.json`` (``{"train": [ids], "val_unseen": [...], "test": [...]}``)
+comes, in order, from a ``splits.json`` (``{"train": [ids], "val_unseen": [...], "test": [...]}``,
+as procedural corpora write it; a ``val_seen`` entry is ignored since those are train scenes)
 at the corpus root, from a path component named ``train``/``val_unseen``/``test``, or else
 from a deterministic hash-ordered assignment in the proportions of the paper's corpus
 (177 / 33 / 53 scenes, §3.5).
@@ -102,6 +103,8 @@ def _splits_file(root: Path) -> dict[str, str]:
         raise DatasetError(f"{path}: expected an object {{split: [scene ids]}}")
     out = {}
     for split, scene_ids in data.items():
+        if split == "val_seen":  # train scenes serve val_seen too (procgen corpora list them)
+            continue
         name = SPLIT_ALIASES.get(split, split)
         if name not in SCENE_SPLITS or not isinstance(scene_ids, list):
             raise DatasetError(f"{path}: unknown split {split!r} or not a list; valid: {', '.join(SCENE_SPLITS)}")
@@ -123,4 +126,4 @@ def assign_splits(scene_ids: list[str]) -> dict[str, str]:
         n_test, n_val = max(n_test, 1), max(n_val, 1)
     n_train = n - n_test - n_val
     labels = ["train"] * n_train + ["val_unseen"] * n_val + ["test"] * n_test
-    return dict(zip(scene_ids, labels))
+    return dict(zip(scene_ids, labels, strict=False))

@@ -32,7 +32,14 @@ from vlnverse.fileio import write_json_atomic
 from vlnverse.llm import UsageTotals, make_llm
 from vlnverse.tasks.corpus import SceneEntry, discover_scenes
 from vlnverse.tasks.generate import GenerationConfig, generate_scene_episodes
-from vlnverse.tasks.storage import SHARD_DIR, build_manifest, count_episodes, sha256_file, write_episodes, write_manifest
+from vlnverse.tasks.storage import (
+    SHARD_DIR,
+    build_manifest,
+    count_episodes,
+    sha256_file,
+    write_episodes,
+    write_manifest,
+)
 
 log = logging.getLogger(__name__)
 

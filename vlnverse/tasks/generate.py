@@ -21,9 +21,23 @@ from vlnverse.llm.images import encode_png
 from vlnverse.tasks.context import SceneContext
 from vlnverse.tasks.corpus import stable_hash
 from vlnverse.tasks.dvs import DVS_VERSION, InstructionPipeline, PipelineConfig, PipelineResult
-from vlnverse.tasks.episode import STYLES, TASKS, Episode, Goal, Instruction, Provenance, yaw_to_quaternion
+from vlnverse.tasks.episode import (
+    STYLES,
+    TASKS,
+    Episode,
+    Goal,
+    Instruction,
+    Provenance,
+    yaw_to_quaternion,
+)
 from vlnverse.tasks.pathdesc import describe_path
-from vlnverse.tasks.prior import PRIOR_VERSION, chain_instruction, coarse_instruction, coarse_variants, fine_instruction
+from vlnverse.tasks.prior import (
+    PRIOR_VERSION,
+    chain_instruction,
+    coarse_instruction,
+    coarse_variants,
+    fine_instruction,
+)
 from vlnverse.tasks.render import RenderConfig, SceneRenderer
 from vlnverse.tasks.sampling import SAMPLER_VERSION, SamplingConfig, Trajectory, TrajectorySampler
 
@@ -222,7 +236,7 @@ class _EpisodeWriter:
     # -- fine ------------------------------------------------------------------------------
     def fine_episodes(self, trajectories: list[Trajectory], splits: list[str]) -> list[Episode]:
         out = []
-        for k, (trajectory, split) in enumerate(zip(trajectories, splits)):
+        for k, (trajectory, split) in enumerate(zip(trajectories, splits, strict=False)):
             facts = describe_path(self.context, trajectory.points, trajectory.start_yaw)
             instruction = fine_instruction(self.context, facts, self.rng)
             result = None
@@ -252,7 +266,7 @@ class _EpisodeWriter:
     def coarse_episodes(self, trajectories: list[Trajectory], splits: list[str]) -> list[Episode]:
         tasks = [t for t in COARSE_FAMILY if t in self.config.tasks]
         out = []
-        for k, (trajectory, split) in enumerate(zip(trajectories, splits)):
+        for k, (trajectory, split) in enumerate(zip(trajectories, splits, strict=False)):
             trajectory_id = f"{self.context.scene_id}-c{k:04d}"
             image = self._target_image(trajectory)
             instruction, result = self._coarse_text(trajectory, image)
@@ -276,7 +290,7 @@ class _EpisodeWriter:
     # -- long-horizon ------------------------------------------------------------------------
     def chain_episodes(self, chains: list[list[Trajectory]], splits: list[str]) -> list[Episode]:
         out = []
-        for k, (legs, split) in enumerate(zip(chains, splits)):
+        for k, (legs, split) in enumerate(zip(chains, splits, strict=False)):
             parts, results = [], []
             for leg in legs:
                 instruction, result = self._coarse_text(leg, self._target_image(leg) if self.pipeline else None)

@@ -112,7 +112,7 @@ def _segments(points: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
     pts = [p for i, p in enumerate(points) if i == 0 or np.linalg.norm(p[:2] - points[i - 1][:2]) > 1e-6]
     pts = list(simplify(np.asarray(pts)))
     segments: list[list[np.ndarray]] = []
-    for a, b in zip(pts[:-1], pts[1:]):
+    for a, b in zip(pts[:-1], pts[1:], strict=False):
         if segments:
             prev_a, prev_b = segments[-1][0], segments[-1][-1]
             h_prev = math.atan2(prev_b[1] - prev_a[1], prev_b[0] - prev_a[0])

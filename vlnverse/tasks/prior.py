@@ -137,7 +137,7 @@ def chain_instruction(parts: list[Instruction], rng: np.random.Generator) -> Ins
     """Join per-sub-goal instructions (natural style) into one long-horizon instruction."""
     subgoals = tuple(p.styles.get("natural", p.text) for p in parts)
     connectors = ["First, {x}"] + [_pick(rng, CHAIN[1:4]) for _ in parts[1:-1]] + ["Finally, {x}"]
-    text = " ".join(c.format(x=_lower_first(s)) for c, s in zip(connectors, subgoals))
+    text = " ".join(c.format(x=_lower_first(s)) for c, s in zip(connectors, subgoals, strict=False))
     landmarks = tuple(dict.fromkeys(x for p in parts for x in p.landmarks))
     rooms = tuple(r for p in parts for r in p.rooms)
     return Instruction(text=text, style="natural", subgoals=subgoals, landmarks=landmarks, rooms=rooms)

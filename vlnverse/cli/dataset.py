@@ -1,0 +1,116 @@
+"""``vlnverse dataset …``: export to / import from VLN-CE and the VLNVerse release; stats."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from vlnverse.cli.output import print_json, print_table
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("dataset", help="export, import and summarize episode datasets")
+    sub = parser.add_subparsers(dest="dataset_command", metavar="SUBCOMMAND")
+    parser.set_defaults(handler=lambda args: parser.print_help() or 2)
+
+    export = sub.add_parser("export", help="write a dataset in the VLN-CE or the public VLNVerse format")
+    export.add_argument("dataset", type=Path, help="dataset folder (manifest.json) or .jsonl(.gz) file")
+    export.add_argument("--format", required=True, choices=("vlnce", "vlnverse"))
+    export.add_argument("--out", required=True, type=Path, help="output folder")
+    export.add_argument("--task", default=None,
+                        help="task to export (required for vlnce when the dataset holds several; default all)")
+    export.add_argument("--split", default=None, help="only this split")
+    export.add_argument("--withhold-test-paths", action="store_true",
+                        help="vlnverse format: drop test reference paths, as the official test split")
+    export.add_argument("--json", action="store_true", help="print one JSON object")
+    export.set_defaults(handler=_export)
+
+    imp = sub.add_parser("import", help="read a VLN-CE or VLNVerse-release dataset into our format")
+    imp.add_argument("path", type=Path, help="VLN-CE folder ({split}/{split}.json.gz) or release folder (final_splits/)")
+    imp.add_argument("--format", required=True, choices=("vlnce", "vlnverse"))
+    imp.add_argument("--scenes", required=True, type=Path, help="scene folder the episodes' scene paths refer to")
+    imp.add_argument("--out", required=True, type=Path, help="dataset folder to write")
+    imp.add_argument("--task", default="fine", help="task of VLN-CE episodes (default fine)")
+    imp.add_argument("--json", action="store_true", help="print one JSON object")
+    imp.set_defaults(handler=_import)
+
+    stats = sub.add_parser("stats", help="counts (Table 2 shape), instruction lengths, vocabulary")
+    stats.add_argument("dataset", type=Path, help="dataset folder or .jsonl(.gz) file")
+    stats.add_argument("--report", type=Path, default=None, help="also write report.md + PNGs to this folder")
+    stats.add_argument("--verify", action="store_true", help="check file checksums against the manifest")
+    stats.add_argument("--json", action="store_true", help="print one JSON object")
+    stats.set_defaults(handler=_stats)
+
+
+def _select(args):
+    from vlnverse.tasks.dataset import EpisodeDataset
+
+    dataset = EpisodeDataset.open(args.dataset)
+    return dataset, dataset.episodes(split=args.split, task=args.task)
+
+
+def _export(args) -> int:
+    from vlnverse.tasks.formats import export_episodes
+
+    _, episodes = _select(args)
+    options = {"withhold_test_paths": True} if args.withhold_test_paths and args.format == "vlnverse" else {}
+    files = export_episodes(episodes, args.format, args.out, **options)
+    result = {"format": args.format, "episodes": len(episodes), "files": [str(f) for f in files]}
+    if args.json:
+        print_json(result)
+    else:
+        print_table(f"exported {len(episodes)} episodes ({args.format})", ("file",), [(str(f),) for f in files])
+    return 0
+
+
+def _import(args) -> int:
+    from vlnverse.errors import DatasetError
+    from vlnverse.tasks.formats import import_episodes
+    from vlnverse.tasks.storage import write_dataset
+
+    if not args.scenes.is_dir():
+        raise DatasetError(f"scene folder {args.scenes} does not exist")
+    episodes = import_episodes(args.path, args.format, task=args.task)
+    missing = sorted({e.scene_path for e in episodes if not (args.scenes / e.scene_path).is_file()})
+    manifest = write_dataset(args.out, episodes, extra={"scenes_dir": str(args.scenes.resolve()),
+                                                        "imported_from": {"format": args.format, "path": str(args.path)},
+                                                        "missing_scenes": missing})
+    result = {"out": str(args.out), "episodes": manifest["total_episodes"], "splits": manifest["splits"],
+              "missing_scenes": missing}
+    if args.json:
+        print_json(result)
+        return 0
+    rows = [(s, t, v["episodes"], v["scenes"]) for s, tasks in manifest["splits"].items() for t, v in tasks.items()]
+    print_table(f"imported {manifest['total_episodes']} episodes → {args.out}", ("split", "task", "episodes", "scenes"), rows)
+    if missing:
+        print(f"warning: {len(missing)} scene file(s) not found under {args.scenes}, e.g. {missing[0]}")
+    return 0
+
+
+def _stats(args) -> int:
+    from vlnverse.errors import DatasetError
+    from vlnverse.tasks.dataset import EpisodeDataset
+    from vlnverse.tasks.report import TASK_LABELS, dataset_stats, write_report
+    from vlnverse.tasks.storage import verify_dataset
+
+    dataset = EpisodeDataset.open(args.dataset)
+    episodes = dataset.all_episodes()
+    stats = dataset_stats(episodes)
+    if args.verify:
+        if not dataset.manifest:
+            raise DatasetError("--verify needs a dataset folder with a manifest")
+        stats["corrupt_files"] = verify_dataset(dataset.root)
+    if args.report is not None:
+        write_report(episodes, args.report, title=f"VLNVerse dataset {dataset.root.name}")
+    if args.json:
+        print_json(stats)
+    else:
+        splits = ("train", "val_seen", "val_unseen", "test")
+        rows = [(TASK_LABELS[t], *[f"{row[s]['episodes']} ({row[s]['scenes']})" if s in row else "0" for s in splits])
+                for t, row in stats["counts"].items()]
+        print_table(f"{stats['episodes']} episodes", ("task", *splits), rows)
+        print_table("instruction length (words)", ("group", "mean", "min", "max"),
+                    [(k, v["mean"], v["min"], v["max"]) for k, v in stats["instruction_length"].items()])
+        if args.verify:
+            print("checksums: " + ("ok" if not stats["corrupt_files"] else f"{len(stats['corrupt_files'])} bad: "
+                                   + ", ".join(stats["corrupt_files"][:5])))
+    return 1 if args.verify and stats["corrupt_files"] else 0

@@ -1,0 +1,160 @@
+"""Dataset statistics and the generation report (paper Table 2, Fig. 3, Fig. 4).
+
+* counts in the shape of Table 2: episodes (scenes) per task and split;
+* instruction lengths (words) per task and style — Fig. 3b;
+* landmark and action-verb frequencies — Fig. 3a / Fig. 4.
+
+Written as ``report.md`` + ``report.json`` + PNG charts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vlnverse.fileio import atomic_open, write_json_atomic, write_text_atomic
+from vlnverse.tasks.episode import SPLITS, STYLES, TASKS, Episode
+from vlnverse.tasks.grounding import HOUSEHOLD_NOUNS
+
+VERBS = frozenset("""walk go turn move head stop enter pass keep continue proceed find locate approach take make
+wait face exit leave cross follow grab navigate stay""".split())
+ROOM_WORDS = frozenset("""bedroom bathroom kitchen hallway study laundry storage living dining room doorway door
+corridor""".split())
+TASK_LABELS = {"fine": "Fine-grained", "coarse": "Coarse-grained", "visual_reference": "Visual reference",
+               "long_horizon": "Long horizon", "dialogue": "Dialogue"}
+_WORD = re.compile(r"[a-z]+")
+
+
+def length_groups(episodes: Sequence[Episode]) -> dict[str, list[int]]:
+    """Instruction lengths in words: Fine, Coarse-<style> (one per trajectory), Long-horizon."""
+    groups: dict[str, list[int]] = {}
+    seen: set[str] = set()
+    for e in episodes:
+        if e.task == "fine":
+            groups.setdefault("Fine", []).append(len(e.instruction.text.split()))
+        elif e.task == "long_horizon":
+            groups.setdefault("Long-horizon", []).append(len(e.instruction.text.split()))
+        elif e.trajectory_id not in seen:
+            seen.add(e.trajectory_id)
+            for style in STYLES:
+                if style in e.instruction.styles:
+                    groups.setdefault(f"Coarse-{style.capitalize()}", []).append(len(e.instruction.styles[style].split()))
+    return groups
+
+
+def word_frequencies(episodes: Sequence[Episode]) -> tuple[Counter, Counter]:
+    """(landmark nouns incl. rooms, action verbs) over the distinct instructions."""
+    landmarks: Counter = Counter()
+    verbs: Counter = Counter()
+    seen: set[str] = set()
+    for e in episodes:
+        texts = [e.instruction.text] + list(e.instruction.styles.values())
+        for text in texts:
+            if text in seen:
+                continue
+            seen.add(text)
+            for word in _WORD.findall(text.lower()):
+                if word in VERBS:
+                    verbs[word] += 1
+                elif word in HOUSEHOLD_NOUNS or word.rstrip("s") in HOUSEHOLD_NOUNS or word in ROOM_WORDS:
+                    landmarks[word.rstrip("s") if word not in ROOM_WORDS else word] += 1
+    return landmarks, verbs
+
+
+def dataset_stats(episodes: Sequence[Episode]) -> dict[str, Any]:
+    """Counts, lengths and frequencies of ``episodes`` (JSON-ready)."""
+    counts: dict[str, dict[str, dict[str, int]]] = {}
+    scenes: dict[tuple[str, str], set] = {}
+    for e in episodes:
+        scenes.setdefault((e.task, e.split), set()).add(e.scene_id)
+    for task in TASKS:
+        row = {}
+        for split in SPLITS:
+            if (task, split) in scenes:
+                n = sum(1 for e in episodes if e.task == task and e.split == split)
+                row[split] = {"episodes": n, "scenes": len(scenes[(task, split)])}
+        if row:
+            counts[task] = row
+    lengths = length_groups(episodes)
+    landmarks, verbs = word_frequencies(episodes)
+    geodesic = np.array([e.geodesic_distance for e in episodes]) if episodes else np.zeros(0)
+    return {
+        "episodes": len(episodes),
+        "counts": counts,
+        "instruction_length": {k: {"mean": round(float(np.mean(v)), 2), "min": int(min(v)), "max": int(max(v))}
+                               for k, v in lengths.items()},
+        "geodesic_distance": ({"mean": round(float(geodesic.mean()), 3), "min": round(float(geodesic.min()), 3),
+                               "max": round(float(geodesic.max()), 3)} if geodesic.size else {}),
+        "landmarks": dict(landmarks.most_common(30)),
+        "verbs": dict(verbs.most_common(20)),
+        "instruction_sources": dict(Counter(e.provenance.instruction_source for e in episodes)),
+        "fallbacks": sum(1 for e in episodes if e.provenance.fallback),
+    }
+
+
+def counts_table_markdown(stats: dict[str, Any]) -> str:
+    """Table 2-shaped Markdown: episodes (scenes) per task and split."""
+    lines = ["| Task | " + " | ".join(SPLITS) + " |", "|---|" + "---|" * len(SPLITS)]
+    for task, row in stats["counts"].items():
+        cells = [f"{row[s]['episodes']} ({row[s]['scenes']})" if s in row else "0" for s in SPLITS]
+        lines.append(f"| {TASK_LABELS[task]} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _save(fig, path: Path) -> None:
+    with atomic_open(path, "wb") as handle:
+        fig.savefig(handle, format="png", dpi=100, metadata={"Software": None})
+
+
+def write_report(episodes: Sequence[Episode], out_dir: str | Path, *, title: str = "VLNVerse dataset",
+                 extra_lines: Sequence[str] = ()) -> dict[str, Any]:
+    """Write ``report.md``, ``report.json``, ``instruction_lengths.png`` and ``vocabulary.png``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stats = dataset_stats(episodes)
+    lengths = length_groups(episodes)
+    fig, ax = plt.subplots(figsize=(8, 4))
+    if lengths:
+        top = max(max(v) for v in lengths.values())
+        bins = np.arange(0, top + 5, 4)
+        for name, values in lengths.items():
+            ax.hist(values, bins=bins, alpha=0.5, label=name)
+        ax.legend()
+    ax.set_xlabel("instruction length (words)")
+    ax.set_ylabel("instructions")
+    ax.set_title("Instruction length per task and style (cf. Fig. 3b)")
+    fig.tight_layout()
+    _save(fig, out / "instruction_lengths.png")
+    plt.close(fig)
+    landmarks, verbs = word_frequencies(episodes)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+    for ax, counter, name in ((axes[0], landmarks, "landmarks"), (axes[1], verbs, "action verbs")):
+        items = counter.most_common(15)
+        ax.barh([w for w, _ in items][::-1], [n for _, n in items][::-1])
+        ax.set_title(f"Most frequent {name} (cf. Fig. 3a/4)")
+    fig.tight_layout()
+    _save(fig, out / "vocabulary.png")
+    plt.close(fig)
+    md = [f"# {title}", "", f"{stats['episodes']} episodes.", "", "## Episodes per task and split (scenes)", "",
+          counts_table_markdown(stats), "", "## Instruction length (words)", "",
+          "| Group | mean | min | max |", "|---|---|---|---|"]
+    md += [f"| {k} | {v['mean']} | {v['min']} | {v['max']} |" for k, v in stats["instruction_length"].items()]
+    md += ["", "![instruction lengths](instruction_lengths.png)", "", "## Landmarks and verbs", "",
+           "![vocabulary](vocabulary.png)", "", "## Instruction sources", ""]
+    md += [f"- {k}: {v}" for k, v in sorted(stats["instruction_sources"].items())]
+    md += [f"- fallbacks to the prior: {stats['fallbacks']}"]
+    if extra_lines:
+        md += ["", "## Run", "", *extra_lines]
+    write_text_atomic(out / "report.md", "\n".join(md) + "\n")
+    write_json_atomic(out / "report.json", stats)
+    return stats
