@@ -1,0 +1,272 @@
+"""``evaluate``: run an agent over a dataset's episodes under one or more physics modes.
+
+The output folder holds:
+
+- ``episodes.jsonl`` — one record per (episode, physics mode), appended as episodes finish
+  (:mod:`vlnverse.eval.store`); a re-run with the same settings skips finished ones;
+- ``run.json`` — the settings that decide the results (a re-run with other settings into
+  the same folder is refused, so records of two runs never mix);
+- ``summary.json`` / ``summary.md`` — Tables 5 and 6 (:mod:`vlnverse.eval.report`);
+- ``plots/*.png`` and ``index.html`` — trajectory pictures of a sample of episodes and a
+  sortable page listing every episode (:mod:`vlnverse.eval.html_index`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vlnverse import __version__
+from vlnverse.errors import ConfigError
+from vlnverse.eval.executors import EXECUTORS, import_ray, run_items
+from vlnverse.eval.html_index import write_index
+from vlnverse.eval.metrics import MetricsConfig
+from vlnverse.eval.report import summarize, summary_markdown
+from vlnverse.eval.store import ResultStore, record_key
+from vlnverse.eval.worker import RunSpec, WorkItem, WorkResult
+from vlnverse.fileio import write_json_atomic, write_text_atomic
+from vlnverse.sim.physics import PHYSICS_MODES
+
+logger = logging.getLogger(__name__)
+
+RUN_FILE = "run.json"
+EPISODES_FILE = "episodes.jsonl"
+PLOTS_DIR = "plots"
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """One evaluation run.
+
+    Attributes:
+        dataset: Dataset folder (or one ``.jsonl(.gz)`` file).
+        out: Output folder.
+        agent: Registered agent name or ``module:attr`` (see :mod:`vlnverse.eval.registry`).
+        agent_config: The agent's settings.
+        split: Split name or ``all``.
+        task: Task name or ``all``.
+        physics: Physics modes to evaluate each episode under.
+        episodes: Evaluate a seeded random sample of this many episodes (``None``: all).
+        workers: Parallel workers (each with its own agent and envs).
+        executor: ``local`` (process pool; in-process for one worker) or ``ray``.
+        ray_address: Ray cluster address (``None``: a local Ray instance).
+        seed: Run seed (episode sample, env resets, agents' randomness).
+        max_steps: Step budget per episode (``None``: the action space's default, 500
+            discrete steps).
+        success_distance: Success radius (m): SR needs geodesic distance ``<`` it.
+        plots: Trajectory pictures per (task, physics) (0: none).
+        backend: Simulator backend.
+        scenes_dir: Where the dataset's scene paths are relative to (default: the manifest's).
+        bootstrap: Bootstrap resamples of the confidence intervals.
+    """
+
+    dataset: str
+    out: str
+    agent: str
+    agent_config: Mapping[str, Any] = field(default_factory=dict)
+    split: str = "all"
+    task: str = "all"
+    physics: tuple[str, ...] = ("strict", "tel_hop")
+    episodes: int | None = None
+    workers: int = 1
+    executor: str = "local"
+    ray_address: str | None = None
+    seed: int = 0
+    max_steps: int | None = None
+    success_distance: float = 3.0
+    plots: int = 6
+    backend: str = "bullet"
+    scenes_dir: str | None = None
+    bootstrap: int = 1000
+
+    def __post_init__(self) -> None:
+        physics = tuple(self.physics)
+        bad = [p for p in physics if p not in PHYSICS_MODES]
+        if bad or not physics:
+            raise ConfigError(f"unknown physics mode(s) {', '.join(bad) or '(none)'}; valid: {', '.join(PHYSICS_MODES)}")
+        if len(set(physics)) != len(physics):
+            raise ConfigError(f"physics modes repeat: {', '.join(physics)}")
+        object.__setattr__(self, "physics", physics)
+        if self.executor not in EXECUTORS:
+            raise ConfigError(f"unknown executor {self.executor!r}; valid: {', '.join(EXECUTORS)}")
+        for name in ("workers",):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        if self.episodes is not None and (not isinstance(self.episodes, int) or self.episodes < 1):
+            raise ConfigError(f"episodes must be a positive integer, got {self.episodes!r}")
+        if self.max_steps is not None and (not isinstance(self.max_steps, int) or self.max_steps < 1):
+            raise ConfigError(f"max_steps must be a positive integer, got {self.max_steps!r}")
+        if not isinstance(self.plots, int) or self.plots < 0:
+            raise ConfigError(f"plots must be a non-negative integer, got {self.plots!r}")
+        if not isinstance(self.bootstrap, int) or self.bootstrap < 1:
+            raise ConfigError(f"bootstrap must be a positive integer, got {self.bootstrap!r}")
+        if not isinstance(self.success_distance, (int, float)) or not math.isfinite(self.success_distance) \
+                or self.success_distance <= 0:
+            raise ConfigError(f"success_distance must be a positive number, got {self.success_distance!r}")
+
+    def fingerprint(self, dataset_id: str) -> dict[str, Any]:
+        """The settings that decide each episode's result (not which episodes, nor how
+        many workers run them)."""
+        return {"dataset": dataset_id, "agent": self.agent, "agent_config": json.loads(
+            json.dumps(dict(self.agent_config), sort_keys=True, default=str)), "seed": self.seed,
+            "max_steps": self.max_steps, "success_distance": float(self.success_distance),
+            "backend": self.backend, "vlnverse": __version__}
+
+
+@dataclass
+class EvalResult:
+    """What :func:`evaluate` did.
+
+    Attributes:
+        out: Output folder.
+        summary: The ``summary.json`` object.
+        records: The selection's records (finished and resumed).
+        evaluated: Records produced by this call.
+        resumed: Records found finished from an earlier call.
+        timings: Per evaluated record: ``{"env", "agent", "total", "harness"}`` seconds.
+    """
+
+    out: Path
+    summary: dict[str, Any]
+    records: list[dict[str, Any]]
+    evaluated: int
+    resumed: int
+    timings: list[dict[str, float]] = field(default_factory=list)
+
+    @property
+    def summary_markdown(self) -> Path:
+        return self.out / "summary.md"
+
+    @property
+    def index_html(self) -> Path:
+        return self.out / "index.html"
+
+
+def select_episodes(dataset: Any, split: str, task: str, limit: int | None, seed: int) -> list[Any]:
+    """The episodes of a run: ``split``/``task`` (``all`` = any), then a seeded sample of
+    ``limit`` of them (kept in dataset order)."""
+    episodes = dataset.episodes(None if split == "all" else split, None if task == "all" else task)
+    if limit is not None and limit < len(episodes):
+        keep = np.sort(np.random.default_rng(seed).choice(len(episodes), size=limit, replace=False))
+        episodes = [episodes[i] for i in keep]
+    return episodes
+
+
+def plan_items(dataset: Any, episodes: Sequence[Any], physics: Sequence[str], plots: int) -> list[WorkItem]:
+    """Work items grouped by scene, then physics mode (a worker loads each scene once);
+    the first ``plots`` episodes of every (task, physics) are marked for pictures."""
+    plotted: dict[tuple[str, str], int] = {}
+    items = []
+    scene_files = {}
+    for episode in episodes:
+        if episode.scene_id not in scene_files:
+            scene_files[episode.scene_id] = str(Path(dataset.scene_file(episode)).resolve())
+    for mode in physics:
+        for episode in episodes:
+            group = (episode.task, mode)
+            plot = plotted.get(group, 0) < plots
+            if plot:
+                plotted[group] = plotted.get(group, 0) + 1
+            image = str((Path(dataset.root) / episode.reference_image).resolve()) if episode.reference_image else None
+            items.append(WorkItem(episode.to_dict(), mode, scene_files[episode.scene_id], image, plot))
+    order = {sid: i for i, sid in enumerate(scene_files)}
+    return sorted(items, key=lambda it: (order[it.episode["scene_id"]], physics.index(it.physics)))
+
+
+def _check_run_file(out: Path, fingerprint: dict[str, Any]) -> None:
+    path = out / RUN_FILE
+    if path.is_file():
+        try:
+            previous = json.loads(path.read_text(encoding="utf-8")).get("fingerprint")
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"cannot read {path}: {exc}") from exc
+        if previous != fingerprint:
+            changed = sorted(k for k in set(previous or {}) | set(fingerprint)
+                             if (previous or {}).get(k) != fingerprint.get(k))
+            raise ConfigError(f"{out} holds results of a different run (differs in: {', '.join(changed)}); "
+                              "choose another --out or delete it")
+    elif (out / EPISODES_FILE).exists():
+        raise ConfigError(f"{out / EPISODES_FILE} exists without {RUN_FILE}; choose another --out")
+
+
+def write_reports(out: Path, records: Sequence[Mapping[str, Any]], run: Mapping[str, Any], *,
+                  n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """Write ``summary.json``, ``summary.md`` and ``index.html`` for ``records``."""
+    summary = summarize(records, run, n_boot=n_boot, seed=seed)
+    write_json_atomic(out / "summary.json", summary)
+    write_text_atomic(out / "summary.md", summary_markdown(summary))
+    meta = (f"agent {run.get('agent')} · dataset {run.get('dataset')} · physics "
+            f"{', '.join(run.get('physics', []))} · {len(records)} records")
+    write_index(out / "index.html", records, title=f"VLNVerse evaluation — {run.get('agent')}", meta=meta)
+    return summary
+
+
+def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict[str, Any]], None] | None = None,
+             on_start: Callable[[int, list[dict[str, Any]]], None] | None = None) -> EvalResult:
+    """Run (or finish) the evaluation ``config`` describes and write its reports.
+
+    Args:
+        config: The run.
+        agent: An agent object to use instead of ``config.agent``'s registry entry
+            (``config.agent`` then only labels the run); pickled to pool workers.
+        on_result: Called with each new record as it is written (progress display).
+        on_start: Called with (total records of the selection, already finished records).
+
+    Raises:
+        DatasetError: the dataset cannot be read or the selection is empty.
+        ConfigError: invalid settings, or ``out`` holds a different run.
+        DependencyNotInstalled: ``executor="ray"`` without Ray.
+    """
+    from vlnverse.tasks.dataset import EpisodeDataset
+
+    if config.executor == "ray":
+        import_ray()
+    dataset = EpisodeDataset.open(config.dataset, scenes_dir=config.scenes_dir)
+    dataset_id = str(Path(config.dataset).resolve())
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    fingerprint = config.fingerprint(dataset_id)
+    _check_run_file(out, fingerprint)
+    run = {"agent": config.agent, "agent_config": fingerprint["agent_config"], "dataset": dataset_id,
+           "split": config.split, "task": config.task, "physics": list(config.physics),
+           "episodes": config.episodes, "seed": config.seed, "max_steps": config.max_steps,
+           "success_distance": float(config.success_distance), "backend": config.backend}
+    write_json_atomic(out / RUN_FILE, {"fingerprint": fingerprint, "run": run})
+
+    episodes = select_episodes(dataset, config.split, config.task, config.episodes, config.seed)
+    items = plan_items(dataset, episodes, config.physics, config.plots)
+    store = ResultStore(out / EPISODES_FILE)
+    wanted = {item.key for item in items}
+    todo = [item for item in items if item.key not in store]
+    finished = [r for r in store.records() if record_key(r) in wanted]
+    if on_start:
+        on_start(len(items), finished)
+    spec = RunSpec(agent=agent if agent is not None else config.agent,
+                   agent_config=dict(config.agent_config), seed=config.seed, backend=config.backend,
+                   max_steps=config.max_steps, metrics=MetricsConfig(success_distance=float(config.success_distance)),
+                   plots_dir=str((out / PLOTS_DIR).resolve()) if config.plots else None)
+    timings: list[dict[str, float]] = []
+
+    def collect(result: WorkResult) -> None:
+        if store.append(result.record):
+            t = result.timing
+            timings.append({"env": t.env, "agent": t.agent, "total": t.total, "harness": t.harness})
+            if on_result:
+                on_result(result.record)
+
+    if todo:
+        logger.info("evaluating %d item(s) (%d already finished) with %s x%d", len(todo), len(finished),
+                    config.executor, config.workers)
+        run_items(spec, todo, collect, executor=config.executor, workers=config.workers,
+                  ray_address=config.ray_address)
+    records = [store.get(key) for key in (item.key for item in items) if key in store]
+    summary = write_reports(out, records, run, n_boot=config.bootstrap, seed=config.seed)
+    return EvalResult(out, summary, records, len(timings), len(finished), timings)

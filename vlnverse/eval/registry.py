@@ -1,0 +1,81 @@
+"""Agents by name: the baselines, anything registered later, or a ``module:attr`` path.
+
+An entry is an :class:`~vlnverse.eval.agent.Agent` subclass (or any factory). When it has
+a ``config_class`` (a frozen dataclass), the agent config (``--agent-config`` file) is
+built into it strictly, so a misspelt key is an error naming the key::
+
+    agent = make_agent("random", {"stop_probability": 0.05})
+    agent = make_agent("my_pkg.agents:MyAgent")      # no registration needed
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from vlnverse.config import config_from_mapping
+from vlnverse.errors import ConfigError
+from vlnverse.eval.agent import Agent, as_agent
+from vlnverse.registry import Registry, load_entry_point
+
+AGENTS: Registry = Registry("agent")
+AGENTS.register("random", "vlnverse.eval.baselines:RandomAgent")
+AGENTS.register("forward", "vlnverse.eval.baselines:ForwardAgent")
+AGENTS.register("oracle", "vlnverse.eval.baselines:OracleAgent")
+AGENTS.register("replay", "vlnverse.eval.replay:ReplayAgent")
+
+
+def agent_factory(name: str) -> Any:
+    """The class/factory registered as ``name``, or imported when ``name`` is ``module:attr``."""
+    if ":" in name and name not in AGENTS:
+        return load_entry_point(name)
+    return AGENTS.get(name)
+
+
+def make_agent(name: str, config: Mapping[str, Any] | None = None) -> Agent:
+    """Build the agent ``name`` with its config mapping.
+
+    Raises:
+        RegistryError: unknown name (the message lists the valid ones).
+        ConfigError: bad config (unknown key, invalid value), or a config for an agent
+            that takes none.
+    """
+    factory = agent_factory(name)
+    config = dict(config or {})
+    config_class = getattr(factory, "config_class", None)
+    if config_class is not None:
+        return as_agent(factory(config_from_mapping(config_class, config, where=f"agent {name}")))
+    if config:
+        try:
+            return as_agent(factory(**config))
+        except TypeError as exc:
+            raise ConfigError(f"agent {name}: {exc}") from exc
+    return as_agent(factory())
+
+
+def load_agent_config(path: str | Path | None) -> dict[str, Any]:
+    """The agent config mapping of a YAML or JSON file (``{}`` for ``None``).
+
+    Raises:
+        ConfigError: unreadable file, invalid YAML/JSON, or not a mapping.
+    """
+    if path is None:
+        return {}
+    import yaml
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read agent config {path}: {exc.strerror}") from exc
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"agent config {path} is not valid {path.suffix[1:] or 'YAML'}: {exc}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"agent config {path} must be a mapping, got {type(data).__name__}")
+    return dict(data)

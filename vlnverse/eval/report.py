@@ -1,0 +1,187 @@
+"""``summary.json`` and ``summary.md``: a run's metrics shaped like the paper's tables.
+
+- **Table 5** (fine- and coarse-grained tasks): one row per agent and physics mode, Tel-Hop
+  and Strict side by side, columns TL, NE, SR, OSR, SPL, nDTW, CR.
+- **Table 6** (visual reference, dialogue, long-horizon): the same columns plus the
+  conditional SR_1..SR_n and SR_All of long-horizon episodes.
+
+Rates (SR, OSR, SPL, nDTW, CR, SR_n) are shown in percent as in the paper, lengths in
+metres. Every figure is a mean over episodes with a 95 % bootstrap interval in
+``summary.json`` (and in the detail section of ``summary.md``). Records are sorted before
+aggregating, so the summary does not depend on the order episodes finished in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from vlnverse.eval.aggregate import aggregate_metrics
+
+TABLE5_TASKS = ("fine", "coarse")
+TABLE6_TASKS = ("visual_reference", "dialogue", "long_horizon")
+TASK_TITLES = {
+    "fine": "Fine-grained task",
+    "coarse": "Coarse-grained task",
+    "visual_reference": "Visual reference",
+    "dialogue": "Dialogue-based",
+    "long_horizon": "Long-horizon",
+}
+PHYSICS_TITLES = {"tel_hop": "Tel-Hop", "strict": "Strict", "slide": "Slide"}
+PHYSICS_ORDER = ("tel_hop", "strict", "slide")
+COLUMNS = ("TL", "NE", "SR", "OSR", "SPL", "nDTW", "CR")
+PERCENT = frozenset({"SR", "OSR", "SPL", "nDTW", "SDTW", "CR", "SR_All"})
+ARROWS = {"NE": "↓", "SR": "↑", "OSR": "↑", "SPL": "↑", "nDTW": "↑", "CR": "↓", "SR_All": "↑"}
+DETAIL_METRICS = ("TL", "NE", "NE_euclidean", "SR", "OSR", "SPL", "nDTW", "SDTW", "CR", "steps")
+
+
+def _is_percent(name: str) -> bool:
+    return name in PERCENT or name.startswith("SR_")
+
+
+def _physics_rank(physics: str) -> tuple[int, str]:
+    return (PHYSICS_ORDER.index(physics) if physics in PHYSICS_ORDER else len(PHYSICS_ORDER), physics)
+
+
+def sort_records(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Records in a canonical order (task, split, physics, episode id)."""
+    return sorted(records, key=lambda r: (str(r.get("task")), str(r.get("split")), str(r.get("physics")),
+                                          str(r.get("episode_id"))))
+
+
+def summarize(records: Iterable[Mapping[str, Any]], run: Mapping[str, Any], *, n_boot: int = 1000,
+              seed: int = 0) -> dict[str, Any]:
+    """The ``summary.json`` object of a run.
+
+    Args:
+        records: ``episodes.jsonl`` records.
+        run: Run description (agent, dataset, physics modes, ...), copied in.
+        n_boot: Bootstrap resamples.
+        seed: Bootstrap seed.
+
+    Returns:
+        ``{"run", "episodes", "errors", "groups", "overall"}``: ``groups`` per (task,
+        split, physics), ``overall`` per (task, physics) over all splits.
+    """
+    rows = sort_records(records)
+    groups = aggregate_metrics(rows, group_by=("task", "split", "physics"), n_boot=n_boot, seed=seed)
+    overall = aggregate_metrics(rows, group_by=("task", "physics"), n_boot=n_boot, seed=seed)
+    errors = [r for r in rows if r.get("fail_reason") == "error"]
+    return {
+        "run": dict(run),
+        "episodes": len(rows),
+        "errors": {
+            "count": len(errors),
+            "examples": [{"episode_id": r["episode_id"], "physics": r["physics"], "error": r.get("error")}
+                         for r in errors[:10]],
+        },
+        "groups": [g.to_dict() for g in groups],
+        "overall": [g.to_dict() for g in overall],
+    }
+
+
+def _cell(metric: Mapping[str, Any] | None, name: str) -> str:
+    if metric is None or metric.get("mean") is None or metric["mean"] != metric["mean"]:
+        return "-"
+    value = metric["mean"] * (100.0 if _is_percent(name) else 1.0)
+    return f"{value:.2f}"
+
+
+def _table(title: str, columns: Sequence[str], rows: list[tuple[str, str, Mapping[str, Any]]]) -> list[str]:
+    header = ["Agent", "Collision", *[f"{c}{ARROWS.get(c, '')}" for c in columns], "n"]
+    lines = [f"#### {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for agent, physics, group in rows:
+        metrics = group.get("metrics", {})
+        cells = [_cell(metrics.get(c), c) for c in columns]
+        lines.append("| " + " | ".join([agent, PHYSICS_TITLES.get(physics, physics), *cells,
+                                         str(group.get("n_episodes", 0))]) + " |")
+    return [*lines, ""]
+
+
+def _sr_columns(groups: Iterable[Mapping[str, Any]]) -> list[str]:
+    n = 0
+    for group in groups:
+        for name in group.get("metrics", {}):
+            if name.startswith("SR_") and name[3:].isdigit():
+                n = max(n, int(name[3:]))
+    return [f"SR_{k}" for k in range(1, n + 1)] + (["SR_All"] if n else [])
+
+
+def markdown_tables(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
+    """Tables 5 and 6 for one or more runs (``(agent label, summary)``), one section per split."""
+    by_split: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
+    for label, summary in runs:
+        for group in summary.get("groups", []):
+            by_split.setdefault(group["split"], []).append((label, group))
+    out: list[str] = []
+    for split in sorted(by_split):
+        entries = by_split[split]
+        out += [f"### Split `{split}`", ""]
+        tasks = {g["task"] for _, g in entries}
+        t5 = [t for t in TABLE5_TASKS if t in tasks]
+        t6 = [t for t in TABLE6_TASKS if t in tasks]
+        others = sorted(tasks - set(TABLE5_TASKS) - set(TABLE6_TASKS))
+        if t5:
+            out += ["**Table 5** — Strict vs Tel-Hop collision settings.", ""]
+        for task in [*t5, *others]:
+            out += _table(TASK_TITLES.get(task, task), COLUMNS, _rows(entries, task))
+        if t6:
+            out += ["**Table 6** — visual reference, dialogue and long-horizon tasks.", ""]
+        for task in t6:
+            rows = _rows(entries, task)
+            extra = _sr_columns(g for _, _, g in rows) if task == "long_horizon" else []
+            out += _table(TASK_TITLES[task], [*COLUMNS, *extra], rows)
+    return "\n".join(out)
+
+
+def _rows(entries: Sequence[tuple[str, Mapping[str, Any]]], task: str) -> list[tuple[str, str, Mapping[str, Any]]]:
+    rows = [(label, g["physics"], g) for label, g in entries if g["task"] == task]
+    order = {label: i for i, (label, _) in enumerate(entries)}
+    return sorted(rows, key=lambda r: (order[r[0]], _physics_rank(r[1])))
+
+
+def _details(summary: Mapping[str, Any]) -> list[str]:
+    lines = ["### Details (mean [95 % bootstrap CI], n episodes)", ""]
+    for group in summary.get("groups", []):
+        lines.append(f"- **{group['task']} / {group['split']} / "
+                     f"{PHYSICS_TITLES.get(group['physics'], group['physics'])}** "
+                     f"({group['n_episodes']} episodes; ends: "
+                     + ", ".join(f"{k} {v}" for k, v in group.get("fail_reasons", {}).items()) + ")")
+        metrics = group.get("metrics", {})
+        names = [m for m in DETAIL_METRICS if m in metrics]
+        names += sorted(m for m in metrics if m.startswith("SR_"))
+        names += sorted(m for m in metrics if m not in names and m not in ("nav_steps", "collision_count"))
+        parts = []
+        for name in names:
+            m = metrics[name]
+            scale = 100.0 if _is_percent(name) else 1.0
+            if m.get("mean") is None:
+                continue
+            parts.append(f"{name} {m['mean'] * scale:.2f} [{m['ci_low'] * scale:.2f}, {m['ci_high'] * scale:.2f}]")
+        lines.append("  " + "; ".join(parts))
+    return [*lines, ""]
+
+
+def summary_markdown(summary: Mapping[str, Any], *, label: str | None = None) -> str:
+    """The ``summary.md`` text of one run."""
+    run = summary.get("run", {})
+    label = label or str(run.get("agent", "agent"))
+    lines = [
+        f"# VLNVerse evaluation — agent `{label}`",
+        "",
+        f"Dataset `{run.get('dataset', '?')}` · split `{run.get('split', 'all')}` · task "
+        f"`{run.get('task', 'all')}` · physics {', '.join(run.get('physics', []))} · "
+        f"{summary.get('episodes', 0)} episode records · seed {run.get('seed', 0)}.",
+        "",
+        f"Success: STOP with geodesic distance to the goal < {run.get('success_distance', 3.0)} m. "
+        "Rates in %, TL and NE in metres; CR = collisions per navigation step.",
+        "",
+        markdown_tables([(label, summary)]),
+    ]
+    errors = summary.get("errors", {})
+    if errors.get("count"):
+        lines += [f"### Episodes that ended in an error: {errors['count']}", ""]
+        lines += [f"- `{e['episode_id']}` ({e['physics']}): {e['error']}" for e in errors.get("examples", [])]
+        lines.append("")
+    lines += _details(summary)
+    return "\n".join(lines)

@@ -1,0 +1,272 @@
+"""Run one agent through one episode and turn what happened into an ``episodes.jsonl`` record.
+
+The runner records the pose after every step (the physics-visible result of each action),
+the actions, per-action collision events and the STOPs, then scores the episode with
+:func:`vlnverse.eval.metrics.compute_episode_metrics`.
+
+Long-horizon episodes are run as consecutive legs: the agent's ``k``-th STOP ends leg
+``k``; the env is then re-targeted at the next goal from where the agent stands (the
+agent is not reset, the step budget spans the whole episode). STOPs are judged by the
+metrics (SR_n is conditional), so a missed goal does not end the episode early.
+
+Failures of the agent are data, not crashes: an exception from the agent, or an action
+the env rejects, ends the episode with ``fail_reason = "error"`` and the error message;
+the episode is scored on what it did so far (no STOP, so SR = 0).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+import traceback
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from vlnverse.errors import InvalidActionError
+from vlnverse.eval.agent import Agent, EpisodeInfo
+from vlnverse.eval.metrics import EpisodeRecord, MetricsConfig, compute_episode_metrics
+
+logger = logging.getLogger(__name__)
+
+POSE_DECIMALS = 4
+"""Stored coordinates are rounded to 0.1 mm (metrics use the unrounded values)."""
+
+
+@dataclass
+class EpisodeTiming:
+    """Where an episode's wall time went (seconds)."""
+
+    env: float = 0.0
+    agent: float = 0.0
+    total: float = 0.0
+
+    @property
+    def harness(self) -> float:
+        """Time spent neither in the env nor in the agent: the harness's own overhead."""
+        return max(0.0, self.total - self.env - self.agent)
+
+
+def _json_action(action: Any) -> Any:
+    if isinstance(action, (bool, np.bool_)):
+        return bool(action)
+    if isinstance(action, (int, np.integer)):
+        return int(action)
+    if isinstance(action, (float, np.floating)):
+        return round(float(action), 6)
+    if isinstance(action, np.ndarray):
+        return [round(float(v), 6) for v in action.reshape(-1)]
+    if isinstance(action, (list, tuple)):
+        return [_json_action(v) for v in action]
+    if isinstance(action, Mapping):
+        return {str(k): _json_action(v) for k, v in action.items()}
+    return repr(action)
+
+
+def _leg_episode(episode: Any, leg: int, start: tuple[float, float, float], radius: float) -> Any:
+    """The env episode of leg ``leg`` (all goals at once for single-leg tasks)."""
+    from vlnverse.envs.episode import Goal, NavEpisode
+
+    goals = episode.goals if episode.task != "long_horizon" else (episode.goals[leg],)
+    path = episode.reference_path if episode.reference_path and leg == 0 else None
+    return NavEpisode(
+        episode_id=episode.episode_id,
+        start=start,
+        goals=tuple(Goal(tuple(g.position), radius) for g in goals),
+        instruction=episode.instruction.text,
+        reference_path=path,
+    )
+
+
+def episode_seed(seed: int, episode_id: str, physics: str) -> int:
+    """A stable 63-bit seed for one (episode, physics) of a run, independent of workers."""
+    import zlib
+
+    return int(np.random.SeedSequence([seed, zlib.crc32(f"{episode_id}\x1f{physics}".encode())])
+               .generate_state(2, np.uint32).view(np.uint64)[0] >> np.uint64(1))
+
+
+def run_episode(
+    env: Any,
+    agent: Agent,
+    episode: Any,
+    *,
+    physics: str,
+    seed: int = 0,
+    metrics: MetricsConfig | None = None,
+    reference_image: str | None = None,
+    goal_fields: Any = None,
+) -> tuple[dict[str, Any], EpisodeTiming]:
+    """Run ``agent`` through ``episode`` in ``env`` and return its record and timing.
+
+    Args:
+        env: A ``VLNVerse/Nav-v0`` env (:class:`vlnverse.envs.nav_env.NavEnv`) of the
+            episode's scene, built with the agent's action space and sensors.
+        agent: The agent.
+        episode: A :class:`vlnverse.tasks.episode.Episode`.
+        physics: The env's physics mode (recorded).
+        seed: The run seed; the env reset and the agent get :func:`episode_seed`.
+        metrics: Scoring settings.
+        reference_image: Absolute path of the visual-reference image, if any.
+        goal_fields: ``fields(goal_xy) -> DistanceField`` for long-horizon scoring
+            (default: the env's navigator, uncached).
+
+    Returns:
+        ``(record, timing)``; the record is JSON-ready (see :mod:`vlnverse.eval.store`).
+    """
+    metrics = metrics or MetricsConfig()
+    base = env.unwrapped
+    t_start = time.perf_counter()
+    timing = EpisodeTiming()
+    ep_seed = episode_seed(seed, episode.episode_id, physics)
+    legs = len(episode.goals) if episode.task == "long_horizon" else 1
+    radius = float(metrics.success_distance)
+    x, y, _ = episode.start_position
+    info_ep = EpisodeInfo(
+        episode_id=episode.episode_id, task=episode.task, split=episode.split, physics=physics,
+        scene_id=episode.scene_id, instruction=episode.instruction.text, action_space=base.action_space,
+        action_space_name=base.action_spec.name, action_spec=base.action_spec,
+        max_steps=base.max_episode_steps, seed=ep_seed,
+        subgoal_instructions=tuple(episode.instruction.subgoals), reference_image=reference_image,
+        extra={"question_budget": episode.question_budget} if episode.question_budget is not None else {},
+    )
+
+    t0 = time.perf_counter()
+    obs, info = env.reset(seed=ep_seed % (2**31), options={"episode": _leg_episode(
+        episode, 0, (x, y, episode.start_yaw), radius)})
+    timing.env += time.perf_counter() - t0
+    poses = [np.asarray(info["pose"], dtype=np.float64)]
+    leg_distances = [float(info["geodesic_distance"])]
+    actions: list[Any] = []
+    collisions: list[int] = []
+    stops: list[int] = []
+    error: str | None = None
+    error_source: str | None = None
+    fail_reason: str | None = None
+    budget = base.max_episode_steps
+    leg = 0
+
+    def fail(source: str, exc: BaseException) -> None:
+        nonlocal error, error_source, fail_reason
+        error = f"{type(exc).__name__}: {exc}"
+        error_source, fail_reason = source, "error"
+        logger.warning("episode %s (%s): %s error: %s", episode.episode_id, physics, source, error)
+        logger.debug("%s", traceback.format_exc())
+
+    try:
+        t0 = time.perf_counter()
+        agent.reset(info_ep)
+        agent.observe_info(info)
+        timing.agent += time.perf_counter() - t0
+    except Exception as exc:  # noqa: BLE001 - any agent failure is recorded, not raised
+        fail("agent", exc)
+
+    while fail_reason is None:
+        try:
+            t0 = time.perf_counter()
+            action = agent.act(obs)
+            timing.agent += time.perf_counter() - t0
+        except Exception as exc:  # noqa: BLE001
+            fail("agent", exc)
+            break
+        try:
+            t0 = time.perf_counter()
+            obs, _, terminated, truncated, info = env.step(action)
+            timing.env += time.perf_counter() - t0
+        except InvalidActionError as exc:
+            fail("invalid_action", exc)
+            break
+        except Exception as exc:  # noqa: BLE001 - a broken env step is this episode's error
+            fail("env", exc)
+            break
+        actions.append(_json_action(action))
+        collisions.append(int(bool(info["collision"])))
+        poses.append(np.asarray(info["pose"], dtype=np.float64))
+        leg_distances.append(float(info["geodesic_distance"]))
+        stopped = terminated and info.get("fail_reason") != "collision"
+        if stopped:
+            stops.append(len(poses) - 2)  # issued at the pose before the (motionless) STOP
+            leg += 1
+        if terminated and not stopped:
+            fail_reason = "collision"
+        elif stopped and leg >= legs:
+            fail_reason = "stop"
+        elif len(actions) >= budget or (truncated and not stopped):
+            fail_reason = "step_budget"
+        elif stopped:
+            t0 = time.perf_counter()
+            here = poses[-1]
+            obs, info = env.reset(options={"episode": _leg_episode(
+                episode, leg, (float(here[0]), float(here[1]), float(here[3])), radius)})
+            timing.env += time.perf_counter() - t0
+            if not np.allclose(info["pose"][:2], here[:2]):
+                poses.append(np.asarray(info["pose"], dtype=np.float64))  # the env snapped the start
+                leg_distances.append(float(info["geodesic_distance"]))
+        if fail_reason is None:
+            try:
+                t0 = time.perf_counter()
+                agent.observe_info(info)
+                timing.agent += time.perf_counter() - t0
+            except Exception as exc:  # noqa: BLE001
+                fail("agent", exc)
+
+    trace = None
+    try:
+        trace = agent.trace()
+    except Exception as exc:  # noqa: BLE001 - a broken trace loses the trace only
+        logger.warning("episode %s: agent trace failed: %s", episode.episode_id, exc)
+    trace = dict(trace) if isinstance(trace, Mapping) else None
+
+    pose_arr = np.array(poses)
+    positions = pose_arr[:, :3]
+    goals = np.array([g.position for g in episode.goals], dtype=np.float64)
+    if episode.task == "long_horizon":
+        fields = goal_fields or base.navigator.distance_field
+        goal_distances = np.stack([
+            np.asarray(fields(tuple(g[:2])).distance_at(positions[:, :2]), dtype=np.float64).reshape(-1)
+            for g in goals])
+    else:
+        goal_distances = np.array(leg_distances)[None, :]
+    reference = np.array(episode.reference_path, dtype=np.float64) if episode.reference_path else None
+    record = EpisodeRecord(
+        positions=positions, goals=goals, geodesic_distance=episode.geodesic_distance,
+        actions=tuple(actions), stops=tuple(stops), collisions=np.array(collisions, dtype=np.float64),
+        reference_path=reference, goal_distances=goal_distances, fail_reason=fail_reason,
+        agent_trace=trace, tokens=(trace or {}).get("tokens"), cost=(trace or {}).get("cost"),
+        episode_id=episode.episode_id, task=episode.task, split=episode.split, physics=physics,
+    )
+    scores = compute_episode_metrics(record, metrics).to_dict()
+    for key in ("episode_id", "task", "split", "physics", "fail_reason", "geodesic"):
+        scores.pop(key, None)
+    timing.total = time.perf_counter() - t_start
+
+    def rounded(points: np.ndarray) -> list[list[float]]:
+        return np.round(points, POSE_DECIMALS).tolist()
+
+    out = {
+        "episode_id": episode.episode_id,
+        "task": episode.task,
+        "split": episode.split,
+        "physics": physics,
+        "scene_id": episode.scene_id,
+        "instruction": episode.instruction.text,
+        "geodesic_distance": episode.geodesic_distance,
+        "metrics": scores,
+        "trajectory": rounded(positions),
+        "headings": np.round(pose_arr[:, 3], POSE_DECIMALS).tolist(),
+        "reference_path": [list(p) for p in episode.reference_path],
+        "goals": [{"position": list(g.position), "radius": radius} for g in episode.goals],
+        "goal_distances": [[round(v, POSE_DECIMALS) if math.isfinite(v) else None for v in row]
+                           for row in goal_distances.tolist()],
+        "actions": actions,
+        "collisions": collisions,
+        "stops": stops,
+        "fail_reason": fail_reason,
+        "error": error,
+        "error_source": error_source,
+        "agent_trace": trace,
+    }
+    return out, timing

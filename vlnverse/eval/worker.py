@@ -1,0 +1,192 @@
+"""The unit of evaluation work and the worker that does it (in-process, pool or Ray actor).
+
+A :class:`RunSpec` (everything every episode of a run shares) and a :class:`WorkItem`
+(one episode under one physics mode) are plain picklable values. An :class:`EvalWorker`
+builds the agent once and keeps the last few envs (one per scene and physics mode), so a
+worker loads each scene once while it works through that scene's episodes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vlnverse.eval.agent import Agent, as_agent
+from vlnverse.eval.metrics import MetricsConfig
+from vlnverse.eval.runner import EpisodeTiming, run_episode
+
+logger = logging.getLogger(__name__)
+
+ENV_CACHE_SIZE = 2
+"""Envs a worker keeps alive (scene x physics); items arrive grouped, so 2 covers a switch."""
+FIELD_CACHE_SIZE = 64
+"""Goal distance fields kept per env (long-horizon scoring)."""
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What every episode of a run shares (picklable: it is sent to every worker).
+
+    Attributes:
+        agent: A registered agent name / ``module:attr``, or an agent object (an
+            :class:`~vlnverse.eval.agent.Agent`, policy or callable; pickled to workers).
+        agent_config: The agent's config mapping (for a name).
+        seed: Run seed (env resets and agents' randomness derive from it per episode).
+        backend: Simulator backend.
+        max_steps: Step budget per episode (``None``: the action space's default).
+        metrics: Scoring settings.
+        plots_dir: Folder for trajectory pictures (``None``: no pictures).
+        occupancy_resolution: Grid resolution of the navigation maps (m).
+    """
+
+    agent: Any
+    agent_config: Mapping[str, Any] = field(default_factory=dict)
+    seed: int = 0
+    backend: str = "bullet"
+    max_steps: int | None = None
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    plots_dir: str | None = None
+    occupancy_resolution: float = 0.05
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """One episode under one physics mode.
+
+    Attributes:
+        episode: The episode's canonical dict (:meth:`vlnverse.tasks.episode.Episode.to_dict`).
+        physics: ``strict``, ``slide`` or ``tel_hop``.
+        scene_file: Absolute path of the episode's USD scene.
+        reference_image: Absolute path of the visual-reference image, if any.
+        plot: Draw this episode's trajectory picture.
+    """
+
+    episode: Mapping[str, Any]
+    physics: str
+    scene_file: str
+    reference_image: str | None = None
+    plot: bool = False
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return str(self.episode["episode_id"]), self.physics
+
+
+@dataclass(frozen=True)
+class WorkResult:
+    """A finished item: its ``episodes.jsonl`` record and where the time went."""
+
+    record: dict[str, Any]
+    timing: EpisodeTiming
+
+
+def build_agent(spec: RunSpec) -> Agent:
+    """The run's agent (a fresh one from the registry, or the given object)."""
+    if isinstance(spec.agent, str):
+        from vlnverse.eval.registry import make_agent
+
+        return make_agent(spec.agent, spec.agent_config)
+    return as_agent(spec.agent)
+
+
+class EvalWorker:
+    """Runs work items with one agent and a small cache of envs.
+
+    Raises (from :meth:`run`): errors building an env (missing scene, bad config) are
+    raised, since they are not the agent's fault and would fail every episode alike.
+    """
+
+    def __init__(self, spec: RunSpec) -> None:
+        self.spec = spec
+        self.agent = build_agent(spec)
+        self._envs: OrderedDict[tuple[str, str], Any] = OrderedDict()
+        self._fields: dict[tuple[str, str], OrderedDict] = {}
+
+    def env(self, scene_file: str, physics: str) -> Any:
+        """The env of ``scene_file`` under ``physics`` (built on first use, LRU-cached)."""
+        key = (scene_file, physics)
+        if key in self._envs:
+            self._envs.move_to_end(key)
+            return self._envs[key]
+        from vlnverse.envs.nav_env import NavEnv
+
+        while len(self._envs) >= ENV_CACHE_SIZE:
+            old_key, old = self._envs.popitem(last=False)
+            self._fields.pop(old_key, None)
+            old.close()
+        env = NavEnv(scene_file, backend=self.spec.backend, physics=physics,
+                     action_space=self.agent.action_space, sensors=self.agent.sensors,
+                     max_episode_steps=self.spec.max_steps,
+                     occupancy_resolution=self.spec.occupancy_resolution)
+        self._envs[key] = env
+        self._fields[key] = OrderedDict()
+        return env
+
+    def _field_fn(self, key: tuple[str, str], env: Any):
+        cache = self._fields[key]
+
+        def field_of(goal_xy: tuple[float, float]):
+            goal_xy = (round(float(goal_xy[0]), 4), round(float(goal_xy[1]), 4))
+            if goal_xy not in cache:
+                if len(cache) >= FIELD_CACHE_SIZE:
+                    cache.popitem(last=False)
+                cache[goal_xy] = env.navigator.distance_field(goal_xy)
+            return cache[goal_xy]
+
+        return field_of
+
+    def run(self, item: WorkItem) -> WorkResult:
+        """Evaluate one item (agent failures are recorded in the result, not raised)."""
+        from vlnverse.tasks.episode import Episode
+
+        episode = Episode.from_dict(item.episode)
+        env = self.env(item.scene_file, item.physics)
+        record, timing = run_episode(
+            env, self.agent, episode, physics=item.physics, seed=self.spec.seed,
+            metrics=self.spec.metrics, reference_image=item.reference_image,
+            goal_fields=self._field_fn((item.scene_file, item.physics), env),
+        )
+        record["plot"] = None
+        if item.plot and self.spec.plots_dir:
+            from vlnverse.eval.plots import plot_filename, save_episode_plot
+
+            name = plot_filename(record)
+            try:
+                save_episode_plot(Path(self.spec.plots_dir) / name, env.scene, env.occupancy, record)
+                record["plot"] = f"{Path(self.spec.plots_dir).name}/{name}"
+            except Exception as exc:  # noqa: BLE001 - a picture is not worth an episode
+                logger.warning("episode %s: trajectory plot failed: %s", episode.episode_id, exc)
+        return WorkResult(record, timing)
+
+    def close(self) -> None:
+        """Close the envs and the agent."""
+        while self._envs:
+            _, env = self._envs.popitem()
+            env.close()
+        self._fields.clear()
+        self.agent.close()
+
+
+# -- process-pool plumbing: one EvalWorker per process, created by the pool initializer ---
+
+_PROCESS_WORKER: EvalWorker | None = None
+
+
+def init_process_worker(spec: RunSpec) -> None:
+    """Pool initializer: build this process's worker (closed when the process exits)."""
+    from multiprocessing import util
+
+    global _PROCESS_WORKER
+    _PROCESS_WORKER = EvalWorker(spec)
+    util.Finalize(_PROCESS_WORKER, _PROCESS_WORKER.close, exitpriority=10)
+
+
+def run_in_process_worker(item: WorkItem) -> WorkResult:
+    """Pool task: run ``item`` on this process's worker."""
+    if _PROCESS_WORKER is None:
+        raise RuntimeError("init_process_worker() was not called in this process")
+    return _PROCESS_WORKER.run(item)
