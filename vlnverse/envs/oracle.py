@@ -66,6 +66,12 @@ class Oracle:
         ok = np.asarray(self.occupancy.is_navigable(samples.reshape(-1, 2))).reshape(len(ends), n)
         return ok.all(axis=1)
 
+    def _baseline(self, pose: Pose, here: float) -> float:
+        """The cost a move must beat: the current pose's own cost (distance plus its
+        clearance penalty), so that a start close to a wall is not a false local minimum."""
+        own = float(self.cost(pose.xy)[0])
+        return own if math.isfinite(own) else here
+
     def action(self, pose: Pose) -> Any:
         """The oracle action at ``pose`` (an element of the env's action space)."""
         here = float(self.field.distance_at(pose.xy))
@@ -89,7 +95,7 @@ class Oracle:
         ends = pose.xy + space.forward_m * np.stack([np.cos(headings), np.sin(headings)], axis=1)
         cost = np.where(self.segment_clear(pose.xy, ends), self.cost(ends), np.inf)
         best = int(np.argmin(cost))
-        if not cost[best] < here - MIN_PROGRESS:
+        if not cost[best] < self._baseline(pose, here) - MIN_PROGRESS:
             return DiscreteActions.STOP
         if steps[best] == 0:
             return DiscreteActions.MOVE_FORWARD
@@ -107,7 +113,7 @@ class Oracle:
         ends = pose.xy + r[:, None] * np.stack([np.cos(heads), np.sin(heads)], axis=1)
         cost = np.where(self.segment_clear(pose.xy, ends), self.cost(ends), np.inf)
         best = int(np.argmin(cost))
-        if not cost[best] < here - MIN_PROGRESS:
+        if not cost[best] < self._baseline(pose, here) - MIN_PROGRESS:
             return stop
         return np.array([r[best], wrap_angle(float(rel[best])), 0.0], dtype=np.float32)
 
