@@ -238,6 +238,10 @@ def _start_run(config: DatagenConfig, overwrite: bool) -> None:
                                f"(hash {previous.get('config_hash')} vs {config.config_hash}); "
                                "use another --out or pass --overwrite")
     write_json_atomic(run_file, state)
+    # a run killed mid-write leaves the temp files of atomic writes behind
+    for folder in (out / SHARD_DIR, out / "images"):
+        for stale in folder.rglob(".*.tmp") if folder.is_dir() else ():
+            stale.unlink(missing_ok=True)
 
 
 def run_datagen(config: DatagenConfig, *, overwrite: bool = False,
