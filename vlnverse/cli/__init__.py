@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "vlnverse.cli.ext",
     "vlnverse.cli.dataset",
     "vlnverse.cli.datagen",
+    "vlnverse.cli.eval",
 )
 
 

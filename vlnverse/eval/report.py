@@ -185,3 +185,22 @@ def summary_markdown(summary: Mapping[str, Any], *, label: str | None = None) ->
         lines.append("")
     lines += _details(summary)
     return "\n".join(lines)
+
+
+def table_data(runs: Sequence[tuple[str, Mapping[str, Any]]], task: str) -> tuple[list[str], list[list[str]]]:
+    """Columns and formatted rows of one task's table over all splits (``overall``
+    groups), for printing: one row per (agent label, physics mode)."""
+    entries = [(label, g) for label, summary in runs for g in summary.get("overall", []) if g["task"] == task]
+    rows = _rows(entries, task)
+    columns = [*COLUMNS, *(_sr_columns(g for _, _, g in rows) if task == "long_horizon" else [])]
+    header = ["Agent", "Collision", *[f"{c}{ARROWS.get(c, '')}" for c in columns], "n"]
+    body = [[label, PHYSICS_TITLES.get(physics, physics), *[_cell(g["metrics"].get(c), c) for c in columns],
+             str(g.get("n_episodes", 0))] for label, physics, g in rows]
+    return header, body
+
+
+def tasks_in(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
+    """The tasks present in ``runs``, in the paper's table order."""
+    present = {g["task"] for _, summary in runs for g in summary.get("overall", [])}
+    known = [t for t in (*TABLE5_TASKS, *TABLE6_TASKS) if t in present]
+    return known + sorted(present - set(known))
