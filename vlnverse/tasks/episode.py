@@ -221,6 +221,22 @@ class Episode:
     def with_split(self, split: str) -> Episode:
         return replace(self, split=split)
 
+    def to_nav_mapping(self, goal_index: int | None = None) -> dict[str, Any]:
+        """The mapping ``vlnverse.envs`` episodes are built from (``NavEnv(episodes=[...])``).
+
+        Args:
+            goal_index: Only this goal and its sub-instruction (long-horizon legs);
+                None keeps every goal and the whole instruction.
+        """
+        goals = self.goals if goal_index is None else (self.goals[goal_index],)
+        text = self.instruction.text
+        if goal_index is not None and self.instruction.subgoals:
+            text = self.instruction.subgoals[goal_index]
+        start = (self.start_position[0], self.start_position[1], self.start_yaw)
+        return {"episode_id": self.episode_id, "start": start, "instruction": text,
+                "goals": [{"position": list(g.position), "radius": g.radius} for g in goals],
+                "reference_path": [list(p) for p in self.reference_path] if self.reference_path else None}
+
     # -- JSON ------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """Canonical JSON-ready dict (optional fields omitted when empty)."""
