@@ -30,7 +30,7 @@ from vlnverse.eval.html_index import write_index
 from vlnverse.eval.metrics import MetricsConfig
 from vlnverse.eval.report import summarize, summary_markdown
 from vlnverse.eval.store import ResultStore, record_key
-from vlnverse.eval.worker import RunSpec, WorkItem, WorkResult
+from vlnverse.eval.worker import RunSpec, WorkItem, WorkResult, build_agent
 from vlnverse.fileio import write_json_atomic, write_text_atomic
 from vlnverse.sim.physics import PHYSICS_MODES
 
@@ -253,6 +253,8 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
                    agent_config=dict(config.agent_config), seed=config.seed, backend=config.backend,
                    max_steps=config.max_steps, metrics=MetricsConfig(success_distance=float(config.success_distance)),
                    plots_dir=str((out / PLOTS_DIR).resolve()) if config.plots else None)
+    if isinstance(spec.agent, str):
+        build_agent(spec).close()  # unknown names and bad settings fail here, before any work
     timings: list[dict[str, float]] = []
 
     def collect(result: WorkResult) -> None:
