@@ -116,3 +116,50 @@ def test_a_movable_object_is_pushed_and_reset(scene):
         assert back[0] * 4.0 == pytest.approx(1.0, abs=0.01)  # front face at x = 3 again
         assert moved[0] > back[0]
         assert sim.instances.ids_of_prims(prim)[0] == 1
+
+
+def _dormant(sim, object_id):
+    """Whether the movable body of ``object_id`` is dormant (static, mass 0) right now."""
+    import pybullet as p
+
+    backend = sim.backend
+    for uid in backend._world.movable:
+        prim = backend._world.body_prim[uid]
+        if sim.scene.objects[sim.scene.prims[prim].object_index].object_id == object_id:
+            return p.getDynamicsInfo(uid, -1, physicsClientId=backend.client_id)[0] == 0.0
+    raise AssertionError(f"no movable body for {object_id}")
+
+
+def test_far_movables_are_dormant_and_wake_before_the_agent_pushes_them():
+    crate = Box("crate_0", (4.5, 0.5, 0.0), (4.8, 0.8, 0.4), (0.5, 0.4, 0.2), "crate", movable=True)
+    far = Box("crate_1", (0.3, 3.2, 0.0), (0.6, 3.5, 0.4), (0.2, 0.4, 0.5), "crate", movable=True)
+    with Simulator(box_room(6.0, 4.0, furniture=[crate, far]), sensors=(), physics=PhysicsConfig(mode="slide"),
+                   pose=Pose(2.2, 0.65, 0.0, 0.0)) as sim:
+        assert _dormant(sim, "crate_0") and _dormant(sim, "crate_1")
+        origins = np.array([[2.0, 0.65, 0.2]])
+        before, _ = sim.backend.cast_rays(origins, origins + [[4.0, 0.0, 0.0]])
+        assert before[0] * 4.0 == pytest.approx(2.5, abs=0.01)  # front face at x = 4.5
+        for _ in range(10):
+            report = sim.execute(Displacement(forward=0.25))
+        assert not _dormant(sim, "crate_0")
+        assert _dormant(sim, "crate_1")  # 3 m away the whole time
+        assert "crate_0" in report.contacts.object_ids
+        assert sim.pose.x > 4.1  # pushed the crate rather than stopping at it
+        moved, _ = sim.backend.cast_rays(origins, origins + [[4.0, 0.0, 0.0]])
+        assert moved[0] > before[0] + 0.05
+        # Driving away: the crate comes to rest out of reach and falls dormant where it lies.
+        sim.execute(Displacement(turn=math.pi))
+        for _ in range(8):
+            sim.execute(Displacement(forward=0.25))
+        assert _dormant(sim, "crate_0")
+        still, _ = sim.backend.cast_rays(origins, origins + [[4.0, 0.0, 0.0]])
+        assert still[0] == pytest.approx(moved[0], abs=0.01)
+
+
+def test_a_dormant_movable_still_stops_a_teleporting_agent():
+    crate = Box("crate_0", (3.0, 0.5, 0.0), (3.3, 0.8, 0.4), (0.5, 0.4, 0.2), "crate", movable=True)
+    with Simulator(box_room(6.0, 4.0, furniture=[crate]), sensors=(), physics=PhysicsConfig(mode="tel_hop"),
+                   pose=Pose(2.6, 2.5, 0.0, 0.0)) as sim:
+        sim.backend.set_agent_pose(Pose(3.15, 0.65, 0.0, 0.0))
+        assert not _dormant(sim, "crate_0")  # woken by the teleport next to it
+        assert any(c.depth > 0.01 for c in sim.backend.contacts())

@@ -6,6 +6,13 @@ force limits drive the joints, so the agent cannot tip, slides along walls it br
 and is stopped or deflected by obstacles according to its mass and speed. The collider
 starts ``step_height`` above the floor, so the agent steps over low clutter as the
 occupancy map assumes.
+
+Movable objects at rest out of the agent's reach are *dormant*: static (mass 0) and
+filtered out of collisions with static geometry, so resting contacts with the concave
+house meshes cost nothing. Before each motion, every movable the agent could touch
+(within its radius, the action's travel and a margin), and everything within reach of
+those or of a moving object, is woken as a full dynamic body; awake objects at rest and
+out of reach fall dormant again where they lie.
 """
 
 from __future__ import annotations
@@ -19,7 +26,12 @@ from vlnverse.errors import DependencyNotInstalled, SimulationError
 from vlnverse.scene.types import Scene
 from vlnverse.sim.agent import AgentSpec
 from vlnverse.sim.backend import MoveResult
-from vlnverse.sim.backends.bullet_scene import BulletWorld, build_world
+from vlnverse.sim.backends.bullet_scene import (
+    GROUP_DORMANT,
+    GROUP_DYNAMIC,
+    BulletWorld,
+    build_world,
+)
 from vlnverse.sim.physics import PhysicsConfig
 from vlnverse.sim.semantics import build_instance_table
 from vlnverse.sim.types import CameraFrame, CameraRequest, Contact, Pose
@@ -31,6 +43,12 @@ MOTOR_HEADROOM = 3.0
 #: Renderer lighting: a fixed sun from above, mostly ambient so colours stay true.
 LIGHT_DIRECTION = (0.5, 0.8, 1.0)
 LIGHT_AMBIENT, LIGHT_DIFFUSE, LIGHT_SPECULAR = 0.7, 0.4, 0.0
+#: Extra distance (metres) beyond radius and travel at which movables are woken.
+WAKE_MARGIN = 0.25
+#: Further distance an awake movable must be out of reach before it falls dormant.
+DORMANT_HYSTERESIS = 0.25
+#: Speeds below which an awake movable counts as at rest (m/s, rad/s).
+REST_SPEED, REST_SPIN = 0.01, 0.05
 
 
 def _pybullet():
@@ -82,6 +100,9 @@ class BulletBackend:
         self._lut = np.full(1, -1, dtype=np.int32)
         self._projections: dict[tuple, list[float]] = {}
         self._contacts_fresh = False
+        self._managed = np.zeros(0, dtype=np.int64)  # movable uids that may fall dormant
+        self._boxes = np.zeros((0, 2, 2))  # their xy AABBs (min, max)
+        self._awake = np.zeros(0, dtype=bool)
 
     @property
     def client_id(self) -> int:
@@ -107,6 +128,11 @@ class BulletBackend:
             raise SimulationError("bullet backend: load_scene may be called once")
         self._world = build_world(self._p, self._client, scene, build_instance_table(scene))
         self._lut = self._world.lookup_table(extra=4)
+        self._managed = np.array(sorted(self._world.dynamics), dtype=np.int64)
+        self._boxes = np.zeros((len(self._managed), 2, 2))
+        self._awake = np.ones(len(self._managed), dtype=bool)
+        for i in range(len(self._managed)):
+            self._set_dormant(i)
 
     def spawn_agent(self, spec: AgentSpec, pose: Pose) -> None:
         if self._world is None:
@@ -169,6 +195,7 @@ class BulletBackend:
             p.resetJointState(agent, joint, value, 0.0, physicsClientId=c)
         self._command((0.0, 0.0, 0.0))
         self._contacts_fresh = False
+        self._update_dormancy(pose.x, pose.y, 0.0, 0.0)
 
     def agent_pose(self) -> Pose:
         agent = self._require_agent()
@@ -183,9 +210,15 @@ class BulletBackend:
 
     def move(self, velocities: np.ndarray) -> MoveResult:
         agent, p, c = self._require_agent(), self._p, self._client
+        velocities = np.asarray(velocities, dtype=np.float64).reshape(-1, 3)
         poses = np.empty((len(velocities), 3))
         deepest: dict[int, Contact] = {}
-        for tick, velocity in enumerate(np.asarray(velocities, dtype=np.float64).tolist()):
+        if len(self._managed):
+            dt = self.physics.control_dt
+            states = p.getJointStates(agent, (0, 1), physicsClientId=c)
+            travel = float(np.hypot(velocities[:, 0], velocities[:, 1]).sum()) * dt
+            self._update_dormancy(states[0][0], states[1][0], travel, len(velocities) * dt)
+        for tick, velocity in enumerate(velocities.tolist()):
             self._command(velocity)
             p.stepSimulation(physicsClientId=c)
             states = p.getJointStates(agent, (0, 1, 2), physicsClientId=c)
@@ -224,7 +257,70 @@ class BulletBackend:
         for uid, (position, orientation) in self._world.movable.items():
             self._p.resetBasePositionAndOrientation(uid, position, orientation, physicsClientId=self._client)
             self._p.resetBaseVelocity(uid, [0, 0, 0], [0, 0, 0], physicsClientId=self._client)
+        for i in range(len(self._managed)):
+            self._set_dormant(i)
         self._contacts_fresh = False
+
+    # -- dormant movables --------------------------------------------------------------
+
+    def _set_dormant(self, i: int) -> None:
+        """Freeze managed movable ``i`` where it lies: static, colliding only with dynamic bodies."""
+        p, c, uid = self._p, self._client, int(self._managed[i])
+        if self._awake[i]:
+            p.resetBaseVelocity(uid, [0, 0, 0], [0, 0, 0], physicsClientId=c)
+            p.changeDynamics(uid, -1, mass=0.0, physicsClientId=c)
+            p.setCollisionFilterGroupMask(uid, -1, GROUP_DORMANT, GROUP_DYNAMIC, physicsClientId=c)
+            self._awake[i] = False
+        low, high = p.getAABB(uid, -1, physicsClientId=c)
+        self._boxes[i] = (low[:2], high[:2])
+
+    def _wake(self, i: int) -> None:
+        p, c, uid = self._p, self._client, int(self._managed[i])
+        mass, inertia = self._world.dynamics[uid]
+        p.setCollisionFilterGroupMask(uid, -1, GROUP_DYNAMIC, -1, physicsClientId=c)
+        p.changeDynamics(uid, -1, mass=mass, localInertiaDiagonal=inertia,
+                         activationState=p.ACTIVATION_STATE_WAKE_UP, physicsClientId=c)
+        self._awake[i] = True
+
+    def _update_dormancy(self, x: float, y: float, travel: float, duration: float) -> None:
+        """Wake every movable that a motion of ``travel`` metres could reach; freeze idle ones."""
+        if not len(self._managed):
+            return
+        p, c = self._p, self._client
+        reach = np.full(len(self._managed), travel)
+        moving = np.zeros(len(self._managed), dtype=bool)
+        for i in np.flatnonzero(self._awake):
+            uid = int(self._managed[i])
+            low, high = p.getAABB(uid, -1, physicsClientId=c)
+            self._boxes[i] = (low[:2], high[:2])
+            linear, angular = p.getBaseVelocity(uid, physicsClientId=c)
+            speed = math.hypot(*linear)
+            moving[i] = speed > REST_SPEED or math.hypot(*angular) > REST_SPIN or abs(linear[2]) > REST_SPEED
+            reach[i] += speed * duration
+        low, high = self._boxes[:, 0], self._boxes[:, 1]
+        gaps = np.linalg.norm(np.maximum(0.0, np.maximum(low[None] - high[:, None], low[:, None] - high[None])), axis=2)
+        half = self._spec.radius + travel if self._spec is not None else travel
+        agent_gap = np.linalg.norm(np.maximum(0.0, np.maximum(low - [x + half, y + half], [x - half, y - half] - high)), axis=1)
+        wake = self._within_reach(agent_gap, gaps, reach, moving, WAKE_MARGIN)
+        keep = self._within_reach(agent_gap, gaps, reach, moving, WAKE_MARGIN + DORMANT_HYSTERESIS)
+        for i in np.flatnonzero(wake & ~self._awake):
+            self._wake(int(i))
+        for i in np.flatnonzero(self._awake & ~moving & ~keep):
+            self._set_dormant(int(i))
+
+    @staticmethod
+    def _within_reach(agent_gap: np.ndarray, gaps: np.ndarray, reach: np.ndarray, moving: np.ndarray,
+                      margin: float) -> np.ndarray:
+        """Movables the agent or a moving movable may touch, closed over pushing chains."""
+        needed = agent_gap <= margin
+        sources = needed | moving
+        while True:
+            touched = np.any(sources[:, None] & (gaps <= (reach + margin)[:, None]), axis=0)
+            grown = needed | touched
+            if np.array_equal(grown, needed):
+                return needed
+            sources = sources | (grown & ~needed)
+            needed = grown
 
     # -- perception --------------------------------------------------------------------
 

@@ -21,6 +21,9 @@ MAX_TRIANGLES_PER_SHAPE = 8000
 #: Density used to give movable objects a mass (kg/m³ of convex-hull volume).
 MOVABLE_DENSITY = 150.0
 MOVABLE_MASS_RANGE = (0.5, 120.0)
+#: Collision filter groups: the agent and awake movables, static geometry, dormant movables
+#: (PyBullet pairs two bodies when either group matches the other's mask, so static geometry masks dormant out).
+GROUP_DYNAMIC, GROUP_STATIC, GROUP_DORMANT = 1, 2, 4
 
 
 def linear_to_srgb(rgb: np.ndarray) -> np.ndarray:
@@ -48,10 +51,12 @@ class BulletWorld:
     Attributes:
         body_prim: uid → representative prim index (-1 for bodies that are not scene geometry).
         movable: uid → (position, orientation xyzw) where the scene placed it.
+        dynamics: uid → (mass, local inertia diagonal) of each movable body with a collider.
     """
 
     body_prim: dict[int, int] = field(default_factory=dict)
     movable: dict[int, tuple[tuple[float, ...], tuple[float, ...]]] = field(default_factory=dict)
+    dynamics: dict[int, tuple[float, tuple[float, ...]]] = field(default_factory=dict)
 
     def lookup_table(self, extra: int = 0) -> np.ndarray:
         """Array ``lut`` with ``lut[uid + 1]`` = prim index (-1 for background/unknown)."""
@@ -99,6 +104,8 @@ def build_world(p, client: int, scene: Scene, table: InstanceTable) -> BulletWor
                     flags=p.GEOM_FORCE_CONCAVE_TRIMESH, physicsClientId=client,
                 )
             uid = p.createMultiBody(0.0, collision, visual, physicsClientId=client)
+            if collides:
+                p.setCollisionFilterGroupMask(uid, -1, GROUP_STATIC, ~GROUP_DORMANT, physicsClientId=client)
             world.body_prim[uid] = prims[0]
     for object_index, obj in enumerate(scene.objects):
         if obj.movable:
@@ -145,6 +152,9 @@ def _build_movable(p, client: int, scene: Scene, prims: list[int], world: Bullet
     p.changeDynamics(uid, -1, activationState=p.ACTIVATION_STATE_ENABLE_SLEEPING, physicsClientId=client)
     world.body_prim[uid] = prims[0]
     world.movable[uid] = (tuple(centre.tolist()), (0.0, 0.0, 0.0, 1.0))
+    if collision >= 0:
+        info = p.getDynamicsInfo(uid, -1, physicsClientId=client)
+        world.dynamics[uid] = (float(info[0]), tuple(info[2]))
 
 
 def _hull_mass(points: np.ndarray) -> float:
