@@ -13,8 +13,8 @@ from tests.llm.endpoint import API_KEY_ENV, ChatEndpoint
 from vlnverse.llm import RecordingClient, ReplayClient
 from vlnverse.llm.openai_client import OpenAIClient
 from vlnverse.tasks.dvs import UNCLEAR, InstructionPipeline, PipelineConfig
-from vlnverse.tasks.prior import coarse_instruction, coarse_variants, fine_instruction
 from vlnverse.tasks.pathdesc import describe_path
+from vlnverse.tasks.prior import coarse_instruction, coarse_variants, fine_instruction
 from vlnverse.tasks.promptset import PromptSet
 from vlnverse.tasks.targets import describe_target
 

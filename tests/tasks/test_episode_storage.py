@@ -11,7 +11,13 @@ import pytest
 from vlnverse.errors import DatasetError
 from vlnverse.tasks.dataset import EpisodeDataset, EpisodeIterator
 from vlnverse.tasks.episode import Episode, Goal, Instruction, quaternion_to_yaw, yaw_to_quaternion
-from vlnverse.tasks.storage import encode_jsonl, read_episodes, verify_dataset, write_dataset, write_episodes
+from vlnverse.tasks.storage import (
+    encode_jsonl,
+    read_episodes,
+    verify_dataset,
+    write_dataset,
+    write_episodes,
+)
 
 
 def make_episode(k: int = 0, task: str = "fine", split: str = "train", scene: str = "s0") -> Episode:

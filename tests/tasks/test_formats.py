@@ -13,7 +13,11 @@ from tests.tasks.test_episode_storage import make_episode
 from vlnverse.errors import ConfigError, DatasetError
 from vlnverse.tasks.episode import Episode, Goal, Instruction, yaw_to_quaternion
 from vlnverse.tasks.formats import export_episodes, import_episodes
-from vlnverse.tasks.formats.frames import habitat_to_zup_rotation, zup_to_habitat_rotation, zup_to_yup_position
+from vlnverse.tasks.formats.frames import (
+    habitat_to_zup_rotation,
+    zup_to_habitat_rotation,
+    zup_to_yup_position,
+)
 
 
 def sample_episodes() -> list[Episode]:

@@ -5,7 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from vlnverse.tasks.pathdesc import LANDMARK_LATERAL, describe_path, turn_word
-from vlnverse.tasks.prior import chain_instruction, coarse_instruction, coarse_variants, fine_instruction
+from vlnverse.tasks.prior import (
+    chain_instruction,
+    coarse_instruction,
+    coarse_variants,
+    fine_instruction,
+)
 from vlnverse.tasks.sampling import SamplingConfig, TrajectorySampler
 
 IMPERATIVE = ("Turn", "Walk", "Go", "Move", "Head", "Face", "Stop", "Wait")
@@ -13,7 +18,7 @@ IMPERATIVE = ("Turn", "Walk", "Go", "Move", "Head", "Face", "Stop", "Wait")
 
 def _distance_to_path(point, points):
     best = np.inf
-    for a, b in zip(points[:-1, :2], points[1:, :2]):
+    for a, b in zip(points[:-1, :2], points[1:, :2], strict=False):
         ab = b - a
         t = np.clip(((point[:2] - a) @ ab) / max(ab @ ab, 1e-12), 0, 1)
         best = min(best, float(np.linalg.norm(point[:2] - (a + t * ab))))

@@ -26,7 +26,7 @@ def test_fine_paths_respect_range_navigability_and_cross_rooms(context):
         assert occ.is_navigable(t.start) and occ.is_navigable(t.goal)
         assert t.start_room != t.goal_room
         # the polyline stays on navigable cells (up to grid discretization at corners)
-        for a, b in zip(t.points[:-1], t.points[1:]):
+        for a, b in zip(t.points[:-1], t.points[1:], strict=False):
             for p in a[None, :2] + (b - a)[None, :2] * np.linspace(0, 1, 20)[:, None]:
                 if not occ.is_navigable(p):
                     assert np.linalg.norm(occ.nearest_navigable(p)[:2] - p) <= 1.5 * occ.resolution
@@ -40,8 +40,8 @@ def test_sampling_is_deterministic(context):
     a = sampler(context, seed=7).sample_coarse(6)
     b = sampler(context, seed=7).sample_coarse(6)
     c = sampler(context, seed=8).sample_coarse(6)
-    assert all(np.array_equal(x.points, y.points) and x.target == y.target for x, y in zip(a, b))
-    assert any(not np.array_equal(x.points, y.points) for x, y in zip(a, c))
+    assert all(np.array_equal(x.points, y.points) and x.target == y.target for x, y in zip(a, b, strict=False))
+    assert any(not np.array_equal(x.points, y.points) for x, y in zip(a, c, strict=False))
 
 
 def test_coarse_goals_are_viewpoints_facing_the_target(context):
@@ -75,7 +75,7 @@ def test_long_horizon_chains_link_legs(context):
     for legs in chains:
         assert 2 <= len(legs) <= 3
         assert len({leg.target.object_id for leg in legs}) == len(legs)
-        for previous, leg in zip(legs[:-1], legs[1:]):
+        for previous, leg in zip(legs[:-1], legs[1:], strict=False):
             assert np.allclose(leg.start[:2], previous.goal[:2], atol=1e-6)
 
 
