@@ -4,8 +4,9 @@ metrics and trajectory picture.
 One self-contained file (inline CSS and JavaScript, no network), opened straight from
 disk. Clicking a column header sorts by it (again to reverse); the filter box hides rows
 that do not contain its text. ``index.html#sort=SPL:desc`` opens sorted. When its script
-has run, the page sets ``data-ready`` and ``data-rows`` on ``<body>``; a script error is
-written to ``data-errors`` (headless tests read these).
+has run, the page sets ``data-ready`` and ``data-rows`` on ``<body>``, after loading
+``data-broken-images``; a script error is written to ``data-errors`` (headless tests
+read these).
 """
 
 from __future__ import annotations
@@ -62,6 +63,9 @@ _SCRIPT = """
     document.getElementById('shown').textContent=shown;});
   var m=/sort=([A-Za-z_0-9]+):(asc|desc)/.exec(window.location.hash);
   if(m){for(var j=0;j<heads.length;j++){if(heads[j].getAttribute('data-key')===m[1]){sortBy(j,m[2]);}}}
+  window.addEventListener('load',function(){var broken=0;
+    Array.prototype.forEach.call(document.images,function(im){if(!im.complete||im.naturalWidth===0)broken++;});
+    body.setAttribute('data-broken-images',String(broken));});
   body.setAttribute('data-rows',String(tbody.rows.length));
   body.setAttribute('data-ready','1');
 })();
