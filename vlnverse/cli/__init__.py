@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "vlnverse.cli.dataset",
     "vlnverse.cli.datagen",
     "vlnverse.cli.eval",
+    "vlnverse.cli.demo",
 )
 
 
