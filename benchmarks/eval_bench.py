@@ -1,4 +1,4 @@
-"""Evaluation benchmarks: metric throughput (and, later, harness overhead and scaling).
+"""Evaluation benchmarks: metric throughput, harness overhead and worker scaling.
 
 Prints human-readable lines, then one ``BENCH <name> <value> <unit> target <op> <value>``
 line per figure. Each figure is a function in ``FIGURES``; append new ones there.
@@ -10,14 +10,30 @@ synthetic episodes shaped like the paper's discrete agents: up to 200 recorded p
 them from the env's distance field). Records are built before the clock starts; the
 time covers all metrics (resampling, exact DTW, SR/OSR/SPL, CR, ...).
 
-Usage: ``python benchmarks/eval_bench.py [--episodes N] [--seed S]``
+``eval.harness_overhead_pct``: the ``oracle`` agent over a dataset generated from the
+bundled scenes (``assets/scenes``, every task, Strict and Tel-Hop), in this process, no
+pictures. Each episode's wall time — :meth:`EvalWorker.run` (reset, steps, recording,
+metrics) plus the durable ``episodes.jsonl`` append — minus the env's own ``reset``/``step``
+time and the agent's time, as a percentage of the env time. Building the envs (loading
+scenes) is done before the clock starts.
+
+``eval.scaling_2workers``: wall time of :func:`vlnverse.eval.harness.evaluate` with
+``--workers 1`` over ``--workers 2`` on the same run (``oracle``, same dataset, fresh output
+folders), process start-up and per-worker scene loading included. The machine's own
+ceiling is measured in the same run — two processes of pure Python arithmetic against
+one doing both shares — and ``eval.scaling_2workers_vs_cpu`` is the harness's scaling
+relative to it (on shared or throttled virtual CPUs the ceiling can be far below 2).
+
+Usage: ``python benchmarks/eval_bench.py [--episodes N] [--seed S] [--per-scene K]``
 """
 
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
@@ -78,7 +94,101 @@ def bench_metric_throughput(args: argparse.Namespace) -> list[str]:
     return [f"BENCH eval.metric_episodes_per_s {best:.0f} episodes/s target >= 10000"]
 
 
-FIGURES: list[Callable[[argparse.Namespace], list[str]]] = [bench_metric_throughput]
+REPO = Path(__file__).resolve().parents[1]
+
+
+def bundled_dataset(folder: Path, per_scene: int, seed: int) -> Path:
+    """A dataset of every task on the bundled scenes (prior instructions)."""
+    from vlnverse.tasks.datagen import DatagenConfig, run_datagen
+    from vlnverse.tasks.generate import GenerationConfig
+
+    out = folder / "dataset"
+    run_datagen(DatagenConfig(scenes=str(REPO / "assets" / "scenes"), out=str(out), seed=seed,
+                              generation=GenerationConfig(per_scene=per_scene)))
+    return out
+
+
+def bench_harness_overhead(args: argparse.Namespace) -> list[str]:
+    """``eval.harness_overhead_pct`` (target <= 10 % of the env's step time)."""
+    from vlnverse.eval.harness import plan_items, select_episodes
+    from vlnverse.eval.store import ResultStore
+    from vlnverse.eval.worker import EvalWorker, RunSpec
+    from vlnverse.tasks.dataset import EpisodeDataset
+
+    with tempfile.TemporaryDirectory() as tmp:
+        dataset = EpisodeDataset.open(bundled_dataset(Path(tmp), args.per_scene, args.seed))
+        episodes = select_episodes(dataset, "all", "all", None, args.seed)
+        items = plan_items(dataset, episodes, ("strict", "tel_hop"), plots=0)
+        worker = EvalWorker(RunSpec(agent="oracle", seed=args.seed))
+        store = ResultStore(Path(tmp) / "episodes.jsonl")
+        for item in items:  # load every scene once, off the clock
+            worker.env(item.scene_file, item.physics)
+        env_s = agent_s = wall_s = 0.0
+        steps = 0
+        try:
+            for item in items:
+                worker.env(item.scene_file, item.physics)
+                start = time.perf_counter()
+                result = worker.run(item)
+                store.append(result.record)
+                wall_s += time.perf_counter() - start
+                env_s += result.timing.env
+                agent_s += result.timing.agent
+                steps += len(result.record["actions"])
+        finally:
+            worker.close()
+    overhead = 100.0 * (wall_s - env_s - agent_s) / env_s
+    print(f"harness: oracle, {len(items)} episodes x physics, {steps} steps; env {env_s:.2f} s "
+          f"({1000 * env_s / steps:.2f} ms/step), agent {agent_s:.3f} s, wall {wall_s:.2f} s "
+          f"-> overhead {overhead:.2f} % of env time")
+    return [f"BENCH eval.harness_overhead_pct {overhead:.2f} % target <= 10"]
+
+
+def bench_worker_scaling(args: argparse.Namespace) -> list[str]:
+    """``eval.scaling_2workers`` (target >= 1.7 x)."""
+    from vlnverse.eval.harness import EvalConfig, evaluate
+
+    with tempfile.TemporaryDirectory() as tmp:
+        dataset = bundled_dataset(Path(tmp), args.per_scene, args.seed)
+        walls = {}
+        for workers in (1, 2):
+            start = time.perf_counter()
+            result = evaluate(EvalConfig(dataset=str(dataset), out=str(Path(tmp) / f"w{workers}"), agent="oracle",
+                                         workers=workers, plots=0, seed=args.seed))
+            walls[workers] = time.perf_counter() - start
+        n = len(result.records)
+    ratio = walls[1] / walls[2]
+    ceiling = cpu_scaling_reference()
+    print(f"scaling: oracle, {n} episodes x physics; 1 worker {walls[1]:.1f} s, 2 workers {walls[2]:.1f} s "
+          f"-> {ratio:.2f}x; this machine's 2-process ceiling (pure compute) {ceiling:.2f}x")
+    return [f"BENCH eval.scaling_2workers {ratio:.2f} x target >= 1.7",
+            f"BENCH eval.scaling_2workers_vs_cpu {ratio / ceiling:.2f} x target >= 0.85"]
+
+
+def _burn(n: int) -> int:
+    total = 0
+    for i in range(n):
+        total += i
+    return total
+
+
+def cpu_scaling_reference(n: int = 20_000_000) -> float:
+    """Speed-up of two processes over one on pure arithmetic: what the CPUs allow."""
+    import multiprocessing
+
+    start = time.perf_counter()
+    _burn(n)
+    _burn(n)
+    serial = time.perf_counter() - start
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        start = time.perf_counter()
+        pool.map(_burn, [n, n])
+        parallel = time.perf_counter() - start
+    return serial / parallel
+
+
+FIGURES: list[Callable[[argparse.Namespace], list[str]]] = [
+    bench_metric_throughput, bench_harness_overhead, bench_worker_scaling]
 """Each figure prints its own human-readable lines and returns its BENCH lines."""
 
 
@@ -87,6 +197,8 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=5000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--per-scene", type=int, default=4,
+                        help="coarse trajectories per bundled scene for the harness figures")
     args = parser.parse_args()
     bench_lines: list[str] = []
     for figure in FIGURES:

@@ -1,19 +1,22 @@
 """Where work items run: in this process, in a local process pool, or on a Ray cluster.
 
 Every executor streams :class:`~vlnverse.eval.worker.WorkResult` objects back to the
-caller's ``on_result`` as they finish (the caller writes them to ``episodes.jsonl``), keeps
-at most a few items in flight per worker, and hands items out in the given order, so a
-worker sees a scene's episodes one after another and loads that scene once. Results do
-not depend on the executor: each episode's seed derives from the run seed and the
-episode alone.
+caller's ``on_result`` one episode at a time as they finish (the caller writes them to
+``episodes.jsonl``) and hands items out in the given order (grouped by scene and physics
+mode), so a worker sees a scene's episodes one after another and loads that scene once.
+Results do not depend on the executor: each episode's seed derives from the run seed and
+the episode alone.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import multiprocessing
+import queue
+import sys
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from vlnverse.errors import ConfigError, DependencyNotInstalled
@@ -23,13 +26,14 @@ from vlnverse.eval.worker import (
     WorkItem,
     WorkResult,
     init_process_worker,
-    run_in_process_worker,
+    run_chunk_in_process_worker,
 )
 
 logger = logging.getLogger(__name__)
 
 EXECUTORS = ("local", "ray")
 IN_FLIGHT_PER_WORKER = 2
+CHUNKS_PER_WORKER = 4
 
 OnResult = Callable[[WorkResult], None]
 
@@ -44,25 +48,48 @@ def run_serial(spec: RunSpec, items: Sequence[WorkItem], on_result: OnResult) ->
         worker.close()
 
 
+def chunk_items(items: Sequence[WorkItem], workers: int, per_worker: int = CHUNKS_PER_WORKER) -> list[list[WorkItem]]:
+    """Consecutive items of the same scene and physics mode, in chunks of at most
+    ``len(items) / (workers * per_worker)`` (rounded up): a chunk runs on one worker, so
+    scenes are loaded by few workers while the load still balances."""
+    size = max(1, math.ceil(len(items) / (workers * per_worker)))
+    chunks: list[list[WorkItem]] = []
+    for item in items:
+        last = chunks[-1] if chunks else None
+        same = last is not None and (last[0].scene_file, last[0].physics) == (item.scene_file, item.physics)
+        if same and len(last) < size:
+            last.append(item)
+        else:
+            chunks.append([item])
+    return chunks
+
+
 def run_local_pool(spec: RunSpec, items: Sequence[WorkItem], on_result: OnResult, workers: int) -> None:
-    """Run items on ``workers`` spawned processes, each with its own agent and envs."""
-    context = multiprocessing.get_context("spawn")
-    queue = iter(items)
+    """Run items on ``workers`` processes, each with its own agent and envs.
+
+    Items go out in chunks (:func:`chunk_items`) but results come back one episode at a
+    time through a queue, so an interrupted run keeps every finished episode. Processes
+    are forked on Linux (no re-import, scripts need no ``__main__`` guard; the parent
+    holds no simulator) and spawned elsewhere.
+    """
+    context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+    results = context.Queue()
+    chunks = chunk_items(items, workers)
     with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=init_process_worker,
-                             initargs=(spec,)) as pool:
-        pending: set[Future] = set()
+                             initargs=(spec, results)) as pool:
+        pending = {pool.submit(run_chunk_in_process_worker, chunk) for chunk in chunks}
+        expected, received = len(items), 0
         try:
-            for item in queue:
-                pending.add(pool.submit(run_in_process_worker, item))
-                if len(pending) >= workers * IN_FLIGHT_PER_WORKER:
-                    break
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for future in done:
-                    on_result(future.result())
-                    nxt = next(queue, None)
-                    if nxt is not None:
-                        pending.add(pool.submit(run_in_process_worker, nxt))
+            while received < expected:
+                try:
+                    result = results.get(timeout=0.2)
+                except queue.Empty:
+                    for future in [f for f in pending if f.done()]:
+                        future.result()  # raises the worker's error (or BrokenProcessPool)
+                        pending.discard(future)
+                    continue
+                received += 1
+                on_result(result)
         except BaseException:
             for future in pending:
                 future.cancel()

@@ -174,19 +174,25 @@ class EvalWorker:
 # -- process-pool plumbing: one EvalWorker per process, created by the pool initializer ---
 
 _PROCESS_WORKER: EvalWorker | None = None
+_PROCESS_RESULTS: Any = None
 
 
-def init_process_worker(spec: RunSpec) -> None:
-    """Pool initializer: build this process's worker (closed when the process exits)."""
+def init_process_worker(spec: RunSpec, results: Any) -> None:
+    """Pool initializer: build this process's worker (closed when the process exits);
+    results of chunks are streamed to the ``results`` queue one episode at a time."""
     from multiprocessing import util
 
-    global _PROCESS_WORKER
+    global _PROCESS_WORKER, _PROCESS_RESULTS
     _PROCESS_WORKER = EvalWorker(spec)
+    _PROCESS_RESULTS = results
     util.Finalize(_PROCESS_WORKER, _PROCESS_WORKER.close, exitpriority=10)
 
 
-def run_in_process_worker(item: WorkItem) -> WorkResult:
-    """Pool task: run ``item`` on this process's worker."""
+def run_chunk_in_process_worker(items: list[WorkItem]) -> int:
+    """Pool task: run ``items`` on this process's worker, putting each result on the
+    results queue as soon as it is done; returns how many were put."""
     if _PROCESS_WORKER is None:
         raise RuntimeError("init_process_worker() was not called in this process")
-    return _PROCESS_WORKER.run(item)
+    for item in items:
+        _PROCESS_RESULTS.put(_PROCESS_WORKER.run(item))
+    return len(items)
