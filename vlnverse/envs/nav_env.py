@@ -1,9 +1,39 @@
 """``VLNVerse/Nav-v0``: a gymnasium env joining a scene, the simulator, episodes and measures.
 
 Observations are a ``Dict`` of the rig's sensors, the agent ``pose`` ``(x, y, z, yaw)``
-and the ``instruction`` text. ``info`` always carries ``pose``, ``collision``,
-``displacement``, ``collisions``, ``geodesic_distance``, ``oracle_action`` and
-``fail_reason`` (plus the commanded pose, touched objects and success).
+and the ``instruction`` text, plus ``reference_image`` (visual reference) and
+``oracle_answer`` (dialogue) when those are enabled. ``info`` always carries ``pose``,
+``collision``, ``displacement``, ``collisions``, ``geodesic_distance``, ``oracle_action``,
+``fail_reason``, the sub-goal bookkeeping (``subgoal_index``, ``subgoals_total``,
+``subgoal_results``, ``subgoal_stop``) and the dialogue counters (``questions_asked``,
+``questions_remaining``), plus the commanded pose, touched objects and success.
+
+Datasets: ``NavEnv(dataset=DIR, split=..., task=...)`` plays the dataset's episodes in
+their stored order, one per ``reset()``; ``reset(seed=...)`` restarts that order,
+``options={"episode_id": ...}`` picks one. The scene is switched when an episode's scene
+differs from the loaded one (the backend is reused while it stays the same).
+
+Long-horizon (sequential) episodes: the goals are sub-goals reached in order. A STOP on a
+sub-goal that is not the last one does not end the episode: it records the arrival in
+``info["subgoal_results"]`` (``success`` when the geodesic distance to that sub-goal is
+within its radius, exactly as a final STOP is judged), makes the next sub-goal active
+(``geodesic_distance``, the oracle and the reward now follow it) and its sub-instruction
+the ``instruction`` observation; ``info["subgoal_stop"]`` is True on that step. The agent
+is not moved and the step budget spans the whole episode. The STOP on the last sub-goal
+terminates; its ``success`` is that of the last sub-goal. SR_n is read off
+``subgoal_results`` (one entry per STOP, in order).
+
+Dialogue: with ``dialogue=True`` (the default for ``task="dialogue"``) the agent may ask
+the oracle. Discrete action spaces gain one action id, :attr:`NavEnv.ask_action` (4 for
+the VLN-CE set), which asks :data:`DEFAULT_QUESTION`; ``env.unwrapped.ask(question)``
+asks a question of the agent's own wording on any action space and returns what
+``step`` returns. An ask is a step: the agent does not move, the step penalty applies and
+it counts against ``max_episode_steps``. The answer is the ``oracle_answer`` observation
+of that step (empty on every other step). The budget is the episode's
+``question_budget`` (else ``question_budget``, default 3); later asks are answered with
+:data:`vlnverse.tasks.runtime.BUDGET_SPENT`. Answers come from the template oracle, or
+from an LLM oracle when ``oracle_llm`` names a model (a :func:`vlnverse.llm.make_llm` spec
+or a client).
 """
 
 from __future__ import annotations
@@ -23,7 +53,7 @@ from gymnasium import spaces
 from vlnverse.config import config_from_mapping
 from vlnverse.envs.episode import Goal, NavEpisode, goal_from
 from vlnverse.envs.oracle import Oracle
-from vlnverse.errors import ConfigError, SimulationError
+from vlnverse.errors import ConfigError, InvalidActionError, SimulationError
 from vlnverse.scene.types import Scene
 from vlnverse.sim.actions import make_action_space
 from vlnverse.sim.agent import AgentSpec
@@ -41,6 +71,10 @@ INSTRUCTION_CHARSET = frozenset(string.printable) - frozenset("\x0b\x0c")
 INSTRUCTION_MAX_LENGTH = 4096
 #: Random episodes: tries to find a goal at least ``min_goal_distance`` away.
 SAMPLE_TRIES = 64
+#: What the discrete ask action asks.
+DEFAULT_QUESTION = "Where should I go next?"
+#: Default per-episode question budget of dialogue episodes.
+DEFAULT_QUESTION_BUDGET = 3
 
 
 @dataclass(frozen=True)
@@ -83,10 +117,11 @@ def _physics(value: Any) -> PhysicsConfig:
 
 
 class NavEnv(gym.Env):
-    """Vision-language navigation in one scene (see the module docs).
+    """Vision-language navigation over episodes of one or more scenes (see the module docs).
 
     Args:
-        scene: Path to a USD scene (or a loaded :class:`Scene`).
+        scene: Path to a USD scene (or a loaded :class:`Scene`); optional with a dataset
+            or with episodes that name their scene.
         backend: ``"bullet"`` (default), ``"isaac"`` or ``"auto"``.
         physics: ``"strict"``, ``"slide"``, ``"tel_hop"`` or a :class:`PhysicsConfig`.
         action_space: ``"discrete"``, ``"velocity"``, ``"waypoint"`` or an action-space spec.
@@ -96,6 +131,17 @@ class NavEnv(gym.Env):
         instruction: Instruction text of the single-episode form.
         goal_radius: Success radius in metres.
         episodes: Episodes to cycle through (overrides start/goal/instruction).
+        dataset: A dataset directory, a ``.jsonl(.gz)`` file or an
+            :class:`~vlnverse.tasks.dataset.EpisodeDataset` whose episodes to play.
+        split: Dataset split (None: all).
+        task: Dataset task (None: all); also decides the defaults of ``dialogue`` and
+            ``reference_image``.
+        scenes_dir: Where the dataset's scene paths are relative to (default: its manifest's).
+        dialogue: Enable the ask action (default: ``task == "dialogue"``).
+        question_budget: Questions per episode when the episode does not say (default 3).
+        oracle_llm: LLM oracle: a :func:`vlnverse.llm.make_llm` spec or a client (None: template oracle).
+        reference_image: Observe the goal's reference image (default: ``task == "visual_reference"``).
+        reference_image_size: ``(height, width)`` of the ``reference_image`` observation.
         agent: The agent body.
         max_episode_steps: Step budget (default by action space: 500 discrete/velocity, 50 waypoint).
         reward: Dense reward weights.
@@ -109,7 +155,7 @@ class NavEnv(gym.Env):
 
     def __init__(
         self,
-        scene: str | Path | Scene,
+        scene: str | Path | Scene | None = None,
         *,
         backend: str = "bullet",
         physics: Any = "strict",
@@ -127,6 +173,15 @@ class NavEnv(gym.Env):
         min_goal_distance: float = 1.0,
         occupancy_resolution: float = 0.05,
         render_mode: str | None = None,
+        dataset: Any = None,
+        split: str | None = None,
+        task: str | None = None,
+        scenes_dir: str | Path | None = None,
+        dialogue: bool | None = None,
+        question_budget: int = DEFAULT_QUESTION_BUDGET,
+        oracle_llm: Any = None,
+        reference_image: bool | None = None,
+        reference_image_size: Sequence[int] = (224, 224),
     ) -> None:
         # Validate everything cheap before loading anything.
         self.physics = _physics(physics)
@@ -160,25 +215,44 @@ class NavEnv(gym.Env):
             raise ConfigError(f"instruction must be a string, got {instruction!r}")
         self._instruction = instruction
         self.episodes = tuple(e if isinstance(e, NavEpisode) else NavEpisode.from_mapping(e) for e in (episodes or ()))
-
-        from vlnverse.scene.navigation import Navigator
-        from vlnverse.scene.occupancy import build_occupancy
-
-        if isinstance(scene, Scene):
-            self.scene = scene
-        else:
-            from vlnverse.scene import load_scene
-
-            self.scene = load_scene(scene)
+        if not isinstance(question_budget, int) or isinstance(question_budget, bool) or question_budget < 0:
+            raise ConfigError(f"question_budget must be a non-negative integer, got {question_budget!r}")
+        self.question_budget = question_budget
+        self.task = task
+        self.dataset = None
+        if dataset is not None:
+            self.dataset, dataset_episodes = self._open_dataset(dataset, split, task, scenes_dir)
+            self.episodes = (*self.episodes, *dataset_episodes)
+        elif split is not None or scenes_dir is not None:
+            raise ConfigError("split and scenes_dir need a dataset")
+        self.dialogue = (task == "dialogue") if dialogue is None else bool(dialogue)
+        self.observe_reference = (task == "visual_reference") if reference_image is None else bool(reference_image)
+        try:
+            size = tuple(int(v) for v in reference_image_size)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"reference_image_size must be (height, width), got {reference_image_size!r}") from exc
+        if len(size) != 2 or min(size) < 1:
+            raise ConfigError(f"reference_image_size must be (height, width), got {reference_image_size!r}")
+        self.reference_image_size = size
+        self._oracle_llm = self._make_llm(oracle_llm)
+        self._backend_name = backend
+        self._occupancy_resolution = float(occupancy_resolution)
+        if scene is None:
+            scene = next((e.scene for e in self.episodes if e.scene is not None), None)
+            if scene is None:
+                raise ConfigError("NavEnv needs a scene, a dataset, or episodes that name their scene")
+        self.sim: Simulator | None = None
+        self._scene_key: str | None = None
+        self._load_scene(scene, rig)
         spec = self.agent_spec
-        self.occupancy = build_occupancy(self.scene, agent_radius=spec.radius, agent_height=spec.height,
-                                         resolution=float(occupancy_resolution), step_height=spec.step_height)
-        self.navigator = Navigator(self.occupancy)
-        self.sim = Simulator(self.scene, agent=spec, sensors=rig, physics=self.physics, backend=backend,
-                             occupancy=self.occupancy,
-                             pose=Pose(*self.occupancy.sample_navigable(np.random.default_rng(0), 1)[0], 0.0))
-        self.action_space = self.action_spec.gym_space(spec)
-        texts = [self._instruction, *(e.instruction for e in self.episodes)]
+        self.action_spec_space = self.action_spec.gym_space(spec)
+        self.ask_action: int | None = None
+        self.action_space = self.action_spec_space
+        if self.dialogue and isinstance(self.action_space, spaces.Discrete):
+            self.ask_action = int(self.action_space.start + self.action_space.n)
+            self.action_space = spaces.Discrete(int(self.action_space.n) + 1, start=int(self.action_space.start))
+        texts = [self._instruction, *(e.instruction for e in self.episodes),
+                 *(t for e in self.episodes for t in e.subgoal_instructions)]
         self._charset = INSTRUCTION_CHARSET | frozenset("".join(texts))
         self._max_text = max(INSTRUCTION_MAX_LENGTH, *(len(t) for t in texts))
         self._update_observation_space()
@@ -190,6 +264,66 @@ class NavEnv(gym.Env):
         self._oracle: Oracle | None = None
         self._distance = math.inf
         self._path_length = 0.0
+        self._active = 0
+        self._subgoal_results: list[dict[str, Any]] = []
+        self._dialogue_session: Any = None
+        self._answer = ""
+        self._reference: np.ndarray | None = None
+        self._contexts: dict[str, Any] = {}
+
+    # -- scenes and datasets ---------------------------------------------------------------
+
+    @staticmethod
+    def _open_dataset(dataset: Any, split: str | None, task: str | None,
+                      scenes_dir: str | Path | None) -> tuple[Any, list[NavEpisode]]:
+        from vlnverse.tasks.dataset import EpisodeDataset
+
+        if not isinstance(dataset, EpisodeDataset):
+            dataset = EpisodeDataset.open(dataset, scenes_dir=scenes_dir)
+        elif scenes_dir is not None:
+            dataset.scenes_dir = Path(scenes_dir)
+        records = dataset.episodes(split, task)
+        return dataset, [NavEpisode.from_task_episode(r, str(dataset.scene_file(r))) for r in records]
+
+    @staticmethod
+    def _make_llm(value: Any) -> Any:
+        if value is None or (isinstance(value, str) and value.strip().lower() == "none"):
+            return None
+        if isinstance(value, str):
+            from vlnverse.llm import make_llm
+
+            return make_llm(value)
+        if not callable(getattr(value, "complete", None)):
+            raise ConfigError(f"oracle_llm must be an LLM spec string or client, got {value!r}")
+        return value
+
+    def _load_scene(self, scene: str | Path | Scene, rig: Any = None) -> None:
+        """Make ``scene`` the loaded scene (a no-op when it already is)."""
+        from vlnverse.scene.navigation import Navigator
+        from vlnverse.scene.occupancy import build_occupancy
+
+        key = f"scene:{id(scene)}" if isinstance(scene, Scene) else str(Path(scene).resolve())
+        if key == self._scene_key and self.sim is not None:
+            return
+        if isinstance(scene, Scene):
+            loaded = scene
+        else:
+            from vlnverse.scene import load_scene
+
+            loaded = load_scene(scene)
+        spec = self.agent_spec
+        occupancy = build_occupancy(loaded, agent_radius=spec.radius, agent_height=spec.height,
+                                    resolution=self._occupancy_resolution, step_height=spec.step_height)
+        rig = rig if rig is not None else SensorRig.from_spec(self.sim.rig)
+        sim = Simulator(loaded, agent=spec, sensors=rig, physics=self.physics, backend=self._backend_name,
+                        occupancy=occupancy, pose=Pose(*occupancy.sample_navigable(np.random.default_rng(0), 1)[0], 0.0))
+        if self.sim is not None:
+            self.sim.close()
+            logger.info("switched scene to %s", key)
+        self.scene, self.occupancy, self.navigator, self.sim = loaded, occupancy, Navigator(occupancy), sim
+        self._scene_key = key
+        if "_charset" in self.__dict__:
+            self._update_observation_space()
 
     # -- spaces --------------------------------------------------------------------------
 
@@ -198,6 +332,11 @@ class NavEnv(gym.Env):
         entries = dict(sensor_space.spaces)
         entries.setdefault("pose", pose_space())
         entries["instruction"] = spaces.Text(self._max_text, min_length=0, charset=self._charset)
+        if self.observe_reference:
+            height, width = self.reference_image_size
+            entries["reference_image"] = spaces.Box(0, 255, (height, width, 3), dtype=np.uint8)
+        if self.dialogue:
+            entries["oracle_answer"] = spaces.Text(INSTRUCTION_MAX_LENGTH, min_length=0, charset=INSTRUCTION_CHARSET)
         self.observation_space = spaces.Dict(entries)
 
     def attach_sensor(self, name: str, spec: SensorSpec) -> None:
@@ -224,11 +363,25 @@ class NavEnv(gym.Env):
             raise ConfigError(f"start must be (x, y, yaw), got {start!r}")
         return values if len(values) == 3 else (*values, 0.0)
 
-    def _next_episode(self, options: Mapping[str, Any]) -> NavEpisode:
+    def _next_episode(self, options: Mapping[str, Any], seed: int | None) -> NavEpisode:
         if "episode" in options:
             episode = options["episode"]
-            return episode if isinstance(episode, NavEpisode) else NavEpisode.from_mapping(episode)
+            if isinstance(episode, NavEpisode):
+                return episode
+            if isinstance(episode, Mapping):
+                return NavEpisode.from_mapping(episode)
+            scene = str(self.dataset.scene_file(episode)) if self.dataset is not None else None
+            return NavEpisode.from_task_episode(episode, scene)
+        if "episode_id" in options:
+            wanted = str(options["episode_id"])
+            for index, episode in enumerate(self.episodes):
+                if episode.episode_id == wanted:
+                    self._episode_cursor = index + 1
+                    return episode
+            raise ConfigError(f"no episode {wanted!r} among the env's {len(self.episodes)} episodes")
         if self.episodes:
+            if seed is not None and "episode_index" not in options:
+                self._episode_cursor = 0  # a seeded reset restarts the episode order
             index = int(options.get("episode_index", self._episode_cursor)) % len(self.episodes)
             self._episode_cursor = index + 1
             return self.episodes[index]
@@ -273,33 +426,100 @@ class NavEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
-        self.episode = self._next_episode(options or {})
+        self.episode = self._next_episode(options or {}, seed)
+        if self.episode.scene is not None:
+            self._load_scene(self.episode.scene)
         occ = self.occupancy
         x, y, yaw = self.episode.start
+        self._reference = self._reference_image() if self.observe_reference else None
         start = np.array([x, y, occ.floor_height])
         if not occ.is_navigable(start):
             start = np.asarray(occ.nearest_navigable(start), dtype=np.float64)
         self.sim.reset(Pose(float(start[0]), float(start[1]), float(occ.floor_height), float(yaw)))
         goals = self.episode.goals
         self._fields = [self.navigator.distance_field(np.asarray(g.position[:2])) for g in goals]
-        stop = min(self.oracle_stop_distance, min(g.radius for g in goals))
-        self._oracle = Oracle(occ, _MinField(self._fields), self.action_spec, self.agent_spec, stop)
+        self._active = 0
+        self._subgoal_results = []
+        self._make_oracle()
         self._steps, self._done, self._path_length = 0, False, 0.0
+        self._answer = ""
+        self._dialogue_session = None
+        if self.dialogue:
+            from vlnverse.tasks.runtime import DialogueSession
+
+            source = self.episode.source
+            budget = source.question_budget if source is not None and source.question_budget is not None \
+                else self.question_budget
+            self._dialogue_session = DialogueSession(_LazyOracle(self), budget=budget)
         pose = self.sim.pose
         self._distance = self._geodesic(pose)
         return self._observe(), self._info(pose, None, None, False, self._distance)
 
+    def _make_oracle(self) -> None:
+        goals, fields = self._active_goals()
+        stop = min(self.oracle_stop_distance, min(g.radius for g in goals))
+        self._oracle = Oracle(self.occupancy, _MinField(fields), self.action_spec, self.agent_spec, stop)
+
+    def _active_goals(self) -> tuple[tuple[Goal, ...], list]:
+        """The goals (and their fields) that count now: the active sub-goal, or all goals."""
+        if self.episode.sequential:
+            return (self.episode.goals[self._active],), [self._fields[self._active]]
+        return self.episode.goals, self._fields
+
+    def _is_ask(self, action: Any) -> bool:
+        if self.ask_action is None or isinstance(action, (bool, np.bool_)):
+            return False
+        if isinstance(action, np.ndarray):
+            if action.ndim != 0:
+                return False
+            action = action.item()
+        return isinstance(action, (int, np.integer)) and int(action) == self.ask_action
+
+    def ask(self, question: str = DEFAULT_QUESTION):
+        """Ask the dialogue oracle ``question``; a step (see the module docs).
+
+        Returns:
+            What :meth:`step` returns; the answer is ``obs["oracle_answer"]``.
+
+        Raises:
+            InvalidActionError: dialogue is not enabled, or ``question`` is not a string.
+        """
+        if not self.dialogue:
+            raise InvalidActionError("this env has no dialogue oracle (create it with dialogue=True or task='dialogue')")
+        if not isinstance(question, str):
+            raise InvalidActionError(f"a question must be a string, got {question!r}")
+        return self._step(None, question)
+
     def step(self, action: Any):
+        if self._is_ask(action):
+            return self._step(None, DEFAULT_QUESTION)
+        return self._step(action, None)
+
+    def _step(self, action: Any, question: str | None):
         if self._done:
             raise SimulationError("the episode is over; call reset() first")
-        command = self.action_spec.to_command(action, self.agent_spec)
+        command = self.action_spec.to_command(action, self.agent_spec) if question is None else None
         self._steps += 1
         report: StepReport | None = None
-        fail_reason, success, terminated = None, False, False
+        fail_reason, success, terminated, subgoal_stop = None, False, False, False
         before = self.sim.pose
-        if command is None:
-            terminated = True
+        self._answer = ""
+        if question is not None:
+            pose = before
+            self._answer = _sanitize(self._dialogue_session.ask(
+                question, (pose.x, pose.y, pose.z, pose.yaw), self._active))
+        elif command is None:
             success = self._success(before)
+            self._subgoal_results.append({
+                "index": self._active, "success": bool(success),
+                "position": [float(before.x), float(before.y), float(before.z)],
+                "geodesic_distance": self._geodesic(before)})
+            if self.episode.sequential and self._active < len(self.episode.goals) - 1:
+                subgoal_stop = True
+                self._active += 1
+                self._make_oracle()
+            else:
+                terminated = True
         else:
             report = self.sim.execute(command)
             if report.collision and self.physics.fails_on_collision:
@@ -310,12 +530,16 @@ class NavEnv(gym.Env):
         truncated = not terminated and self._steps >= self.max_episode_steps
         if truncated:
             fail_reason = "step_budget"
-        elif command is None and not success:
+        elif terminated and command is None and not success:
             fail_reason = "stopped_away_from_goal"
+        if subgoal_stop:
+            self._distance = distance  # now the next sub-goal's distance: progress restarts from here
         reward = self._reward(distance, report, success)
         self._distance = distance
         self._done = terminated or truncated
-        return self._observe(), reward, terminated, truncated, self._info(pose, report, fail_reason, success, distance)
+        info = self._info(pose, report, fail_reason, success, distance)
+        info["subgoal_stop"] = subgoal_stop
+        return self._observe(), reward, terminated, truncated, info
 
     def _reward(self, distance: float, report: StepReport | None, success: bool) -> float:
         cfg = self.reward_config
@@ -328,21 +552,103 @@ class NavEnv(gym.Env):
         return float(reward)
 
     def _geodesic(self, pose: Pose) -> float:
-        return float(min(f.distance_at(pose.xy) for f in self._fields))
+        return float(min(f.distance_at(pose.xy) for f in self._active_goals()[1]))
 
     def _success(self, pose: Pose) -> bool:
-        return any(float(f.distance_at(pose.xy)) <= g.radius for f, g in zip(self._fields, self.episode.goals, strict=True))
+        goals, fields = self._active_goals()
+        return any(float(f.distance_at(pose.xy)) <= g.radius for f, g in zip(fields, goals, strict=True))
 
     def _observe(self) -> dict[str, Any]:
         obs: dict[str, Any] = self.sim.observe()
         if "pose" not in obs:
             obs["pose"] = self.sim.pose.as_array().astype(np.float32)
-        obs["instruction"] = self.episode.instruction
+        obs["instruction"] = self.episode.instruction_for(self._active)
+        if self.observe_reference:
+            obs["reference_image"] = self._reference.copy()
+        if self.dialogue:
+            obs["oracle_answer"] = self._answer
         return obs
+
+    # -- task extras -------------------------------------------------------------------------
+
+    def _reference_image(self) -> np.ndarray:
+        """The episode's reference image: the dataset's, else rendered at the final goal."""
+        source = self.episode.source
+        image = None
+        if source is not None and self.dataset is not None and source.reference_image:
+            image = self.dataset.reference_image(source)
+        if image is None:
+            image = self._render_reference()
+        height, width = self.reference_image_size
+        if image.shape[:2] != (height, width):
+            from PIL import Image
+
+            image = np.asarray(Image.fromarray(image).resize((width, height), Image.BILINEAR))
+        return np.ascontiguousarray(image[..., :3], dtype=np.uint8)
+
+    def _render_reference(self) -> np.ndarray:
+        """Render the view from the final goal towards its target (or along the last approach)."""
+        goal = self.episode.goals[-1]
+        source = self.episode.source
+        floor = self.occupancy.floor_height
+        gx, gy = float(goal.position[0]), float(goal.position[1])
+        target = None
+        object_id = source.goals[-1].object_id if source is not None else None
+        if object_id is not None:
+            target = next((0.5 * (np.asarray(o.aabb_min) + np.asarray(o.aabb_max))
+                           for o in self.scene.objects if o.object_id == object_id), None)
+        height, width = self.reference_image_size
+        camera_z = floor + self.agent_spec.camera_height
+        if target is not None:
+            yaw = math.atan2(float(target[1]) - gy, float(target[0]) - gx)
+            horizontal = max(math.hypot(float(target[0]) - gx, float(target[1]) - gy), 0.3)
+            pitch = float(np.clip(math.atan2(float(target[2]) - camera_z, horizontal), -math.pi / 4, math.pi / 4))
+        else:
+            sx, sy = self.episode.start[:2]
+            yaw = math.atan2(gy - sy, gx - sx) if math.hypot(gx - sx, gy - sy) > 1e-6 else 0.0
+            pitch = 0.0
+        self.sim.backend.set_agent_pose(Pose(gx, gy, float(floor), yaw))
+        request = CameraRequest((gx, gy, camera_z), yaw, pitch, width, height, 90.0, 0.05, 30.0)
+        return np.asarray(self.sim.backend.render([request])[0].rgb)
+
+    def _scene_context(self) -> Any:
+        """The scene context the dialogue oracle reasons over (built on first use per scene)."""
+        if self._scene_key not in self._contexts:
+            from vlnverse.scene.inspect import PreparedScene
+            from vlnverse.scene.scene_graph import build_scene_graph
+            from vlnverse.tasks.context import SceneContext
+
+            prepared = PreparedScene(self.scene, self.occupancy, self.navigator,
+                                     build_scene_graph(self.scene, self.occupancy))
+            self._contexts = {self._scene_key: SceneContext(prepared)}
+        return self._contexts[self._scene_key]
+
+    def _dialogue_oracle(self) -> Any:
+        from vlnverse.tasks.oracle import LLMOracle, TemplateOracle
+
+        record = self.episode.source if self.episode.source is not None else self._synthetic_record()
+        context = self._scene_context()
+        if self._oracle_llm is not None:
+            return LLMOracle(context, record, self._oracle_llm)
+        return TemplateOracle(context, record)
+
+    def _synthetic_record(self) -> Any:
+        """A dataset record for an episode given only as positions (the oracle's input)."""
+        from vlnverse.tasks.episode import Episode, Instruction, yaw_to_quaternion
+        from vlnverse.tasks.episode import Goal as TaskGoal
+
+        ep, floor = self.episode, float(self.occupancy.floor_height)
+        return Episode(
+            episode_id=ep.episode_id, trajectory_id=ep.episode_id, scene_id="scene", scene_path="scene",
+            split="test", task="dialogue", start_position=(ep.start[0], ep.start[1], floor),
+            start_rotation=yaw_to_quaternion(ep.start[2]),
+            goals=tuple(TaskGoal((g.position[0], g.position[1], floor), g.radius) for g in ep.goals),
+            reference_path=(), geodesic_distance=0.0,
+            instruction=Instruction(ep.instruction or "Go to the goal."))
 
     def _info(self, pose: Pose, report: StepReport | None, fail_reason: str | None, success: bool,
               distance: float) -> dict[str, Any]:
-        goal = np.asarray(self.episode.goals[0].position[:2])
+        goal = np.asarray(self._active_goals()[0][0].position[:2])
         return {
             "pose": pose.as_array(),
             "commanded_pose": (report.commanded_pose if report else pose).as_array(),
@@ -360,6 +666,12 @@ class NavEnv(gym.Env):
             "steps": self._steps,
             "path_length": self._path_length,
             "episode_id": self.episode.episode_id,
+            "subgoal_index": self._active,
+            "subgoals_total": len(self.episode.goals) if self.episode.sequential else 1,
+            "subgoal_results": [dict(r) for r in self._subgoal_results],
+            "subgoal_stop": False,
+            "questions_asked": len(self._dialogue_session.history) if self._dialogue_session else 0,
+            "questions_remaining": self._dialogue_session.remaining if self._dialogue_session else 0,
         }
 
     def render(self) -> np.ndarray | None:
@@ -390,3 +702,25 @@ class _MinField:
         values = [np.asarray(f.distance_at(points), dtype=np.float64) for f in self.fields]
         out = np.minimum.reduce(values)
         return float(out) if out.ndim == 0 else out
+
+
+class _LazyOracle:
+    """The dialogue oracle of the env's current episode, built on the first question."""
+
+    def __init__(self, env: NavEnv) -> None:
+        self.env = env
+        self._oracle: Any = None
+
+    def answer(self, question: str, pose: tuple[float, float, float, float], goal_index: int = 0) -> str:
+        if self._oracle is None:
+            self._oracle = self.env._dialogue_oracle()
+        return self._oracle.answer(question, pose, goal_index)
+
+
+def _sanitize(text: str) -> str:
+    """``text`` within the ``oracle_answer`` space: printable ASCII, at most the maximum length."""
+    import unicodedata
+
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    cleaned = "".join(c if c in INSTRUCTION_CHARSET else " " for c in ascii_text)
+    return cleaned[:INSTRUCTION_MAX_LENGTH]

@@ -4,10 +4,11 @@ The runner records the pose after every step (the physics-visible result of each
 the actions, per-action collision events and the STOPs, then scores the episode with
 :func:`vlnverse.eval.metrics.compute_episode_metrics`.
 
-Long-horizon episodes are run as consecutive legs: the agent's ``k``-th STOP ends leg
-``k``; the env is then re-targeted at the next goal from where the agent stands (the
-agent is not reset, the step budget spans the whole episode). STOPs are judged by the
-metrics (SR_n is conditional), so a missed goal does not end the episode early.
+Long-horizon episodes are played by the env as one sequential episode: the agent's
+``k``-th STOP ends leg ``k`` and the env makes the next sub-goal and sub-instruction
+active (``info["subgoal_stop"]``; the agent is not moved, the step budget spans the whole
+episode). STOPs are judged by the metrics (SR_n is conditional), so a missed goal does not
+end the episode early.
 
 Failures of the agent are data, not crashes: an exception from the agent, or an action
 the env rejects, ends the episode with ``fail_reason = "error"`` and the error message;
@@ -66,18 +67,20 @@ def _json_action(action: Any) -> Any:
     return repr(action)
 
 
-def _leg_episode(episode: Any, leg: int, start: tuple[float, float, float], radius: float) -> Any:
-    """The env episode of leg ``leg`` (all goals at once for single-leg tasks)."""
+def _env_episode(episode: Any, radius: float) -> Any:
+    """The env episode of ``episode``, every goal judged within ``radius`` (sequential for long-horizon)."""
     from vlnverse.envs.episode import Goal, NavEpisode
 
-    goals = episode.goals if episode.task != "long_horizon" else (episode.goals[leg],)
-    path = episode.reference_path if episode.reference_path and leg == 0 else None
+    long_horizon = episode.task == "long_horizon"
     return NavEpisode(
         episode_id=episode.episode_id,
-        start=start,
-        goals=tuple(Goal(tuple(g.position), radius) for g in goals),
+        start=(episode.start_position[0], episode.start_position[1], episode.start_yaw),
+        goals=tuple(Goal(tuple(g.position), radius) for g in episode.goals),
         instruction=episode.instruction.text,
-        reference_path=path,
+        reference_path=episode.reference_path or None,
+        sequential=long_horizon,
+        subgoal_instructions=tuple(episode.instruction.subgoals) if long_horizon else (),
+        source=episode,
     )
 
 
@@ -124,7 +127,6 @@ def run_episode(
     ep_seed = episode_seed(seed, episode.episode_id, physics)
     legs = len(episode.goals) if episode.task == "long_horizon" else 1
     radius = float(metrics.success_distance)
-    x, y, _ = episode.start_position
     info_ep = EpisodeInfo(
         episode_id=episode.episode_id, task=episode.task, split=episode.split, physics=physics,
         scene_id=episode.scene_id, instruction=episode.instruction.text, action_space=base.action_space,
@@ -135,8 +137,7 @@ def run_episode(
     )
 
     t0 = time.perf_counter()
-    obs, info = env.reset(seed=ep_seed % (2**31), options={"episode": _leg_episode(
-        episode, 0, (x, y, episode.start_yaw), radius)})
+    obs, info = env.reset(seed=ep_seed % (2**31), options={"episode": _env_episode(episode, radius)})
     timing.env += time.perf_counter() - t0
     poses = [np.asarray(info["pose"], dtype=np.float64)]
     leg_distances = [float(info["geodesic_distance"])]
@@ -186,7 +187,7 @@ def run_episode(
         collisions.append(int(bool(info["collision"])))
         poses.append(np.asarray(info["pose"], dtype=np.float64))
         leg_distances.append(float(info["geodesic_distance"]))
-        stopped = terminated and info.get("fail_reason") != "collision"
+        stopped = (terminated and info.get("fail_reason") != "collision") or bool(info.get("subgoal_stop"))
         if stopped:
             stops.append(len(poses) - 2)  # issued at the pose before the (motionless) STOP
             leg += 1
@@ -194,17 +195,8 @@ def run_episode(
             fail_reason = "collision"
         elif stopped and leg >= legs:
             fail_reason = "stop"
-        elif len(actions) >= budget or (truncated and not stopped):
+        elif len(actions) >= budget or truncated:
             fail_reason = "step_budget"
-        elif stopped:
-            t0 = time.perf_counter()
-            here = poses[-1]
-            obs, info = env.reset(options={"episode": _leg_episode(
-                episode, leg, (float(here[0]), float(here[1]), float(here[3])), radius)})
-            timing.env += time.perf_counter() - t0
-            if not np.allclose(info["pose"][:2], here[:2]):
-                poses.append(np.asarray(info["pose"], dtype=np.float64))  # the env snapped the start
-                leg_distances.append(float(info["geodesic_distance"]))
         if fail_reason is None:
             try:
                 t0 = time.perf_counter()
