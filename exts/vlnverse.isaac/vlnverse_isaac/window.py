@@ -12,7 +12,7 @@ logger = logging.getLogger(__name__)
 
 
 class VLNVerseWindow:
-    """Scene picker, scene-graph summary and keyboard teleoperation with recording."""
+    """Scene picker, scene-graph summary, episode browser, agent runs, teleop + recording."""
 
     def __init__(self, ext_path: str, settings: dict[str, str]) -> None:
         self._ext_path = Path(ext_path)
@@ -23,7 +23,13 @@ class VLNVerseWindow:
         self._keys = None
         self._keyboard_sub = None
         self._update_sub = None
-        self._window = ui.Window("VLNVerse", width=420, height=560, visible=False)
+        self._browser = None
+        self._rows = []
+        self._episode = None
+        self._run = None
+        self._run_sub = None
+        self._last_recording = None
+        self._window = ui.Window("VLNVerse", width=460, height=720, visible=False)
         self._build()
         self.refresh_scenes()
 
@@ -39,6 +45,7 @@ class VLNVerseWindow:
 
     def destroy(self) -> None:
         self.stop_teleop()
+        self.stop_run()
         self._window.destroy()
 
     def _build(self) -> None:
@@ -53,6 +60,27 @@ class VLNVerseWindow:
                     self._file_field = ui.StringField()
                     ui.Button("Open file", width=80, clicked_fn=self.open_file)
                 ui.Button("Scene graph", height=24, clicked_fn=self.show_summary)
+                ui.Label("Episodes", style={"font_size": 18})
+                with ui.HStack(height=24):
+                    self._dataset_field = ui.StringField()
+                    self._dataset_field.model.set_value(self._settings.get("dataset_path") or "")
+                    ui.Button("Load", width=60, clicked_fn=self.load_episodes)
+                with ui.HStack(height=24):
+                    self._episode_combo = ui.ComboBox(0)
+                    ui.Button("Show", width=60, clicked_fn=self.show_episode)
+                ui.Label("Run agent", style={"font_size": 18})
+                with ui.HStack(height=24):
+                    ui.Label("agent", width=40)
+                    self._agent_field = ui.StringField()
+                    self._agent_field.model.set_value("oracle")
+                    ui.Label("physics", width=50)
+                    self._physics_field = ui.StringField(width=70)
+                    self._physics_field.model.set_value(self._settings.get("physics_mode") or "strict")
+                with ui.HStack(height=24):
+                    ui.Button("Run", clicked_fn=self.start_run)
+                    ui.Button("Stop", clicked_fn=self.stop_run)
+                    ui.Button("Score last recording", clicked_fn=self.score_recording)
+                self._metrics = ui.Label("", word_wrap=True)
                 ui.Label("Teleoperate (W/A/S/D or arrows; pose logged every 50 ms)", style={"font_size": 18})
                 with ui.HStack(height=24):
                     ui.Button("Start", clicked_fn=self.start_teleop)
@@ -146,16 +174,24 @@ class VLNVerseWindow:
         if path is None or self._session is not None:
             self._say("open a scene file first" if path is None else "teleoperation is running")
             return
+        if self._run is not None:
+            self._say("stop the agent run first")
+            return
         scene = load_scene(path)
         agent = AgentSpec()
-        low, high = scene.bounds
-        start = build_occupancy(scene, agent_radius=agent.radius).nearest_navigable((low + high) / 2.0)
-        physics = PhysicsConfig(mode=self._settings.get("physics_mode") or "strict")
+        if self._episode is not None:  # start where the selected episode starts
+            start, yaw = self._episode.start_position, self._episode.start_yaw
+        else:
+            low, high = scene.bounds
+            start = build_occupancy(scene, agent_radius=agent.radius).nearest_navigable((low + high) / 2.0)
+            yaw = 0.0
+        physics = PhysicsConfig(mode=self._physics_field.model.get_value_as_string() or "strict")
         self._backend = IsaacBackend(physics)
         self._backend.load_scene(scene)
-        self._backend.spawn_agent(agent, Pose(float(start[0]), float(start[1]), float(start[2]), 0.0))
+        self._backend.spawn_agent(agent, Pose(float(start[0]), float(start[1]), float(start[2]), float(yaw)))
         folder = Path(self._settings.get("recordings_folder") or Path.home() / "vlnverse_recordings")
-        csv_path = folder / f"{scene.scene_id}-{time.strftime('%Y%m%d-%H%M%S')}.csv"
+        name = self._episode.episode_id if self._episode is not None else scene.scene_id
+        csv_path = folder / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}.csv"
         self._keys = KeyboardTeleop()
         self._session = TeleopSession(self._backend, PoseRecorder(csv_path), self._keys, physics.control_dt)
         self._keyboard = omni.appwindow.get_default_app_window().get_keyboard()
@@ -193,7 +229,113 @@ class VLNVerseWindow:
             self._input.unsubscribe_to_keyboard_events(self._keyboard, self._keyboard_sub)
             self._keyboard_sub = None
         path = self._session.finish()
+        self._last_recording = path
         self._session = None
         self._backend.close()
         self._backend = None
         self._say(f"recording saved to {path}")
+
+    # -- episodes ----------------------------------------------------------------------
+
+    def load_episodes(self) -> None:
+        from vlnverse.errors import VLNVerseError
+        from vlnverse.isaac_ui.episodes import EpisodeBrowser
+
+        path = self._stage_path()
+        dataset = self._dataset_field.model.get_value_as_string().strip()
+        if path is None or not dataset:
+            self._say("open a scene and enter a dataset folder first")
+            return
+        try:
+            self._browser = EpisodeBrowser(dataset)
+            self._rows = self._browser.rows(path)
+        except VLNVerseError as exc:
+            self._say(str(exc))
+            return
+        model = self._episode_combo.model
+        for item in model.get_item_children():
+            model.remove_item(item)
+        for row in self._rows:
+            model.append_child_item(None, ui.SimpleStringModel(row.label()))
+        self._say(f"{len(self._rows)} episodes of {path.parent.name}/{path.name} in {dataset}")
+
+    def _selected_episode(self):
+        index = self._episode_combo.model.get_item_value_model().as_int
+        if self._browser is None or not 0 <= index < len(self._rows):
+            return None
+        return self._browser.episode(self._rows[index].episode_id)
+
+    def show_episode(self) -> None:
+        import omni.usd
+        from pxr import Usd
+
+        from vlnverse.isaac_ui.episodes import describe_episode, episode_markers
+        from vlnverse.isaac_ui.markers import draw_episode
+
+        self._episode = self._selected_episode()
+        if self._episode is None:
+            self._say("load the episodes and pick one first")
+            return
+        stage = omni.usd.get_context().get_stage()
+        with Usd.EditContext(stage, stage.GetSessionLayer()):  # never edits the scene file
+            draw_episode(stage, episode_markers(self._episode))
+        self._say(describe_episode(self._episode))
+
+    # -- agent runs --------------------------------------------------------------------
+
+    def start_run(self, agent: str | None = None, agent_config: dict | None = None) -> None:
+        import omni.kit.app
+
+        from vlnverse.errors import VLNVerseError
+        from vlnverse.isaac_ui.agent_run import open_agent_run
+
+        path = self._stage_path()
+        self._episode = self._selected_episode() or self._episode
+        if path is None or self._episode is None or self._run is not None or self._session is not None:
+            self._say("open a scene, load its episodes and pick one (and stop any run or teleop) first")
+            return
+        name = agent or self._agent_field.model.get_value_as_string().strip() or "oracle"
+        try:
+            self._run = open_agent_run(path, self._episode, name, agent_config, backend="isaac",
+                                       physics=self._physics_field.model.get_value_as_string() or "strict")
+        except VLNVerseError as exc:
+            self._say(f"cannot run {name}: {exc}")
+            return
+        self._run_sub = omni.kit.app.get_app().get_update_event_stream().create_subscription_to_pop(self._on_run)
+        self._say(f"running {name} on {self._episode.episode_id}")
+
+    def _on_run(self, _event) -> None:
+        if self._run is None:
+            return
+        live = self._run.tick(timeout=0.05)  # one action per frame; a thinking agent skips frames
+        self._metrics.text = live.render()
+        if live.done:
+            self._finish_run()
+
+    def _finish_run(self) -> None:
+        self._run_sub = None
+        run, self._run = self._run, None
+        run.close()
+        self._metrics.text = run.live().render()
+
+    def stop_run(self) -> None:
+        if self._run is None:
+            return
+        self._run.stop()
+        self._finish_run()
+
+    def score_recording(self) -> None:
+        import tempfile
+
+        from vlnverse.errors import VLNVerseError
+        from vlnverse.isaac_ui.agent_run import replay_agent_config
+
+        if self._last_recording is None or self._episode is None:
+            self._say("record a teleoperation of the selected episode first")
+            return
+        try:
+            config = replay_agent_config(self._last_recording, self._episode.episode_id, tempfile.mkdtemp())
+        except VLNVerseError as exc:
+            self._say(str(exc))
+            return
+        self.start_run("replay", config)
