@@ -31,6 +31,8 @@ def register(subparsers) -> None:
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                         help="parallel evaluation workers (default: 2)")
     parser.add_argument("--seed", type=int, default=0, help="dataset and evaluation seed (default: 0)")
+    parser.add_argument("--max-steps", type=int, default=None,
+                        help="step budget per episode (default: 500 discrete steps)")
     parser.add_argument("--no-progress", action="store_true", help="do not draw progress bars")
     parser.set_defaults(handler=_demo)
 
@@ -85,7 +87,8 @@ def _demo(args: argparse.Namespace) -> int:
 
         try:
             result = evaluate(EvalConfig(dataset=str(dataset), out=str(out / "eval" / agent), agent=agent,
-                                         workers=args.workers, seed=args.seed, plots=2),
+                                         workers=args.workers, seed=args.seed, max_steps=args.max_steps,
+                                         plots=2),
                               on_start=on_start, on_result=on_result)
         finally:
             if progress:

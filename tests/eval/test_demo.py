@@ -1,0 +1,31 @@
+"""``vlnverse demo``: bundled scenes → dataset → three agents under Strict and Tel-Hop → report."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from .conftest import BUNDLED_SCENES, REPO
+
+
+def test_demo_runs_end_to_end(tmp_path):
+    out = tmp_path / "demo"
+    result = subprocess.run([sys.executable, "-m", "vlnverse", "demo", "--out", str(out), "--per-scene", "1",
+                             "--max-steps", "200", "--no-progress"], capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    scenes = sorted(p.name for p in BUNDLED_SCENES.iterdir() if (p / "scene.usdc").is_file())
+    for scene in scenes:
+        assert (out / "scenes" / scene / "bev.png").stat().st_size > 10_000
+    manifest = json.loads((out / "dataset" / "manifest.json").read_text())
+    tasks = {task for split in manifest["splits"].values() for task in split}
+    assert tasks >= {"coarse", "visual_reference", "long_horizon", "dialogue"}
+    report = (out / "report.md").read_text()
+    for agent in ("oracle", "random", "forward"):
+        assert f"| {agent} | Tel-Hop |" in report and f"| {agent} | Strict |" in report
+        summary = json.loads((out / "eval" / agent / "summary.json").read_text())
+        assert summary["episodes"] == 2 * manifest["total_episodes"]
+        assert (out / "eval" / agent / "index.html").is_file()
+    oracle = json.loads((out / "eval" / "oracle" / "summary.json").read_text())
+    assert all(g["metrics"]["SR"]["mean"] == 1.0 for g in oracle["overall"] if g["physics"] == "tel_hop")
+    assert "Coarse-grained task" in result.stdout and "Long-horizon" in result.stdout
