@@ -163,3 +163,46 @@ def test_a_dormant_movable_still_stops_a_teleporting_agent():
         sim.backend.set_agent_pose(Pose(3.15, 0.65, 0.0, 0.0))
         assert not _dormant(sim, "crate_0")  # woken by the teleport next to it
         assert any(c.depth > 0.01 for c in sim.backend.contacts())
+
+
+def _coarse_moves(sim, command):
+    before = sim.backend.coarse_moves
+    report = sim.execute(command)
+    return sim.backend.coarse_moves - before, report
+
+
+@pytest.mark.parametrize("mode", ["strict", "slide"])
+def test_coarse_ticks_only_where_no_contact_can_begin(scene, mode):
+    with make_sim(scene, mode, Pose(1.0, 2.0, 0.0, 0.0)) as sim:
+        coarse, report = _coarse_moves(sim, Displacement(forward=0.5))  # open floor ahead
+        assert coarse == 1 and report.displacement < 0.01
+        assert report.reached_pose.distance_xy(report.commanded_pose) < 0.005
+    with make_sim(scene, mode, Pose(5.55, 3.0, 0.0, 0.0)) as sim:
+        coarse, report = _coarse_moves(sim, Displacement(forward=0.25))  # the wall is within reach
+        assert coarse == 0 and report.reached_pose.x == pytest.approx(5.70, abs=0.01)
+        coarse, report = _coarse_moves(sim, Displacement(turn=math.radians(15)))  # touching it, turning
+        assert coarse == 1 and not report.collision
+        assert report.reached_pose.yaw == pytest.approx(math.radians(15), abs=1e-3)
+        assert report.reached_pose.distance_xy(Pose(5.70, 3.0)) < 0.01
+        coarse, _ = _coarse_moves(sim, Displacement(turn=math.radians(165), forward=0.25))  # turn, then away
+        assert coarse == 0  # the wall stays within reach at the start of the move
+
+
+def test_coarse_ticks_track_the_speed_profile_like_full_rate_physics(scene):
+    fine = PhysicsConfig(mode="slide", physics_hz=30.0, control_hz=30.0)  # one physics step per tick anyway
+    for command in (Displacement(turn=math.radians(-45)), Displacement(turn=0.3, forward=1.0),
+                    VelocityCommand(0.8, 0.4, 1.0)):
+        poses = []
+        for physics in (PhysicsConfig(mode="slide"), fine):
+            with Simulator(scene, sensors=(), physics=physics, pose=Pose(1.0, 0.8, 0.0, 0.0)) as sim:
+                poses.append(sim.execute(command).reached_pose)
+        assert poses[0].distance_xy(poses[1]) < 1e-3
+        assert poses[0].yaw == pytest.approx(poses[1].yaw, abs=1e-3)
+
+
+def test_no_coarse_ticks_while_a_movable_is_awake(scene):
+    crate = Box("crate_0", (3.0, 0.5, 0.0), (3.3, 0.8, 0.4), (0.5, 0.4, 0.2), "crate", movable=True)
+    with Simulator(box_room(6.0, 4.0, furniture=[crate]), sensors=(), physics=PhysicsConfig(mode="slide"),
+                   pose=Pose(2.2, 0.65, 0.0, 0.0)) as sim:
+        coarse, _ = _coarse_moves(sim, Displacement(forward=0.25))
+        assert coarse == 0 and not _dormant(sim, "crate_0")

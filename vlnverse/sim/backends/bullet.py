@@ -13,6 +13,14 @@ house meshes cost nothing. Before each motion, every movable the agent could tou
 (within its radius, the action's travel and a margin), and everything within reach of
 those or of a moving object, is woken as a full dynamic body; awake objects at rest and
 out of reach fall dormant again where they lie.
+
+Coarse ticks: when only the agent can move and no contact can begin, a control tick is
+one physics step of ``control_dt`` instead of ``physics.substeps`` steps (the motors then
+track the commanded speed profile at least as closely). That holds for a turn in place
+(a frictionless cylinder spinning about its own axis touches exactly what it touched)
+and for a motion whose whole path keeps ``COARSE_MARGIN`` clear of every other body. It
+never holds while a movable is awake or the agent is penetrating something, so pushes,
+slides and contact resolution always run at the full physics rate.
 """
 
 from __future__ import annotations
@@ -52,6 +60,8 @@ WAKE_MARGIN = 0.25
 DORMANT_HYSTERESIS = 0.25
 #: Speeds below which an awake movable counts as at rest (m/s, rad/s).
 REST_SPEED, REST_SPIN = 0.01, 0.05
+#: Clearance (metres) beyond a motion's travel that every other body must keep for coarse ticks.
+COARSE_MARGIN = 0.05
 
 
 def _pybullet():
@@ -126,6 +136,9 @@ class BulletBackend:
         self._managed = np.zeros(0, dtype=np.int64)  # movable uids that may fall dormant
         self._boxes = np.zeros((0, 2, 2))  # their xy AABBs (min, max)
         self._awake = np.zeros(0, dtype=bool)
+        self._substeps = self.physics.substeps  # physics steps per stepSimulation right now
+        self._probes: dict[float, int] = {}  # reach → probe collision shape
+        self.coarse_moves = 0  # moves run with one physics step per control tick (diagnostics)
 
     @property
     def client_id(self) -> int:
@@ -236,11 +249,16 @@ class BulletBackend:
         velocities = np.asarray(velocities, dtype=np.float64).reshape(-1, 3)
         poses = np.empty((len(velocities), 3))
         deepest: dict[int, Contact] = {}
+        dt = self.physics.control_dt
+        travel = float(np.hypot(velocities[:, 0], velocities[:, 1]).sum()) * dt
+        turn_only = travel == 0.0 and bool(np.any(velocities[:, 2]))
         if len(self._managed):
-            dt = self.physics.control_dt
             states = p.getJointStates(agent, (0, 1), physicsClientId=c)
-            travel = float(np.hypot(velocities[:, 0], velocities[:, 1]).sum()) * dt
-            self._update_dormancy(states[0][0], states[1][0], travel, len(velocities) * dt)
+            self._update_dormancy(states[0][0], states[1][0], travel, len(velocities) * dt,
+                                  agent_reach=not turn_only)
+        coarse = self._can_coarsen(travel, turn_only)
+        self.coarse_moves += int(coarse)
+        self._set_substeps(1 if coarse else self.physics.substeps)
         for tick, velocity in enumerate(velocities.tolist()):
             self._command(velocity)
             p.stepSimulation(physicsClientId=c)
@@ -251,8 +269,48 @@ class BulletBackend:
                 if best is None or contact.depth > best.depth:
                     deepest[contact.prim_index] = contact
         self._command((0.0, 0.0, 0.0))
+        self._set_substeps(self.physics.substeps)
         self._contacts_fresh = True
         return MoveResult(poses, [deepest[k] for k in sorted(deepest)])
+
+    def _set_substeps(self, substeps: int) -> None:
+        """Physics steps per ``stepSimulation`` (one ``control_dt`` split into ``substeps`` steps)."""
+        if substeps != self._substeps:
+            self._p.setPhysicsEngineParameter(
+                fixedTimeStep=self.physics.control_dt, numSubSteps=substeps, physicsClientId=self._client,
+            )
+            self._substeps = substeps
+
+    def _can_coarsen(self, travel: float, turn_only: bool) -> bool:
+        """Whether a motion may run one physics step per control tick (see the module docstring).
+
+        Only the agent may be dynamic, and it must not be penetrating anything; then a
+        turn in place qualifies, and so does a motion of ``travel`` metres when no other
+        body overlaps a probe as tall as the collider and ``travel + COARSE_MARGIN`` wider.
+        """
+        if self.physics.substeps == 1 or np.any(self._awake):
+            return False
+        tolerance = self.physics.contact_tolerance
+        if any(contact.depth > tolerance for contact in self.contacts()):
+            return False
+        if turn_only:
+            return True
+        p, c, agent, spec = self._p, self._client, self._agent, self._spec
+        reach = math.ceil((travel + COARSE_MARGIN) * 100.0) / 100.0
+        probe = self._probes.get(reach)
+        if probe is None:
+            probe = p.createCollisionShape(p.GEOM_CYLINDER, radius=spec.radius + reach,
+                                           height=spec.height - spec.step_height, physicsClientId=c)
+            self._probes[reach] = probe
+        centre = p.getLinkState(agent, 2, physicsClientId=c)[0]
+        half = spec.radius + reach
+        nearby = p.getOverlappingObjects([centre[0] - half, centre[1] - half, -1e9],
+                                         [centre[0] + half, centre[1] + half, 1e9], physicsClientId=c) or ()
+        for uid in sorted({uid for uid, _ in nearby if uid != agent}):
+            if p.getClosestPoints(-1, uid, 0.0, collisionShapeA=probe, collisionShapePositionA=centre,
+                                  physicsClientId=c):
+                return False
+        return True
 
     def contacts(self) -> list[Contact]:
         self._require_agent()
@@ -305,8 +363,13 @@ class BulletBackend:
                          activationState=p.ACTIVATION_STATE_WAKE_UP, physicsClientId=c)
         self._awake[i] = True
 
-    def _update_dormancy(self, x: float, y: float, travel: float, duration: float) -> None:
-        """Wake every movable that a motion of ``travel`` metres could reach; freeze idle ones."""
+    def _update_dormancy(self, x: float, y: float, travel: float, duration: float, *,
+                         agent_reach: bool = True) -> None:
+        """Wake every movable that a motion of ``travel`` metres could reach; freeze idle ones.
+
+        With ``agent_reach=False`` (a turn in place, which pushes nothing) the agent wakes
+        nothing: only moving movables and what they may reach stay or become awake.
+        """
         if not len(self._managed):
             return
         p, c = self._p, self._client
@@ -324,6 +387,8 @@ class BulletBackend:
         gaps = np.linalg.norm(np.maximum(0.0, np.maximum(low[None] - high[:, None], low[:, None] - high[None])), axis=2)
         half = self._spec.radius + travel if self._spec is not None else travel
         agent_gap = np.linalg.norm(np.maximum(0.0, np.maximum(low - [x + half, y + half], [x - half, y - half] - high)), axis=1)
+        if not agent_reach:
+            agent_gap = np.full(len(self._managed), np.inf)
         wake = self._within_reach(agent_gap, gaps, reach, moving, WAKE_MARGIN)
         keep = self._within_reach(agent_gap, gaps, reach, moving, WAKE_MARGIN + DORMANT_HYSTERESIS)
         for i in np.flatnonzero(wake & ~self._awake):
