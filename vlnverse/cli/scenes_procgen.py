@@ -1,19 +1,17 @@
 """``vlnverse scenes generate|validate|stats``: procedural scene corpora.
 
 The ``scenes`` group itself lives in :mod:`vlnverse.cli.scenes`, which calls
-:func:`register_scene_commands` with its sub-parsers. ``python -m
-vlnverse.cli.scenes_procgen …`` runs the same commands stand-alone.
+:func:`register_scene_commands` with its sub-parsers.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 from vlnverse.cli.output import print_json, print_table
-from vlnverse.errors import ConfigError, VLNVerseError
+from vlnverse.errors import ConfigError
 
 
 def _rooms_range(text: str) -> tuple[int, int]:
@@ -158,25 +156,3 @@ def _stats(args) -> int:
           f"{stats['num_categories']}; area/rooms correlation: {stats['area_room_correlation']}; "
           f"plot: {stats['plot']}")
     return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Stand-alone entry (``python -m vlnverse.cli.scenes_procgen generate …``)."""
-    parser = argparse.ArgumentParser(prog="vlnverse-scenes-procgen")
-    parser.add_argument("--debug", action="store_true")
-    register_scene_commands(parser.add_subparsers(dest="command", metavar="COMMAND"))
-    args = parser.parse_args(argv)
-    if not getattr(args, "handler", None):
-        parser.print_help()
-        return 2
-    try:
-        return int(args.handler(args) or 0)
-    except VLNVerseError as exc:
-        if args.debug:
-            raise
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

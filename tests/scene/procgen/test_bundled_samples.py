@@ -27,7 +27,7 @@ def test_sample_passes_validation(path):
 
 
 def test_documented_command_reproduces_the_samples(tmp_path):
-    res = subprocess.run([sys.executable, "-m", "vlnverse.cli.scenes_procgen", "generate", "--out",
+    res = subprocess.run([sys.executable, "-m", "vlnverse", "scenes", "generate", "--out",
                           str(tmp_path), "--count", "3", "--seed", "8", "--rooms", "3-8", "--json"],
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
