@@ -3,6 +3,8 @@ dialogue asks and the visual-reference observation (datasets made from ``assets/
 
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 
 import gymnasium
@@ -186,3 +188,27 @@ def test_reference_image_loaded_or_rendered(dataset, dataset_no_images):
     again, _ = env.reset(seed=0)
     assert np.array_equal(again["reference_image"], image)
     env.close()
+
+
+def test_dialogue_with_an_llm_oracle_over_the_openai_client(dataset, monkeypatch):
+    import httpx
+
+    from tests.llm.endpoint import API_KEY_ENV, ChatEndpoint
+    from vlnverse.llm.openai_client import OpenAIClient
+
+    monkeypatch.setenv(API_KEY_ENV, "sk-test")
+    endpoint = ChatEndpoint(answer=lambda body: "Turn around and go through the door behind you.")
+    client = OpenAIClient("gpt-4o", base_url="http://llm.test/v1", api_key_env=API_KEY_ENV,
+                          http_client=httpx.Client(transport=endpoint.transport()), sleep=lambda s: None)
+    env = vlnverse.envs.make(dataset=dataset, split="val_unseen", task="dialogue", sensors=(), oracle_llm=client)
+    try:
+        obs, _ = env.reset(seed=0)
+        obs, *_ = env.unwrapped.ask("Where is the target?")
+        assert obs["oracle_answer"] == "Turn around and go through the door behind you."
+        assert "Where is the target?" in json.dumps(endpoint.requests[0])
+        # a refusal falls back to the privileged template answer
+        endpoint.answer = lambda body: "I'm sorry, I cannot help with that."
+        obs, *_ = env.unwrapped.ask("Where now?")
+        assert obs["oracle_answer"] and "sorry" not in obs["oracle_answer"]
+    finally:
+        env.close()
