@@ -4,7 +4,6 @@ dialogue asks and the visual-reference observation (datasets made from ``assets/
 from __future__ import annotations
 
 import json
-
 from pathlib import Path
 
 import gymnasium
