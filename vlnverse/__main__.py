@@ -1,7 +1,5 @@
 """``python -m vlnverse`` runs the CLI."""
 
-import sys
+from vlnverse.cli import entry
 
-from vlnverse.cli import main
-
-sys.exit(main())
+entry()

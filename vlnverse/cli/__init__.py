@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -59,3 +60,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def entry() -> None:
+    """Console-script and ``python -m vlnverse`` entry: run, then exit with the code.
+
+    Our output is complete when the command returns; stdout's descriptor is then pointed
+    at /dev/null so that C libraries flushing their own buffers at interpreter exit
+    (PyBullet's build banner) cannot append stray lines to tables or ``--json`` output.
+    """
+    code = main()
+    sys.stdout.flush()
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(code)

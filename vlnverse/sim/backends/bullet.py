@@ -25,10 +25,7 @@ slides and contact resolution always run at the full physics rate.
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
-import sys
 from collections.abc import Sequence
 
 import numpy as np
@@ -66,30 +63,10 @@ COARSE_MARGIN = 0.05
 
 def _pybullet():
     try:
-        with _c_stdout_silenced():  # pybullet's C code prints its build time on import
-            import pybullet
+        import pybullet
     except ImportError as exc:  # pragma: no cover - pybullet is a core dependency
         raise DependencyNotInstalled("pybullet", purpose="the embedded simulator backend") from exc
     return pybullet
-
-
-@contextlib.contextmanager
-def _c_stdout_silenced():
-    """Send C-level stdout to /dev/null (keeps ``--json`` output and tables clean)."""
-    import ctypes
-
-    sys.stdout.flush()
-    libc = ctypes.CDLL(None)
-    saved = os.dup(1)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 1)
-        yield
-    finally:
-        libc.fflush(None)
-        os.dup2(saved, 1)
-        os.close(saved)
-        os.close(devnull)
 
 
 def view_matrix(position: Sequence[float], yaw: float, pitch: float) -> list[float]:
