@@ -1,9 +1,13 @@
 """Building a PyBullet world from a :class:`~vlnverse.scene.types.Scene`.
 
-Static geometry becomes exact concave triangle meshes (mass 0); each labelled movable
-object becomes one dynamic body (convex hull collider, one visual link per colour).
-Prims sharing a semantic instance and colour are merged into one body, so contacts and
-segmentation resolve to instances while the number of bodies stays small.
+Static geometry is exact (mass 0): a prim whose triangles bound a closed convex polyhedron
+(walls, floor slabs, boxes) gets a convex collider of its vertices, which PyBullet's hull
+reproduces exactly and which collides far cheaper than a triangle mesh; every other static
+prim keeps a concave triangle-mesh collider. Each labelled movable object becomes one
+dynamic body (convex hull collider, one visual link per colour). Prims sharing a semantic
+instance and colour are merged into one visual body, so contacts and segmentation resolve
+to instances while the number of bodies stays small; when such a group has convex prims,
+its colliders live in collision-only bodies (nothing to render) mapped to the same prim.
 """
 
 from __future__ import annotations
@@ -18,12 +22,20 @@ from vlnverse.sim.semantics import InstanceTable
 
 #: Triangles per PyBullet mesh shape (PyBullet caps vertices per shape).
 MAX_TRIANGLES_PER_SHAPE = 8000
+#: Largest prim (triangles) tested for convexity; bigger ones keep a triangle mesh.
+MAX_CONVEX_TRIANGLES = 2048
+#: Tolerance of the convexity test, relative to the prim's bounding-box diagonal.
+CONVEX_TOLERANCE = 1e-6
+#: Longest run of consecutive triangles tried as one convex piece of a non-convex prim.
+MAX_PIECE_TRIANGLES = 64
 #: Density used to give movable objects a mass (kg/m³ of convex-hull volume).
 MOVABLE_DENSITY = 150.0
 MOVABLE_MASS_RANGE = (0.5, 120.0)
 #: Collision filter groups: the agent and awake movables, static geometry, dormant movables
 #: (PyBullet pairs two bodies when either group matches the other's mask, so static geometry masks dormant out).
 GROUP_DYNAMIC, GROUP_STATIC, GROUP_DORMANT = 1, 2, 4
+#: Static geometry pairs with neither dormant movables nor other static geometry.
+STATIC_MASK = ~(GROUP_DORMANT | GROUP_STATIC)
 
 
 def linear_to_srgb(rgb: np.ndarray) -> np.ndarray:
@@ -78,6 +90,93 @@ def _triangle_groups(scene: Scene, table: InstanceTable) -> dict[tuple, list[int
     return groups
 
 
+def convex_vertices(triangles: np.ndarray, tolerance: float = CONVEX_TOLERANCE) -> np.ndarray | None:
+    """The distinct vertices of ``triangles`` if they bound a closed convex polyhedron, else None.
+
+    Closed: after welding vertices closer than the tolerance, every undirected edge is shared
+    by exactly two triangles. Convex: every vertex lies on or on one side of every
+    non-degenerate face's plane (within ``tolerance`` × bounding-box diagonal), and the
+    vertices span a volume. The convex hull of the returned vertices is then the solid itself.
+    """
+    tris = np.asarray(triangles, dtype=np.float64)
+    if not 4 <= len(tris) <= MAX_CONVEX_TRIANGLES:
+        return None
+    points = tris.reshape(-1, 3)
+    size = float(np.linalg.norm(points.max(axis=0) - points.min(axis=0)))
+    if size <= 0.0:
+        return None
+    tol = tolerance * size
+    keys = np.round((points - points.min(axis=0)) / max(tol, 1e-12)).astype(np.int64)
+    _, first, weld = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    weld = weld.reshape(-1, 3)
+    vertices = points[first]
+    if len(vertices) < 4 or np.any((weld[:, 0] == weld[:, 1]) | (weld[:, 1] == weld[:, 2]) | (weld[:, 0] == weld[:, 2])):
+        return None
+    edges = np.sort(np.concatenate([weld[:, [0, 1]], weld[:, [1, 2]], weld[:, [2, 0]]]), axis=1)
+    _, counts = np.unique(edges, axis=0, return_counts=True)
+    if np.any(counts != 2):
+        return None
+    normals = np.cross(tris[:, 1] - tris[:, 0], tris[:, 2] - tris[:, 0])
+    length = np.linalg.norm(normals, axis=1)
+    valid = length > (tol * size)
+    if not np.any(valid):
+        return None
+    normals = normals[valid] / length[valid, None]
+    offsets = np.einsum("ij,ij->i", normals, tris[valid, 0])
+    for start in range(0, len(normals), 256):
+        signed = normals[start : start + 256] @ vertices.T - offsets[start : start + 256, None]
+        if np.any((signed.max(axis=1) > tol) & (signed.min(axis=1) < -tol)):
+            return None
+    centred = vertices - vertices.mean(axis=0)
+    if np.linalg.svd(centred, compute_uv=False)[-1] <= tol:
+        return None
+    return vertices
+
+
+def convex_parts(triangles: np.ndarray, tolerance: float = CONVEX_TOLERANCE) -> tuple[list[np.ndarray], np.ndarray]:
+    """Split a prim into closed convex pieces and the triangles that are in none.
+
+    The whole prim is tried first; otherwise consecutive runs of triangles (authoring tools
+    and procedural generators write a box-built wall or floor one box after another) are
+    closed off as soon as they bound a closed convex polyhedron. Each piece's vertex set has
+    that piece as its exact hull. Returns the vertex sets and a boolean mask of the rest.
+    """
+    tris = np.asarray(triangles, dtype=np.float64)
+    rest = np.ones(len(tris), dtype=bool)
+    if len(tris) < 4:
+        return [], rest
+    whole = convex_vertices(tris, tolerance)
+    if whole is not None:
+        return [whole], np.zeros(len(tris), dtype=bool)
+    points = tris.reshape(-1, 3)
+    size = float(np.linalg.norm(points.max(axis=0) - points.min(axis=0)))
+    keys = np.round((points - points.min(axis=0)) / max(tolerance * size, 1e-12)).astype(np.int64)
+    weld = np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1, 3).tolist()
+    hulls: list[np.ndarray] = []
+    start = 0
+    while start < len(tris):
+        counts: dict[tuple[int, int], int] = {}
+        unpaired = 0
+        found = None
+        for end in range(start, min(len(tris), start + MAX_PIECE_TRIANGLES)):
+            a, b, c = weld[end]
+            for edge in ((a, b), (b, c), (c, a)):
+                key = (edge[0], edge[1]) if edge[0] < edge[1] else (edge[1], edge[0])
+                count = counts.get(key, 0) + 1
+                counts[key] = count
+                unpaired += -1 if count == 2 else (1 if count in (1, 3) else 0)
+            if unpaired == 0 and end - start >= 3:
+                found = convex_vertices(tris[start : end + 1], tolerance)
+                if found is not None:
+                    hulls.append(found)
+                    rest[start : end + 1] = False
+                    start = end + 1
+                    break
+        if found is None:
+            start += 1
+    return hulls, rest
+
+
 def _prim_triangles(scene: Scene, prims: list[int]) -> np.ndarray:
     parts = [scene.triangles[scene.prims[i].triangle_slice] for i in prims]
     parts = [p for p in parts if len(p)]
@@ -90,6 +189,16 @@ def build_world(p, client: int, scene: Scene, table: InstanceTable) -> BulletWor
     for (_instance, colour, collides), prims in sorted(_triangle_groups(scene, table).items()):
         tris = _prim_triangles(scene, prims)
         rgba = [*linear_to_srgb(colour).tolist(), 1.0]
+        if collides:
+            hulls: list[np.ndarray] = []
+            rest = []
+            for i in prims:
+                pieces, mask = convex_parts(scene.triangles[scene.prims[i].triangle_slice])
+                hulls.extend(pieces)
+                rest.append(scene.triangles[scene.prims[i].triangle_slice][mask])
+            if hulls:
+                _build_static_colliders(p, client, prims[0], hulls, np.concatenate(rest), world)
+                collides = False
         for start in range(0, len(tris), MAX_TRIANGLES_PER_SHAPE):
             chunk = tris[start : start + MAX_TRIANGLES_PER_SHAPE]
             vertices, indices, normals = flat_mesh(chunk)
@@ -105,7 +214,7 @@ def build_world(p, client: int, scene: Scene, table: InstanceTable) -> BulletWor
                 )
             uid = p.createMultiBody(0.0, collision, visual, physicsClientId=client)
             if collides:
-                p.setCollisionFilterGroupMask(uid, -1, GROUP_STATIC, ~GROUP_DORMANT, physicsClientId=client)
+                p.setCollisionFilterGroupMask(uid, -1, GROUP_STATIC, STATIC_MASK, physicsClientId=client)
             world.body_prim[uid] = prims[0]
     for object_index, obj in enumerate(scene.objects):
         if obj.movable:
@@ -113,6 +222,31 @@ def build_world(p, client: int, scene: Scene, table: InstanceTable) -> BulletWor
             if prims:
                 _build_movable(p, client, scene, prims, world)
     return world
+
+
+def _static_body(p, client: int, collision: int, prim: int, world: BulletWorld, position=(0.0, 0.0, 0.0)) -> None:
+    uid = p.createMultiBody(0.0, collision, -1, basePosition=list(position), physicsClientId=client)
+    # Static pieces never pair with each other (touching convex pieces would otherwise cost
+    # a narrow-phase test per pair every tick).
+    p.setCollisionFilterGroupMask(uid, -1, GROUP_STATIC, STATIC_MASK, physicsClientId=client)
+    world.body_prim[uid] = prim
+
+
+def _build_static_colliders(
+    p, client: int, prim: int, hulls: list[np.ndarray], tris: np.ndarray, world: BulletWorld
+) -> None:
+    """Collision-only bodies of a static group: one per convex piece, triangle meshes for the rest."""
+    for vertices in hulls:
+        origin = (vertices.min(axis=0) + vertices.max(axis=0)) / 2.0
+        shape = p.createCollisionShape(p.GEOM_MESH, vertices=(vertices - origin).tolist(), physicsClientId=client)
+        _static_body(p, client, shape, prim, world, origin.tolist())
+    for start in range(0, len(tris), MAX_TRIANGLES_PER_SHAPE):
+        vertices, indices, _normals = flat_mesh(tris[start : start + MAX_TRIANGLES_PER_SHAPE])
+        shape = p.createCollisionShape(
+            p.GEOM_MESH, vertices=vertices, indices=indices,
+            flags=p.GEOM_FORCE_CONCAVE_TRIMESH, physicsClientId=client,
+        )
+        _static_body(p, client, shape, prim, world)
 
 
 def _build_movable(p, client: int, scene: Scene, prims: list[int], world: BulletWorld) -> None:
