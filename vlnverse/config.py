@@ -63,17 +63,30 @@ def config_to_dict(config: Any) -> dict[str, Any]:
     return json.loads(json.dumps(dataclasses.asdict(config)))
 
 
-def load_config_file(cls: type[C], path: str | Path) -> C:
-    """Load ``cls`` from a YAML or JSON file, strictly."""
+def read_config_mapping(path: str | Path, what: str = "config file") -> dict[str, Any]:
+    """The mapping in a YAML or JSON file (``{}`` for an empty file).
+
+    Raises:
+        ConfigError: unreadable file, invalid YAML/JSON, or not a mapping (names ``what``).
+    """
     import yaml
 
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
+        raise ConfigError(f"cannot read {what} {path}: {exc.strerror}") from exc
     try:
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError(f"config file {path} is not valid {path.suffix[1:] or 'YAML'}: {exc}") from exc
-    return config_from_mapping(cls, data or {}, where=str(path))
+        raise ConfigError(f"{what} {path} is not valid {path.suffix[1:] or 'YAML'}: {exc}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{what} {path} must be a mapping, got {type(data).__name__}")
+    return dict(data)
+
+
+def load_config_file(cls: type[C], path: str | Path) -> C:
+    """Load ``cls`` from a YAML or JSON file, strictly."""
+    return config_from_mapping(cls, read_config_mapping(path), where=str(path))

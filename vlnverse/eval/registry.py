@@ -10,12 +10,11 @@ built into it strictly, so a misspelt key is an error naming the key::
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from vlnverse.config import config_from_mapping
+from vlnverse.config import config_from_mapping, read_config_mapping
 from vlnverse.errors import ConfigError
 from vlnverse.eval.agent import Agent, as_agent
 from vlnverse.registry import Registry, load_entry_point
@@ -63,19 +62,4 @@ def load_agent_config(path: str | Path | None) -> dict[str, Any]:
     """
     if path is None:
         return {}
-    import yaml
-
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read agent config {path}: {exc.strerror}") from exc
-    try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError(f"agent config {path} is not valid {path.suffix[1:] or 'YAML'}: {exc}") from exc
-    if data is None:
-        return {}
-    if not isinstance(data, Mapping):
-        raise ConfigError(f"agent config {path} must be a mapping, got {type(data).__name__}")
-    return dict(data)
+    return read_config_mapping(path, "agent config")
