@@ -6,7 +6,12 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from vlnverse.config import config_from_mapping, config_to_dict, load_config_file, read_config_mapping
+from vlnverse.config import (
+    config_from_mapping,
+    config_to_dict,
+    load_config_file,
+    read_config_mapping,
+)
 from vlnverse.errors import ConfigError
 
 
