@@ -107,13 +107,13 @@ def time_paths(path: Path, rng: np.random.Generator, count: int = 300) -> tuple[
     comp = occ.largest_component
     starts, goals = occ.sample_navigable(rng, count, comp), occ.sample_navigable(rng, count, comp)
     t0 = time.perf_counter()
-    for a, g in zip(starts, goals):
+    for a, g in zip(starts, goals, strict=False):
         nav.shortest_path(a, g)
     ours = count / (time.perf_counter() - t0)
     cells_a, cells_g = occ.world_to_cell(starts), occ.world_to_cell(goals)
     weights = np.where(occ.navigable, 1.0, np.inf).astype(np.float32)
     t0 = time.perf_counter()
-    for a, g in zip(cells_a, cells_g):
+    for a, g in zip(cells_a, cells_g, strict=False):
         pyastar2d.astar_path(weights, tuple(a), tuple(g), allow_diagonal=True)
     raw = count / (time.perf_counter() - t0)
     return ours, raw, occ.shape

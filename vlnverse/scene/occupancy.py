@@ -198,7 +198,7 @@ def floor_levels(scene: Scene, config: OccupancyConfig = OccupancyConfig()) -> l
     order = np.argsort(heights)
     heights, areas = heights[order], areas[order]
     clusters: list[list[float]] = []  # [start height, height·area sum, area]
-    for h, a in zip(heights, areas):
+    for h, a in zip(heights, areas, strict=False):
         if clusters and h - clusters[-1][0] <= config.step_height / 2:
             clusters[-1][1] += h * a
             clusters[-1][2] += a

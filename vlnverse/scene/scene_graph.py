@@ -46,7 +46,7 @@ def build_scene_graph(scene: Scene, occupancy: OccupancyMap, config: RelationCon
     _add_rooms(graph, occupancy)
     room_ids = [room.room_id for room in occupancy.rooms]
     object_rooms = [_object_room(obj, occupancy) for obj in scene.objects]
-    for obj, room_index in zip(scene.objects, object_rooms):
+    for obj, room_index in zip(scene.objects, object_rooms, strict=False):
         room_id = room_ids[room_index] if room_index >= 0 else None
         graph.add_node(obj.object_id, kind="object", category=obj.category,
                        position=_round(obj.center), size=_round(obj.size), color=obj.color,
@@ -108,7 +108,7 @@ def _on_pairs(scene: Scene, tolerance: float) -> list[tuple[str, str]]:
     in_z = (bottom[:, None] > lo[None, :, 2] + tolerance) & (bottom[:, None] <= hi[None, :, 2] + tolerance)
     candidates = inside_xy & in_z
     np.fill_diagonal(candidates, False)
-    for child, support in zip(*np.nonzero(candidates)):
+    for child, support in zip(*np.nonzero(candidates), strict=False):
         surface = _support_height(tris, upward, objects[support].triangle_indices, centers[child, :2], bottom[child], tolerance)
         if surface is not None:
             pairs.append((child, support, surface))
@@ -151,7 +151,7 @@ def _add_proximity(graph, scene: Scene, object_rooms: list[int], config: Relatio
     same_room = rooms[:, None] == rooms[None, :]
     near = (gaps <= config.near_distance) & same_room
     np.fill_diagonal(near, False)
-    for a, b in zip(*np.nonzero(near)):
+    for a, b in zip(*np.nonzero(near), strict=False):
         relation = "next_to" if gaps[a, b] <= config.next_to_distance else "near"
         graph.add_edge(objects[a].object_id, objects[b].object_id, key=relation, relation=relation,
                        distance=round(float(gaps[a, b]), 3))
@@ -173,7 +173,7 @@ def _add_doors(graph, scene: Scene, occupancy: OccupancyMap) -> None:
     rm = np.where(occupancy.free, occupancy.room_map, -1)
     for a_map, b_map in ((rm[:, :-1], rm[:, 1:]), (rm[:-1, :], rm[1:, :])):
         touch = (a_map >= 0) & (b_map >= 0) & (a_map != b_map)
-        for a, b in set(zip(a_map[touch].tolist(), b_map[touch].tolist())):
+        for a, b in set(zip(a_map[touch].tolist(), b_map[touch].tolist(), strict=False)):
             ra, rb = occupancy.rooms[a].room_id, occupancy.rooms[b].room_id
             for u, v in ((ra, rb), (rb, ra)):
                 if not graph.has_edge(u, v, key="adjacent"):

@@ -123,6 +123,6 @@ def capsule(radius: float, height: float, axis: str) -> tuple[np.ndarray, np.nda
 
 def plane(width: float, length: float, axis: str) -> tuple[np.ndarray, np.ndarray]:
     """A double-faced rectangle normal to ``axis`` (both windings, so it blocks from both sides)."""
-    w, l = width / 2.0, length / 2.0
-    v = np.array([[-w, -l, 0.0], [w, -l, 0.0], [w, l, 0.0], [-w, l, 0.0]]) @ _axis_frame(axis).T
+    half_w, half_l = width / 2.0, length / 2.0
+    v = np.array([[-half_w, -half_l, 0.0], [half_w, -half_l, 0.0], [half_w, half_l, 0.0], [-half_w, half_l, 0.0]]) @ _axis_frame(axis).T
     return v, np.array([[0, 1, 2], [0, 2, 3], [0, 2, 1], [0, 3, 2]], dtype=np.int64)
