@@ -13,32 +13,24 @@ from gymnasium.utils.env_checker import check_env
 from PIL import Image
 
 import vlnverse.envs
+from tests.bundled import bundled_dataset
 from vlnverse.envs import NAV_ENV_ID
 from vlnverse.errors import ConfigError, InvalidActionError
-from vlnverse.tasks.datagen import DatagenConfig, run_datagen
 from vlnverse.tasks.dataset import EpisodeDataset
-from vlnverse.tasks.generate import GenerationConfig
 from vlnverse.tasks.runtime import BUDGET_SPENT
 
-SCENES = Path(__file__).resolve().parents[2] / "assets" / "scenes"
 SMALL = {"rgb": {"kind": "rgb", "width": 32, "height": 24}}
-
-
-def _generate(out: Path, render: bool) -> Path:
-    run_datagen(DatagenConfig(scenes=str(SCENES), out=str(out),
-                              generation=GenerationConfig(per_scene=2, render=render)))
-    return out
 
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory) -> Path:
     """Every task over the three bundled scenes, reference images rendered."""
-    return _generate(tmp_path_factory.mktemp("ds") / "rendered", render=True)
+    return bundled_dataset(tmp_path_factory.mktemp("ds") / "rendered", per_scene=2, render=True)
 
 
 @pytest.fixture(scope="module")
 def dataset_no_images(tmp_path_factory) -> Path:
-    return _generate(tmp_path_factory.mktemp("ds") / "plain", render=False)
+    return bundled_dataset(tmp_path_factory.mktemp("ds") / "plain", per_scene=2, render=False)
 
 
 def _oracle_run(env, obs, info, limit=400):

@@ -7,22 +7,13 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-BUNDLED_SCENES = REPO / "assets" / "scenes"
+from tests.bundled import bundled_dataset as make_bundled_dataset
 
 
 @pytest.fixture(scope="session")
 def bundled_dataset(tmp_path_factory) -> Path:
     """Two coarse trajectories per bundled scene, every task type (27 episodes, 3 splits)."""
-    if not (BUNDLED_SCENES / "corpus.json").is_file():
-        pytest.skip(f"no bundled scenes in {BUNDLED_SCENES}")
-    from vlnverse.tasks.datagen import DatagenConfig, run_datagen
-    from vlnverse.tasks.generate import GenerationConfig
-
-    out = tmp_path_factory.mktemp("dataset")
-    run_datagen(DatagenConfig(scenes=str(BUNDLED_SCENES), out=str(out), seed=0,
-                              generation=GenerationConfig(per_scene=2)))
-    return out
+    return make_bundled_dataset(tmp_path_factory.mktemp("dataset"), per_scene=2)
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from .conftest import REPO
+from tests.bundled import REPO
 
 
 def vlnverse(*args, **kwargs):

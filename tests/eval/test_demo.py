@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from .conftest import BUNDLED_SCENES, REPO
+from tests.bundled import BUNDLED_SCENES, REPO
 
 
 def test_demo_runs_end_to_end(tmp_path):

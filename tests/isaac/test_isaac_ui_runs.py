@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from pxr import Usd, UsdGeom
 
+from tests.bundled import BUNDLED_SCENES, bundled_dataset
 from vlnverse.errors import ConfigError, DatasetError, RegistryError
 from vlnverse.eval.registry import make_agent
 from vlnverse.eval.runner import run_episode
@@ -26,23 +27,13 @@ from vlnverse.sim.backend import create_backend
 from vlnverse.sim.physics import PhysicsConfig
 from vlnverse.sim.types import Pose
 
-REPO = Path(__file__).resolve().parents[2]
-SCENES = REPO / "assets" / "scenes"
-SCENE = SCENES / "scene_0000" / "scene.usdc"
+SCENE = BUNDLED_SCENES / "scene_0000" / "scene.usdc"
 
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory) -> Path:
     """One coarse and one long-horizon episode per bundled scene, made by the datagen API."""
-    if not (SCENES / "corpus.json").is_file():
-        pytest.skip(f"no bundled scenes in {SCENES}")
-    from vlnverse.tasks.datagen import DatagenConfig, run_datagen
-    from vlnverse.tasks.generate import GenerationConfig
-
-    out = tmp_path_factory.mktemp("ui_dataset")
-    run_datagen(DatagenConfig(scenes=str(SCENES), out=str(out), seed=0,
-                              generation=GenerationConfig(per_scene=1, tasks=("coarse", "long_horizon"))))
-    return out
+    return bundled_dataset(tmp_path_factory.mktemp("ui_dataset"), per_scene=1, tasks=("coarse", "long_horizon"))
 
 
 def test_browser_lists_the_open_scenes_episodes(dataset, tmp_path):
