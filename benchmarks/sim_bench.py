@@ -4,7 +4,8 @@ Figures (printed as ``BENCH <name> <value> <unit> target <op> <value>``):
 
 - ``sim.step_ratio_vs_raw_render``: env steps/s (one 224×224 RGB-D camera, discrete
   actions, physics on) over PyBullet's own ``getCameraImage`` calls/s of the same camera
-  in the same world, measured in interleaved rounds of the same run (median of rounds).
+  in the same world at the same poses (each round's views replayed), measured in
+  interleaved rounds of the same run (median of rounds).
 - ``sim.steps_per_s``: the env's absolute rate; ``sim.panorama_obs_per_s``: observations/s
   of the paper's 12-view RGB rig.
 - ``sim.vector_scaling_2proc``: ``AsyncVectorEnv`` throughput with 2 processes over 1.
@@ -61,32 +62,38 @@ def make_env(scene: str) -> NavEnv:
     return NavEnv(scene, sensors=CAMERA, physics="slide", action_space="discrete")
 
 
-def env_block(env: NavEnv, rng: np.random.Generator, steps: int) -> float:
-    """Steps/s over ``steps`` steps of mostly-forward random discrete actions."""
+def env_block(env: NavEnv, rng: np.random.Generator, steps: int) -> tuple[float, list[tuple[float, float, float, float]]]:
+    """Steps/s over ``steps`` steps of mostly-forward random discrete actions, and the
+    camera pose ``(x, y, z, yaw)`` of every observation rendered."""
+    cameras = []
     start = time.perf_counter()
     for _ in range(steps):
         action = int(rng.choice([1, 1, 1, 2, 3]))
         _, _, terminated, truncated, _ = env.step(action)
+        pose = env.sim.pose
+        cameras.append((pose.x, pose.y, pose.z + env.agent_spec.camera_height, pose.yaw))
         if terminated or truncated:
             env.reset()
-    return steps / (time.perf_counter() - start)
+    return steps / (time.perf_counter() - start), cameras
 
 
-def raw_block(env: NavEnv, frames: int) -> float:
-    """``getCameraImage`` calls/s of the env's camera at the agent's pose, straight from PyBullet."""
+def raw_block(env: NavEnv, cameras: list[tuple[float, float, float, float]]) -> float:
+    """``getCameraImage`` calls/s of the env's camera at the same poses, straight from PyBullet.
+
+    Replaying the poses the env rendered makes both sides draw the same views (the cost
+    of a software-rendered frame depends on what is in view).
+    """
     import pybullet as p
 
     client = env.sim.backend.client_id
-    pose = env.sim.pose
-    eye = [pose.x, pose.y, pose.z + env.agent_spec.camera_height]
-    target = [eye[0] + np.cos(pose.yaw), eye[1] + np.sin(pose.yaw), eye[2]]
     start = time.perf_counter()
-    for _ in range(frames):
-        view = p.computeViewMatrix(eye, target, [0, 0, 1], physicsClientId=client)
+    for x, y, z, yaw in cameras:
+        view = p.computeViewMatrix([x, y, z], [x + np.cos(yaw), y + np.sin(yaw), z], [0, 0, 1],
+                                   physicsClientId=client)
         proj = p.computeProjectionMatrixFOV(90.0, 1.0, 0.05, 30.0, physicsClientId=client)
         p.getCameraImage(224, 224, view, proj, renderer=p.ER_TINY_RENDERER, flags=p.ER_NO_SEGMENTATION_MASK,
                          shadow=0, lightDirection=(0.5, 0.8, 1.0), physicsClientId=client)
-    return frames / (time.perf_counter() - start)
+    return len(cameras) / (time.perf_counter() - start)
 
 
 def vector_rate(scene: str, processes: int, steps: int) -> float:
@@ -121,8 +128,9 @@ def main() -> None:
         env_block(env, rng, 5)
         env_rates, raw_rates = [], []
         for _ in range(args.rounds):
-            env_rates.append(env_block(env, rng, args.steps))
-            raw_rates.append(raw_block(env, args.steps))
+            rate, cameras = env_block(env, rng, args.steps)
+            env_rates.append(rate)
+            raw_rates.append(raw_block(env, cameras))
         memory = rss_mb()
         ratios = [e / r for e, r in zip(env_rates, raw_rates, strict=True)]
         steps_per_s, raw_per_s = statistics.median(env_rates), statistics.median(raw_rates)

@@ -54,6 +54,7 @@ from vlnverse.config import config_from_mapping
 from vlnverse.envs.episode import Goal, NavEpisode, goal_from
 from vlnverse.envs.oracle import Oracle
 from vlnverse.errors import ConfigError, InvalidActionError, SimulationError
+from vlnverse.scene.navigation import DistanceField
 from vlnverse.scene.types import Scene
 from vlnverse.sim.actions import make_action_space
 from vlnverse.sim.agent import AgentSpec
@@ -456,9 +457,11 @@ class NavEnv(gym.Env):
         return self._observe(), self._info(pose, None, None, False, self._distance)
 
     def _make_oracle(self) -> None:
+        """The distance field to the nearest active goal, and the oracle descending it."""
         goals, fields = self._active_goals()
         stop = min(self.oracle_stop_distance, min(g.radius for g in goals))
-        self._oracle = Oracle(self.occupancy, _MinField(fields), self.action_spec, self.agent_spec, stop)
+        self._goal_field = DistanceField(self.occupancy, np.minimum.reduce([f.distances for f in fields]))
+        self._oracle = Oracle(self.occupancy, self._goal_field, self.action_spec, self.agent_spec, stop)
 
     def _active_goals(self) -> tuple[tuple[Goal, ...], list]:
         """The goals (and their fields) that count now: the active sub-goal, or all goals."""
@@ -552,7 +555,7 @@ class NavEnv(gym.Env):
         return float(reward)
 
     def _geodesic(self, pose: Pose) -> float:
-        return float(min(f.distance_at(pose.xy) for f in self._active_goals()[1]))
+        return float(self._goal_field.distance_at(pose.xy))
 
     def _success(self, pose: Pose) -> bool:
         goals, fields = self._active_goals()
@@ -690,18 +693,6 @@ class NavEnv(gym.Env):
         sim = getattr(self, "sim", None)
         if sim is not None:
             sim.close()
-
-
-class _MinField:
-    """The pointwise minimum of several distance fields (the nearest of several goals)."""
-
-    def __init__(self, fields: list) -> None:
-        self.fields = fields
-
-    def distance_at(self, points):
-        values = [np.asarray(f.distance_at(points), dtype=np.float64) for f in self.fields]
-        out = np.minimum.reduce(values)
-        return float(out) if out.ndim == 0 else out
 
 
 class _LazyOracle:

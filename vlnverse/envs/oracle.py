@@ -44,17 +44,15 @@ class Oracle:
         self.action_space = action_space
         self.agent = agent
         self.stop_distance = stop_distance
+        clearance = occupancy.clearance - occupancy.agent_radius
+        penalty = CLEARANCE_WEIGHT * np.clip(CLEARANCE_MARGIN - clearance, 0.0, None)
+        # One lookup per candidate point per step: the cost of every cell, made once per goal.
+        self._cost_grid = np.where(occupancy.navigable, field.distances + penalty, np.inf)
 
     def cost(self, points: np.ndarray) -> np.ndarray:
         """Geodesic distance plus a penalty for low clearance; ``inf`` off the navigable map."""
         points = np.asarray(points, dtype=np.float64).reshape(-1, 2)
-        occ = self.occupancy
-        distance = np.asarray(self.field.distance_at(points), dtype=np.float64).reshape(-1)
-        navigable = np.asarray(occ.is_navigable(points)).reshape(-1)
-        rc = np.clip(occ.world_to_cell(points), 0, np.array(occ.shape) - 1)
-        clearance = occ.clearance[rc[:, 0], rc[:, 1]] - occ.agent_radius
-        penalty = CLEARANCE_WEIGHT * np.clip(CLEARANCE_MARGIN - clearance, 0.0, None)
-        return np.where(navigable, distance + penalty, np.inf)
+        return np.asarray(self.occupancy.lookup(self._cost_grid, points, np.inf))
 
     def segment_clear(self, start: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """Whether each straight segment ``start → ends[i]`` stays on navigable cells."""

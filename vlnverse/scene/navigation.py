@@ -50,12 +50,15 @@ class DistanceField:
         pts = np.asarray(points, dtype=np.float64)
         flat = pts.reshape(-1, pts.shape[-1])[:, :2]
         occ = self.occupancy
-        rows, cols = occ._nearest_index(None)
-        rc = np.clip(occ.world_to_cell(flat), 0, np.array(occ.shape) - 1)
-        nr, nc = rows[rc[:, 0], rc[:, 1]], cols[rc[:, 0], rc[:, 1]]
-        snapped = ~occ.navigable[rc[:, 0], rc[:, 1]]
-        extra = np.where(snapped, np.linalg.norm(occ.cell_to_world(np.stack([nr, nc], 1))[:, :2] - flat, axis=1), 0.0)
-        out = (self.distances[nr, nc] + extra).reshape(pts.shape[:-1])
+        nearest_rows, nearest_cols = occ._nearest_index(None)
+        rows, cols, _ = occ.cell_indices(flat)
+        nr, nc = nearest_rows[rows, cols], nearest_cols[rows, cols]
+        out = self.distances[nr, nc]
+        snapped = ~occ.navigable[rows, cols]
+        if snapped.any():
+            snap = np.linalg.norm(occ.cell_to_world(np.stack([nr, nc], 1))[:, :2] - flat, axis=1)
+            out = out + np.where(snapped, snap, 0.0)
+        out = out.reshape(pts.shape[:-1])
         return float(out) if out.ndim == 0 else out
 
 

@@ -102,29 +102,37 @@ class OccupancyMap:
         rc = np.asarray(rc)
         return (rc[..., 0] >= 0) & (rc[..., 0] < self.shape[0]) & (rc[..., 1] >= 0) & (rc[..., 1] < self.shape[1])
 
-    def _lookup(self, grid: np.ndarray, points, fill) -> np.ndarray:
-        rc = self.world_to_cell(points)
-        inside = self.in_grid(rc)
-        out = np.full(rc.shape[:-1], fill, dtype=grid.dtype)
-        out[inside] = grid[rc[inside][:, 0], rc[inside][:, 1]]
-        return out
+    def cell_indices(self, points) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Rows and columns of world ``points`` (…,2|3) clamped into the grid, and whether
+        each point lies inside it (the per-step lookups of the env and the oracle)."""
+        xy = np.asarray(points, dtype=np.float64)
+        cols = np.floor((xy[..., 0] - self.origin[0]) / self.resolution).astype(np.int64)
+        rows = np.floor((xy[..., 1] - self.origin[1]) / self.resolution).astype(np.int64)
+        height, width = self.shape
+        inside = (rows >= 0) & (rows < height) & (cols >= 0) & (cols < width)
+        return np.minimum(np.maximum(rows, 0), height - 1), np.minimum(np.maximum(cols, 0), width - 1), inside
+
+    def lookup(self, grid: np.ndarray, points, fill) -> np.ndarray:
+        """Values of a per-cell ``grid`` at world ``points`` (…,2|3); ``fill`` outside the grid."""
+        rows, cols, inside = self.cell_indices(points)
+        return np.where(inside, grid[rows, cols], fill)
 
     def is_navigable(self, point) -> bool | np.ndarray:
         """Whether the agent's centre may stand at ``point`` (xy or xyz; vectorized)."""
-        result = self._lookup(self.navigable, point, False)
+        result = self.lookup(self.navigable, point, False)
         return bool(result) if result.ndim == 0 else result
 
     def is_free(self, point) -> bool | np.ndarray:
-        result = self._lookup(self.free, point, False)
+        result = self.lookup(self.free, point, False)
         return bool(result) if result.ndim == 0 else result
 
     def component_of(self, point) -> int:
         """Navigable component id at ``point`` (-1 if not navigable)."""
-        return int(self._lookup(self.components, point, -1))
+        return int(self.lookup(self.components, point, -1))
 
     def room_at(self, point) -> int:
         """Room index at ``point`` (-1 outside every room)."""
-        return int(self._lookup(self.room_map, point, -1))
+        return int(self.lookup(self.room_map, point, -1))
 
     @cached_property
     def component_areas(self) -> np.ndarray:

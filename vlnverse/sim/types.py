@@ -95,6 +95,18 @@ class CameraRequest:
     instance: bool = False
 
 
+def rgb_of(rgba: np.ndarray) -> np.ndarray:
+    """A contiguous ``uint8`` RGB copy of an ``(H, W, 4)`` RGBA image.
+
+    Copied channel by channel: numpy's generic copy of the strided ``[..., :3]`` view is
+    about six times slower, which shows in every step of a 224×224 camera.
+    """
+    rgb = np.empty((*rgba.shape[:2], 3), dtype=np.uint8)
+    for channel in range(3):
+        rgb[..., channel] = rgba[..., channel]
+    return rgb
+
+
 @dataclass
 class CameraFrame:
     """A rendered camera image.

@@ -42,7 +42,7 @@ from vlnverse.sim.backends.bullet_scene import (
 )
 from vlnverse.sim.physics import PhysicsConfig
 from vlnverse.sim.semantics import build_instance_table
-from vlnverse.sim.types import CameraFrame, CameraRequest, Contact, Pose
+from vlnverse.sim.types import CameraFrame, CameraRequest, Contact, Pose, rgb_of
 
 #: PyBullet's limit on rays per ``rayTestBatch`` call.
 MAX_RAYS_PER_BATCH = 16384
@@ -165,6 +165,8 @@ class BulletBackend:
             linkJointTypes=[p.JOINT_PRISMATIC, p.JOINT_PRISMATIC, p.JOINT_REVOLUTE],
             linkJointAxis=[[1, 0, 0], [0, 1, 0], [0, 0, 1]], physicsClientId=c,
         )
+        # The agent never sleeps: sleeping static geometry only collides with awake bodies.
+        p.changeDynamics(self._agent, -1, activationState=p.ACTIVATION_STATE_DISABLE_SLEEPING, physicsClientId=c)
         for link in range(3):
             p.changeDynamics(self._agent, link, linearDamping=0.0, angularDamping=0.0,
                              jointDamping=0.0, physicsClientId=c)
@@ -328,6 +330,7 @@ class BulletBackend:
             p.resetBaseVelocity(uid, [0, 0, 0], [0, 0, 0], physicsClientId=c)
             p.changeDynamics(uid, -1, mass=0.0, physicsClientId=c)
             p.setCollisionFilterGroupMask(uid, -1, GROUP_DORMANT, GROUP_DYNAMIC, physicsClientId=c)
+            p.changeDynamics(uid, -1, activationState=p.ACTIVATION_STATE_SLEEP, physicsClientId=c)
             self._awake[i] = False
         low, high = p.getAABB(uid, -1, physicsClientId=c)
         self._boxes[i] = (low[:2], high[:2])
@@ -419,7 +422,7 @@ class BulletBackend:
             frame = CameraFrame()
             shape = (request.height, request.width)
             if request.rgb:
-                frame.rgb = np.ascontiguousarray(np.reshape(rgba, (*shape, 4))[..., :3], dtype=np.uint8)
+                frame.rgb = rgb_of(np.reshape(rgba, (*shape, 4)))
             if request.depth:
                 z = np.reshape(zbuffer, shape).astype(np.float32, copy=False)
                 near, far = np.float32(request.near), np.float32(request.far)

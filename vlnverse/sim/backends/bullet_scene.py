@@ -187,35 +187,7 @@ def build_world(p, client: int, scene: Scene, table: InstanceTable) -> BulletWor
     """Create every scene body in the PyBullet client ``client`` (``p`` is the module)."""
     world = BulletWorld()
     for (_instance, colour, collides), prims in sorted(_triangle_groups(scene, table).items()):
-        tris = _prim_triangles(scene, prims)
-        rgba = [*linear_to_srgb(colour).tolist(), 1.0]
-        if collides:
-            hulls: list[np.ndarray] = []
-            rest = []
-            for i in prims:
-                pieces, mask = convex_parts(scene.triangles[scene.prims[i].triangle_slice])
-                hulls.extend(pieces)
-                rest.append(scene.triangles[scene.prims[i].triangle_slice][mask])
-            if hulls:
-                _build_static_colliders(p, client, prims[0], hulls, np.concatenate(rest), world)
-                collides = False
-        for start in range(0, len(tris), MAX_TRIANGLES_PER_SHAPE):
-            chunk = tris[start : start + MAX_TRIANGLES_PER_SHAPE]
-            vertices, indices, normals = flat_mesh(chunk)
-            visual = p.createVisualShape(
-                p.GEOM_MESH, vertices=vertices, indices=indices, normals=normals,
-                rgbaColor=rgba, physicsClientId=client,
-            )
-            collision = -1
-            if collides:
-                collision = p.createCollisionShape(
-                    p.GEOM_MESH, vertices=vertices, indices=indices,
-                    flags=p.GEOM_FORCE_CONCAVE_TRIMESH, physicsClientId=client,
-                )
-            uid = p.createMultiBody(0.0, collision, visual, physicsClientId=client)
-            if collides:
-                p.setCollisionFilterGroupMask(uid, -1, GROUP_STATIC, STATIC_MASK, physicsClientId=client)
-            world.body_prim[uid] = prims[0]
+        _build_static_group(p, client, scene, prims, colour, collides, world)
     for object_index, obj in enumerate(scene.objects):
         if obj.movable:
             prims = [i for i, pr in enumerate(scene.prims) if pr.object_index == object_index and pr.movable]
@@ -224,29 +196,64 @@ def build_world(p, client: int, scene: Scene, table: InstanceTable) -> BulletWor
     return world
 
 
-def _static_body(p, client: int, collision: int, prim: int, world: BulletWorld, position=(0.0, 0.0, 0.0)) -> None:
-    uid = p.createMultiBody(0.0, collision, -1, basePosition=list(position), physicsClientId=client)
-    # Static pieces never pair with each other (touching convex pieces would otherwise cost
-    # a narrow-phase test per pair every tick).
-    p.setCollisionFilterGroupMask(uid, -1, GROUP_STATIC, STATIC_MASK, physicsClientId=client)
-    world.body_prim[uid] = prim
-
-
-def _build_static_colliders(
-    p, client: int, prim: int, hulls: list[np.ndarray], tris: np.ndarray, world: BulletWorld
-) -> None:
-    """Collision-only bodies of a static group: one per convex piece, triangle meshes for the rest."""
+def _static_colliders(p, client: int, scene: Scene, prims: list[int]) -> list[tuple[int, np.ndarray]]:
+    """Collision shapes of a static group with their body positions: one convex collider per
+    closed convex piece, concave triangle meshes for the rest."""
+    hulls: list[np.ndarray] = []
+    rest = []
+    for i in prims:
+        triangles = scene.triangles[scene.prims[i].triangle_slice]
+        pieces, mask = convex_parts(triangles)
+        hulls.extend(pieces)
+        rest.append(triangles[mask])
+    colliders = []
     for vertices in hulls:
         origin = (vertices.min(axis=0) + vertices.max(axis=0)) / 2.0
         shape = p.createCollisionShape(p.GEOM_MESH, vertices=(vertices - origin).tolist(), physicsClientId=client)
-        _static_body(p, client, shape, prim, world, origin.tolist())
+        colliders.append((shape, origin))
+    tris = np.concatenate(rest)
     for start in range(0, len(tris), MAX_TRIANGLES_PER_SHAPE):
         vertices, indices, _normals = flat_mesh(tris[start : start + MAX_TRIANGLES_PER_SHAPE])
         shape = p.createCollisionShape(
             p.GEOM_MESH, vertices=vertices, indices=indices,
             flags=p.GEOM_FORCE_CONCAVE_TRIMESH, physicsClientId=client,
         )
-        _static_body(p, client, shape, prim, world)
+        colliders.append((shape, np.zeros(3)))
+    return colliders
+
+
+def _build_static_group(p, client: int, scene: Scene, prims: list[int], colour: tuple, collides: bool,
+                        world: BulletWorld) -> None:
+    """Static bodies of one (instance, colour) group, each carrying a collider, a visual chunk or both.
+
+    Static bodies are plain rigid bodies (maximal coordinates), asleep, and as few as
+    possible (visual chunks share bodies with colliders): PyBullet steps every multibody
+    and refreshes every awake body's bounding box each physics step, which would make the
+    cost of a step grow with the size of the scene.
+    """
+    colliders = _static_colliders(p, client, scene, prims) if collides else []
+    tris = _prim_triangles(scene, prims)
+    chunks = [tris[start : start + MAX_TRIANGLES_PER_SHAPE] for start in range(0, len(tris), MAX_TRIANGLES_PER_SHAPE)]
+    rgba = [*linear_to_srgb(colour).tolist(), 1.0]
+    for k in range(max(len(colliders), len(chunks))):
+        collision, position = colliders[k] if k < len(colliders) else (-1, np.zeros(3))
+        visual = -1
+        if k < len(chunks):
+            vertices, indices, normals = flat_mesh(chunks[k], position)
+            visual = p.createVisualShape(
+                p.GEOM_MESH, vertices=vertices, indices=indices, normals=normals,
+                rgbaColor=rgba, physicsClientId=client,
+            )
+        uid = p.createMultiBody(0.0, collision, visual, basePosition=position.tolist(),
+                                useMaximalCoordinates=True, physicsClientId=client)
+        # Asleep, a static body's bounding box is not refreshed every physics step; the
+        # awake agent still collides with it, and static bodies are never woken by contact.
+        p.changeDynamics(uid, -1, activationState=p.ACTIVATION_STATE_SLEEP, physicsClientId=client)
+        if collision >= 0:
+            # Static pieces never pair with each other (touching convex pieces would
+            # otherwise cost a narrow-phase test per pair every tick).
+            p.setCollisionFilterGroupMask(uid, -1, GROUP_STATIC, STATIC_MASK, physicsClientId=client)
+        world.body_prim[uid] = prims[0]
 
 
 def _build_movable(p, client: int, scene: Scene, prims: list[int], world: BulletWorld) -> None:

@@ -33,7 +33,7 @@ from vlnverse.sim.backend import MoveResult
 from vlnverse.sim.backends import isaac_usd
 from vlnverse.sim.physics import PhysicsConfig
 from vlnverse.sim.semantics import structural_category
-from vlnverse.sim.types import CameraFrame, CameraRequest, Contact, Pose
+from vlnverse.sim.types import CameraFrame, CameraRequest, Contact, Pose, rgb_of
 
 logger = logging.getLogger(__name__)
 
@@ -377,7 +377,7 @@ class IsaacBackend:
     def _frame(self, request: CameraRequest, annotators: dict) -> CameraFrame:
         frame = CameraFrame()
         if request.rgb:
-            frame.rgb = np.ascontiguousarray(np.asarray(annotators["rgb"].get_data())[..., :3], dtype=np.uint8)
+            frame.rgb = rgb_of(np.asarray(annotators["rgb"].get_data(), dtype=np.uint8))
         if request.depth:
             depth = np.asarray(annotators["distance_to_image_plane"].get_data(), dtype=np.float32)
             frame.depth = np.where(np.isfinite(depth) & (depth > 0), np.minimum(depth, request.far), request.far).astype(np.float32)
