@@ -249,7 +249,7 @@ def test_batch_equals_single_on_random_episodes():
                 collisions=rng.random(n) < 0.2,
             )
         )
-    batch = compute_metrics_batch(recs, MetricsConfig(dtw_chunk_size=7))
+    batch = compute_metrics_batch(recs)
     for rec, b in zip(recs, batch, strict=True):
         s = compute_episode_metrics(rec)
         for key, value in s.to_dict().items():

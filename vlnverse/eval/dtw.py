@@ -4,31 +4,24 @@ DTW here is the textbook recurrence of Ilharco et al. (2019) (the r4r reference)
 ``D[0, 0] = 0``, ``D[i, 0] = D[0, j] = inf`` and
 ``D[i, j] = d(q_i, r_j) + min(D[i-1, j], D[i, j-1], D[i-1, j-1])`` with ``d`` the
 Euclidean distance; ``DTW(Q, R) = D[|Q|, |R|]``. Nothing is approximated (no FastDTW,
-no band): both kernels fill every cell of the ``|Q| x |R|`` table.
+no band): the kernel fills every cell of the ``|Q| x |R|`` table, row by row, in the
+order of the recurrence.
 
-Two kernels, which the tests check against each other and against a plain double loop:
-
-- :func:`dtw_distance` (one pair) walks the points of the shorter sequence and fills
-  each row (along the longer one) in a few numpy calls: unrolling ``D[i, j] = c_j +
-  min(a_j, D[i, j-1])`` gives ``D[i, j] = P_j + min_{k<=j}(a_k - P_{k-1})`` with ``P``
-  the prefix sums of the row's costs, i.e. a ``cumsum`` and a ``minimum.accumulate``.
-- :func:`dtw_distance_batch` (many pairs) walks anti-diagonals, whose cells depend only
-  on the two previous anti-diagonals, so each step is a handful of element-wise numpy
-  operations over ``(cells on the diagonal) x (episodes)`` with no scan at all. This is
-  what makes scoring ~10^4 episodes per second possible without compiled code.
+The kernel is compiled with numba (on first use, then cached on disk), and the batch
+entry point runs every pair of a batch inside one compiled call: scoring ~10^4 episodes
+per second is then bounded by resampling and bookkeeping, not by DTW.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from vlnverse.errors import MetricsError
-
-# Padding for unused reference slots in the batch kernel: large enough that any cell
-# touching it is never the minimum, small enough that squaring it does not overflow.
-_FAR = 1e150
 
 
 def resample_polyline(points: np.ndarray, spacing: float | None) -> np.ndarray:
@@ -49,14 +42,38 @@ def resample_polyline(points: np.ndarray, spacing: float | None) -> np.ndarray:
     return resample_polylines([points], spacing)[1][0]
 
 
+@dataclass(frozen=True)
+class PackedSequences:
+    """Many point sequences stored end to end: sequence ``i`` is ``points[offsets[i]:offsets[i + 1]]``."""
+
+    points: np.ndarray
+    offsets: np.ndarray
+
+    @classmethod
+    def pack(cls, sequences: Sequence[np.ndarray]) -> PackedSequences:
+        arrays = [np.asarray(a, dtype=np.float64) for a in sequences]
+        if any(a.ndim != 2 or len(a) == 0 for a in arrays) or len({a.shape[1] for a in arrays}) > 1:
+            shapes = sorted({a.shape for a in arrays}, key=str)[:4]
+            raise MetricsError(f"expected non-empty (N, D) point arrays with one common D, got shapes {shapes}")
+        offsets = np.concatenate(([0], np.cumsum([len(a) for a in arrays], dtype=np.int64)))
+        points = np.concatenate(arrays) if arrays else np.zeros((0, 2))
+        return cls(points, offsets)
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def sizes(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def unpack(self) -> list[np.ndarray]:
+        return np.split(self.points, self.offsets[1:-1])
+
+
 def resample_polylines(
     polylines: Sequence[np.ndarray], spacing: float | None
 ) -> tuple[np.ndarray, list[np.ndarray]]:
     """Lengths of many polylines and their resampling (see :func:`resample_polyline`).
-
-    All polylines are laid end to end on one arc-length axis (separated by a gap that is
-    never sampled), so the whole batch costs a few numpy calls instead of a dozen per
-    polyline.
 
     Args:
         polylines: ``(N_i, D)`` arrays with ``N_i >= 1`` and one common ``D``.
@@ -65,12 +82,21 @@ def resample_polylines(
     Returns:
         ``(lengths (P,), resampled list)``.
     """
-    arrays = [np.asarray(p, dtype=np.float64) for p in polylines]
-    if not arrays:
-        return np.zeros(0), []
-    sizes = np.array([len(a) for a in arrays])
-    pts = np.concatenate(arrays, axis=0)
-    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    lengths, packed = resample_packed(polylines, spacing)
+    return lengths, packed.unpack()
+
+
+def resample_packed(polylines: Sequence[np.ndarray], spacing: float | None) -> tuple[np.ndarray, PackedSequences]:
+    """:func:`resample_polylines` with the result packed end to end (no per-polyline arrays).
+
+    All polylines are laid end to end on one arc-length axis (separated by a gap that is
+    never sampled), so the whole batch costs a few numpy calls instead of a dozen per
+    polyline.
+    """
+    packed = PackedSequences.pack(polylines)
+    if not len(packed):
+        return np.zeros(0), packed
+    pts, starts, sizes = packed.points, packed.offsets[:-1], packed.sizes
     delta = pts[1:] - pts[:-1]
     seg = np.sqrt(np.einsum("ij,ij->i", delta, delta))
     seg[starts[1:] - 1] = 0.0  # the jump from one polyline to the next is not a segment
@@ -78,27 +104,33 @@ def resample_polylines(
     base = cum_all[starts]
     lengths = cum_all[starts + sizes - 1] - base
     if spacing is None:
-        return lengths, arrays
+        return lengths, packed
     # Global arc axis: polyline i occupies [offset_i, offset_i + length_i]; a unit gap
     # between polylines keeps the axis increasing and is never sampled.
-    offsets = base + np.arange(len(arrays), dtype=np.float64)
+    offsets = base + np.arange(len(packed), dtype=np.float64)
     gaps = np.zeros(len(pts))
     gaps[starts[1:]] = 1.0
     axis = cum_all + np.cumsum(gaps)
     regular = np.floor(lengths / spacing)
     append_end = lengths - regular * spacing >= 1e-9 * np.maximum(1.0, lengths)
     counts = regular.astype(np.int64) + 1 + append_end
-    first = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    owner = np.repeat(np.arange(len(arrays)), counts)
-    local = (np.arange(int(counts.sum())) - first[owner]) * spacing
-    local[first + counts - 1] = lengths  # every resampled path ends at its last point
+    first = np.concatenate(([0], np.cumsum(counts)))
+    owner = np.repeat(np.arange(len(packed)), counts)
+    local = (np.arange(int(first[-1])) - first[owner]) * spacing
+    local[first[1:] - 1] = lengths  # every resampled path ends at its last point
     targets = offsets[owner] + local
     out = np.empty((targets.shape[0], pts.shape[1]))
     # Repeated arc positions (zero-length segments) join equal points, so
     # interpolating through them is well defined.
     for d in range(pts.shape[1]):
         out[:, d] = np.interp(targets, axis, pts[:, d])
-    return lengths, np.split(out, first[1:])
+    return lengths, PackedSequences(out, first)
+
+
+def prepare_dtw() -> None:
+    """Compile the DTW kernel now (or load it from numba's disk cache: ~0.5 s; ~6 s
+    the very first time), so that the first episode scored is not charged for it."""
+    dtw_distance(np.zeros((1, 2)), np.zeros((1, 2)))
 
 
 def dtw_distance(query: np.ndarray, reference: np.ndarray) -> float:
@@ -111,135 +143,87 @@ def dtw_distance(query: np.ndarray, reference: np.ndarray) -> float:
     Returns:
         ``D[N, M]`` of the DTW recurrence (metres summed along the best alignment).
     """
-    q = np.asarray(query, dtype=np.float64)
-    r = np.asarray(reference, dtype=np.float64)
-    if q.ndim != 2 or r.ndim != 2 or q.shape[1] != r.shape[1] or len(q) == 0 or len(r) == 0:
-        raise MetricsError(
-            f"DTW needs two non-empty (N, D) point arrays of the same D, got {q.shape} and {r.shape}"
-        )
-    # DTW is symmetric; loop over the shorter sequence, vectorize along the longer.
-    if len(q) > len(r):
-        q, r = r, q
-    cost = np.sqrt(np.sum(np.square(q[:, None, :] - r[None, :, :]), axis=2))  # (N, M)
-    prefix = np.cumsum(cost, axis=1)
-    m = r.shape[0]
-    prev = np.full(m + 1, np.inf)
-    prev[0] = 0.0
-    row = np.empty(m + 1)
-    row[0] = np.inf
-    for i in range(cost.shape[0]):
-        p = prefix[i]
-        best_above = np.minimum(prev[1:], prev[:-1])  # min(D[i-1, j], D[i-1, j-1])
-        np.minimum.accumulate(best_above - (p - cost[i]), out=row[1:])
-        row[1:] += p
-        prev, row = row, prev
-        row[0] = np.inf
-    return float(prev[m])
+    return float(dtw_distance_batch([query], [reference])[0])
 
 
-def dtw_distance_batch(
-    queries: Sequence[np.ndarray], references: Sequence[np.ndarray], *, chunk_size: int = 256
-) -> np.ndarray:
-    """Exact DTW for many (query, reference) pairs at once.
-
-    Pairs are sorted by size and processed in chunks of similar shapes so that padding
-    wastes little work; results come back in input order.
+def dtw_distance_batch(queries: Sequence[np.ndarray], references: Sequence[np.ndarray]) -> np.ndarray:
+    """Exact DTW for many (query, reference) pairs in one compiled call.
 
     Args:
         queries: ``B`` arrays of shape ``(N_b, D)``.
         references: ``B`` arrays of shape ``(M_b, D)`` (same ``D`` throughout).
-        chunk_size: pairs per vectorized chunk (256 keeps the working set in cache).
 
     Returns:
-        ``(B,)`` DTW distances.
+        ``(B,)`` DTW distances, in input order.
     """
     if len(queries) != len(references):
         raise MetricsError(f"{len(queries)} queries but {len(references)} references")
-    n_pairs = len(queries)
-    out = np.empty(n_pairs)
-    if n_pairs == 0:
-        return out
-    qs = [np.asarray(q, dtype=np.float64) for q in queries]
-    rs = [np.asarray(r, dtype=np.float64) for r in references]
-    dims = {a.shape[1] for a in qs + rs if a.ndim == 2}
-    if len(dims) != 1 or any(a.ndim != 2 or len(a) == 0 for a in qs + rs):
-        raise MetricsError("DTW needs non-empty (N, D) point arrays with one common D")
-    # Put the longer sequence of each pair on the "row" axis (DTW is symmetric).
-    rows, cols = [], []
-    for q, r in zip(qs, rs, strict=True):
-        if len(r) > len(q):
-            q, r = r, q
-        rows.append(q)
-        cols.append(r)
-    n_rows = np.array([len(a) for a in rows])
-    n_cols = np.array([len(a) for a in cols])
-    order = np.lexsort((n_rows, n_cols))
-    for start in range(0, n_pairs, chunk_size):
-        sel = order[start : start + chunk_size]
-        out[sel] = _dtw_diagonal_chunk([rows[i] for i in sel], [cols[i] for i in sel])
+    return dtw_packed(PackedSequences.pack(queries), PackedSequences.pack(references))
+
+
+def dtw_packed(queries: PackedSequences, references: PackedSequences, pairs: np.ndarray | None = None) -> np.ndarray:
+    """DTW of ``queries[pairs[k]]`` against ``references[k]`` for every reference.
+
+    Args:
+        queries: packed query sequences.
+        references: packed reference sequences (same point dimension).
+        pairs: query index of each reference; ``None`` pairs them in order.
+    """
+    pairs = np.arange(len(references)) if pairs is None else np.asarray(pairs, dtype=np.int64)
+    if len(pairs) != len(references) or (len(pairs) and not 0 <= pairs.min() <= pairs.max() < len(queries)):
+        raise MetricsError(f"{len(references)} references cannot pair with {len(queries)} queries")
+    if len(references) and queries.points.shape[1] != references.points.shape[1]:
+        raise MetricsError(f"DTW needs one point dimension, got {queries.points.shape[1]} and {references.points.shape[1]}")
+    out = np.empty(len(references))
+    if len(out):
+        # Coordinates as rows, so a row's point costs are contiguous, vectorizable loops.
+        q_coords, r_coords = np.ascontiguousarray(queries.points.T), np.ascontiguousarray(references.points.T)
+        _compiled_kernel()(q_coords, queries.offsets, pairs, r_coords, references.offsets, out)
     return out
 
 
-def _dtw_diagonal_chunk(rows: list[np.ndarray], cols: list[np.ndarray]) -> np.ndarray:
-    """Anti-diagonal DTW over one chunk of pairs (rows longer or equal to cols).
+def _dtw_pairs(q_coords, q_offsets, pairs, r_coords, r_offsets, out):  # pragma: no cover - runs compiled
+    """``out[k]`` = DTW of query ``pairs[k]`` and reference ``k``.
 
-    Two trims keep the work close to ``sum(N_b * M_b)``: each diagonal only visits the
-    cells ``1 <= i <= N, 1 <= j <= M`` of the chunk's bounding table, and pairs are
-    ordered by the diagonal they finish on so finished pairs drop out of the arrays.
+    ``q_coords``/``r_coords`` are the packed points transposed to ``(D, total)``. Two rows
+    of the table are kept (``row[j + 1]`` is ``D[i, j]``, 1-based as in the module
+    docstring). A row's point costs are computed first, so the sequential part of the
+    recurrence is one min and one add per cell.
     """
-    n_r = np.array([len(a) for a in rows])
-    n_c = np.array([len(a) for a in cols])
-    finish = n_r + n_c
-    order = np.argsort(finish, kind="stable")
-    b = len(rows)
-    dim = rows[0].shape[1]
-    big_n, big_m = int(n_r.max()), int(n_c.max())
-    # Row points padded with +inf (cost inf => cell inf) so cells past a pair's end
-    # never win a minimum; layout (dim, index, pair) keeps pairs contiguous.
-    row_pts = np.full((dim, big_n, b), np.inf)
-    col_pts = np.full((dim, big_m, b), _FAR)
-    for slot, k in enumerate(order):
-        row_pts[:, : n_r[k], slot] = rows[k].T
-        col_pts[:, : n_c[k], slot] = cols[k].T
-    n_c_sorted = n_c[order]
-    finish_sorted = finish[order]
-    result = np.empty(b)
-    diag_km2 = np.full((big_m + 1, b), np.inf)  # anti-diagonal k-2, starting at k=0
-    diag_km2[0] = 0.0
-    diag_km1 = np.full((big_m + 1, b), np.inf)  # k-1 (k=1: only boundary cells)
-    diag_k = np.full((big_m + 1, b), np.inf)
-    cost_buf = np.empty((big_m, b))
-    tmp_buf = np.empty((big_m, b))
-    lo = 0  # pairs [0, lo) have finished
-    for k in range(2, big_n + big_m + 1):
-        # Cells (i, j) with i + j = k inside the table: j in [j_lo, j_hi].
-        j_lo, j_hi = max(1, k - big_n), min(big_m, k - 1)
-        width = j_hi - j_lo + 1
-        # Row point index i - 1 = k - 1 - j, descending as j ascends.
-        seg = row_pts[:, k - 1 - j_hi : k - j_lo, lo:][:, ::-1]
-        cols_here = col_pts[:, j_lo - 1 : j_hi, lo:]
-        cost = cost_buf[:width, : b - lo]
-        tmp = tmp_buf[:width, : b - lo]
-        np.subtract(cols_here[0], seg[0], out=cost)
-        np.multiply(cost, cost, out=cost)
-        for d in range(1, dim):
-            np.subtract(cols_here[d], seg[d], out=tmp)
-            np.multiply(tmp, tmp, out=tmp)
-            cost += tmp
-        np.sqrt(cost, out=cost)
-        body = diag_k[j_lo : j_hi + 1, lo:]
-        np.minimum(diag_km1[j_lo : j_hi + 1, lo:], diag_km1[j_lo - 1 : j_hi, lo:], out=body)
-        np.minimum(body, diag_km2[j_lo - 1 : j_hi, lo:], out=body)  # D[i-1, j-1]
-        body += cost
-        # The buffer last held diagonal k-3; the next two diagonals read one cell past
-        # each end of this one, so those must be outside-the-table infinities.
-        diag_k[j_lo - 1, lo:] = np.inf
-        if j_hi < big_m:
-            diag_k[j_hi + 1, lo:] = np.inf
-        while lo < b and finish_sorted[lo] == k:
-            result[order[lo]] = diag_k[n_c_sorted[lo], lo]
-            lo += 1
-        if lo == b:
-            break
-        diag_km2, diag_km1, diag_k = diag_km1, diag_k, diag_km2
-    return result
+    longest = np.max(np.diff(r_offsets))
+    prev = np.empty(longest + 1)
+    row = np.empty(longest + 1)
+    cost = np.empty(longest)
+    for k in range(out.shape[0]):
+        q_start, q_stop = q_offsets[pairs[k]], q_offsets[pairs[k] + 1]
+        r_start, m = r_offsets[k], r_offsets[k + 1] - r_offsets[k]
+        prev[0] = 0.0
+        for j in range(1, m + 1):
+            prev[j] = np.inf
+        for i in range(q_start, q_stop):
+            for j in range(m):
+                cost[j] = 0.0
+            for d in range(q_coords.shape[0]):
+                x = q_coords[d, i]
+                for j in range(m):
+                    delta = x - r_coords[d, r_start + j]
+                    cost[j] += delta * delta
+            for j in range(m):
+                cost[j] = math.sqrt(cost[j])
+            left = np.inf
+            row[0] = left
+            for j in range(m):
+                up, diag = prev[j + 1], prev[j]  # D[i-1, j], D[i-1, j-1]; left is D[i, j-1]
+                best = up if up < diag else diag
+                left = cost[j] + (left if left < best else best)
+                row[j + 1] = left
+            prev, row = row, prev
+        out[k] = prev[m]
+
+
+@functools.cache
+def _compiled_kernel():
+    """:func:`_dtw_pairs` compiled by numba (imported on first use; cached across runs)."""
+    import numba
+
+    return numba.njit(cache=True, nogil=True)(_dtw_pairs)

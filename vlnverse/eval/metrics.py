@@ -80,7 +80,8 @@ import numpy as np
 from vlnverse.errors import ConfigError, MetricsError
 from vlnverse.eval.dtw import (
     dtw_distance,
-    dtw_distance_batch,
+    dtw_packed,
+    resample_packed,
     resample_polyline,
     resample_polylines,
 )
@@ -109,7 +110,6 @@ class MetricsConfig:
             raising.
         debate_max_rounds: ``R_max`` of the DSCD-Nav debate metrics.
         aori: AORI parameters.
-        dtw_chunk_size: episodes per vectorized DTW chunk in batch scoring.
     """
 
     success_distance: float = 3.0
@@ -120,7 +120,6 @@ class MetricsConfig:
     allow_euclidean_fallback: bool = False
     debate_max_rounds: int = 3
     aori: AORIParams = field(default_factory=AORIParams)
-    dtw_chunk_size: int = 256
 
     def __post_init__(self) -> None:
         def positive(name: str, value: float | None) -> None:
@@ -134,10 +133,6 @@ class MetricsConfig:
         if self.debate_max_rounds < 1:
             raise ConfigError(
                 f"MetricsConfig.debate_max_rounds must be >= 1, got {self.debate_max_rounds}"
-            )
-        if self.dtw_chunk_size < 1:
-            raise ConfigError(
-                f"MetricsConfig.dtw_chunk_size must be >= 1, got {self.dtw_chunk_size}"
             )
         if not isinstance(self.aori, AORIParams):
             raise ConfigError(
@@ -603,7 +598,7 @@ def compute_metrics_batch(
     """Score many episodes; same results as :func:`compute_episode_metrics` on each
     (up to float rounding in the last digits).
 
-    Resampling and DTW, the dominant costs, run vectorized across episodes
+    Resampling runs vectorized across episodes and DTW in one compiled call
     (:func:`vlnverse.eval.dtw.resample_polylines`,
     :func:`vlnverse.eval.dtw.dtw_distance_batch`).
     """
@@ -613,13 +608,11 @@ def compute_metrics_batch(
         return []
     dims = 2 if config.planar else 3
     spacing = config.resample_spacing
-    lengths, queries = resample_polylines([r.positions[:, :dims] for r in recs], spacing)
+    lengths, queries = resample_packed([r.positions[:, :dims] for r in recs], spacing)
     with_ref = [i for i, r in enumerate(recs) if r.reference_path is not None]
-    _, refs = resample_polylines([recs[i].reference_path[:, :dims] for i in with_ref], spacing)
-    dtw_values = dtw_distance_batch(
-        [queries[i] for i in with_ref], refs, chunk_size=config.dtw_chunk_size
-    )
-    dtw_of = {i: (float(v), len(r)) for i, v, r in zip(with_ref, dtw_values, refs, strict=True)}
+    _, refs = resample_packed([recs[i].reference_path[:, :dims] for i in with_ref], spacing)
+    dtw_values = dtw_packed(queries, refs, np.array(with_ref, dtype=np.int64))
+    dtw_of = {i: (float(v), int(n)) for i, v, n in zip(with_ref, dtw_values, refs.sizes, strict=True)}
     return [
         _score(rec, config, float(lengths[i]), *dtw_of.get(i, (None, 0)))
         for i, rec in enumerate(recs)
