@@ -29,6 +29,22 @@ def test_env_from_a_usd_file(tmp_path):
     env.close()
 
 
+def test_envs_of_one_process_share_a_parsed_scene_file_until_it_changes(tmp_path):
+    path = write_room_usd(tmp_path / "room.usda")
+    strict = vlnverse.make(scene=str(path), sensors=(), physics="strict")
+    tel_hop = vlnverse.make(scene=str(path), sensors=(), physics="tel_hop")
+    assert tel_hop.unwrapped.scene is strict.unwrapped.scene
+    assert tel_hop.unwrapped.occupancy is strict.unwrapped.occupancy
+    smaller_agent = vlnverse.make(scene=str(path), sensors=(), agent={"radius": 0.2})
+    assert smaller_agent.unwrapped.occupancy is not strict.unwrapped.occupancy
+    path.write_text(path.read_text().replace("living_room", "kitchen"))
+    edited = vlnverse.make(scene=str(path), sensors=())
+    assert edited.unwrapped.scene is not strict.unwrapped.scene
+    assert [r.room_type for r in edited.unwrapped.scene.rooms] == ["kitchen"]
+    for env in (strict, tel_hop, smaller_agent, edited):
+        env.close()
+
+
 def test_async_vector_env_runs_each_env_in_its_own_process(two_rooms):
     make_env = functools.partial(vlnverse.make, scene=two_rooms, sensors=SMALL_SENSORS, physics="slide")
     envs = AsyncVectorEnv([make_env, make_env])
