@@ -364,11 +364,13 @@ class BulletBackend:
             moving[i] = speed > REST_SPEED or math.hypot(*angular) > REST_SPIN or abs(linear[2]) > REST_SPEED
             reach[i] += speed * duration
         low, high = self._boxes[:, 0], self._boxes[:, 1]
-        gaps = np.linalg.norm(np.maximum(0.0, np.maximum(low[None] - high[:, None], low[:, None] - high[None])), axis=2)
         half = self._spec.radius + travel if self._spec is not None else travel
         agent_gap = np.linalg.norm(np.maximum(0.0, np.maximum(low - [x + half, y + half], [x - half, y - half] - high)), axis=1)
         if not agent_reach:
             agent_gap = np.full(len(self._managed), np.inf)
+        if not self._awake.any() and agent_gap.min() > WAKE_MARGIN:
+            return  # all asleep and out of the agent's reach: nothing to wake or freeze
+        gaps = np.linalg.norm(np.maximum(0.0, np.maximum(low[None] - high[:, None], low[:, None] - high[None])), axis=2)
         wake = self._within_reach(agent_gap, gaps, reach, moving, WAKE_MARGIN)
         keep = self._within_reach(agent_gap, gaps, reach, moving, WAKE_MARGIN + DORMANT_HYSTERESIS)
         for i in np.flatnonzero(wake & ~self._awake):
