@@ -1,11 +1,15 @@
-"""Executor plumbing: chunking by scene and physics, argument checks."""
+"""Executor plumbing: the affinity scheduler, the local pool's error handling, argument checks."""
 
 from __future__ import annotations
 
+import os
+from dataclasses import replace
+
 import pytest
 
-from vlnverse.errors import ConfigError
-from vlnverse.eval.executors import chunk_items, run_items
+from vlnverse.errors import ConfigError, SceneError
+from vlnverse.eval.agent import Agent
+from vlnverse.eval.executors import AffinityScheduler, run_items
 from vlnverse.eval.worker import RunSpec, WorkItem
 
 
@@ -14,13 +18,89 @@ def items(groups):
             for scene, physics, n in groups for i in range(n)]
 
 
-def test_chunks_never_mix_scenes_or_physics_and_keep_order():
-    work = items([("a", "strict", 17), ("a", "tel_hop", 17), ("b", "strict", 3)])
-    chunks = chunk_items(work, workers=2)  # at most ceil(37 / 8) = 5 per chunk
-    assert [len(c) for c in chunks] == [5, 5, 5, 2, 5, 5, 5, 2, 3]
-    assert [i for c in chunks for i in c] == work
-    assert all(len({(i.scene_file, i.physics) for i in c}) == 1 for c in chunks)
-    assert chunk_items(work[:1], workers=4) == [work[:1]]
+def group(item):
+    return item.scene_file, item.physics
+
+
+def take(scheduler, worker, n):
+    return [scheduler.next_for(worker) for _ in range(n)]
+
+
+def test_workers_start_on_different_scenes_and_keep_to_their_group():
+    work = items([("a", "strict", 3), ("a", "tel_hop", 3), ("b", "strict", 3), ("b", "tel_hop", 3)])
+    scheduler = AffinityScheduler(work)
+    assert group(scheduler.next_for(0)) == ("a", "strict")
+    assert group(scheduler.next_for(1)) == ("b", "strict")  # a's other group: its scene is on worker 0
+    assert take(scheduler, 0, 2) == work[1:3]  # in the given order
+    assert take(scheduler, 1, 2) == work[7:9]
+
+
+def test_a_worker_prefers_the_other_physics_mode_of_a_scene_it_loaded():
+    work = items([("a", "strict", 2), ("b", "strict", 2), ("a", "tel_hop", 1), ("c", "strict", 5)])
+    scheduler = AffinityScheduler(work)
+    assert group(scheduler.next_for(0)) == ("c", "strict")  # the largest group first
+    assert group(scheduler.next_for(1)) == ("a", "strict")
+    scheduler.next_for(1)
+    assert group(scheduler.next_for(1)) == ("a", "tel_hop")  # not the larger ("b", "strict")
+
+
+def test_the_tail_is_shared_with_the_largest_remaining_group():
+    work = items([("a", "strict", 1), ("b", "strict", 5), ("c", "strict", 3)])
+    scheduler = AffinityScheduler(work)
+    assert [group(scheduler.next_for(w)) for w in range(3)] == [("b", "strict"), ("c", "strict"), ("a", "strict")]
+    assert group(scheduler.next_for(2)) == ("b", "strict")  # 4 left there, 2 in c
+    assert group(scheduler.next_for(0)) == ("b", "strict")  # worker 0 keeps to it too
+
+
+def test_every_item_is_handed_out_once_and_deterministically():
+    work = items([("a", "strict", 7), ("a", "tel_hop", 4), ("b", "strict", 1), ("c", "slide", 9)])
+    calls = [0, 1, 2, 2, 1, 0, 0, 0, 2] * 4
+
+    def handed_out():
+        scheduler = AffinityScheduler(work)
+        return [scheduler.next_for(w) for w in calls], scheduler
+
+    got, scheduler = handed_out()
+    assert sorted(i.key for i in got if i is not None) == sorted(i.key for i in work)
+    assert got[len(work):] == [None] * (len(calls) - len(work))
+    assert [scheduler.next_for(w) for w in range(3)] == [None] * 3
+    assert handed_out()[0] == got
+    assert AffinityScheduler([]).next_for(0) is None
+
+
+@pytest.fixture(scope="module")
+def real_items(bundled_dataset):
+    """Coarse test episodes of the bundled scenes under Strict."""
+    from vlnverse.eval.harness import plan_items, select_episodes
+    from vlnverse.tasks.dataset import EpisodeDataset
+
+    dataset = EpisodeDataset.open(str(bundled_dataset))
+    return plan_items(dataset, select_episodes(dataset, "test", "coarse", None, 0), ("strict",), 0)
+
+
+@pytest.mark.timeout(120)
+def test_a_worker_error_is_raised_in_the_parent(real_items, tmp_path):
+    missing = [replace(item, scene_file=str(tmp_path / "missing.usd")) for item in real_items[:2]]
+    with pytest.raises(SceneError, match="missing.usd: no such file"):
+        run_items(RunSpec(agent="oracle"), real_items + missing, lambda result: None, workers=2)
+
+
+class DyingAgent(Agent):
+    """Ends its process at the first step (as a segfault would)."""
+
+    sensors = ()
+
+    def reset(self, episode):
+        pass
+
+    def act(self, observation):
+        os._exit(3)
+
+
+@pytest.mark.timeout(120)
+def test_a_dead_worker_process_is_an_error_not_a_hang(real_items):
+    with pytest.raises(RuntimeError, match=r"died unexpectedly \(exit code 3\)"):
+        run_items(RunSpec(agent=DyingAgent()), real_items, lambda result: None, workers=2)
 
 
 def test_run_items_checks_its_arguments():

@@ -1,41 +1,112 @@
-"""Where work items run: in this process, in a local process pool, or on a Ray cluster.
+"""Where work items run: in this process, in local worker processes, or on Ray actors.
 
 Every executor streams :class:`~vlnverse.eval.worker.WorkResult` objects back to the
 caller's ``on_result`` one episode at a time as they finish (the caller writes them to
-``episodes.jsonl``) and hands items out in the given order (grouped by scene and physics
-mode), so a worker sees a scene's episodes one after another and loads that scene once.
-Results do not depend on the executor: each episode's seed derives from the run seed and
-the episode alone.
+``episodes.jsonl``). The parallel executors hand out single items on demand through an
+:class:`AffinityScheduler`, which keeps each worker on one scene and physics mode, so few
+workers build each env while the load still balances. Results do not depend on the
+executor: each episode's seed derives from the run seed and the episode alone.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import multiprocessing
 import queue
 import sys
+import time
+from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from vlnverse.errors import ConfigError, DependencyNotInstalled
-from vlnverse.eval.worker import (
-    EvalWorker,
-    RunSpec,
-    WorkItem,
-    WorkResult,
-    init_process_worker,
-    run_chunk_in_process_worker,
-)
+from vlnverse.eval.worker import EvalWorker, RunSpec, WorkItem, WorkResult, run_process_worker
 
 logger = logging.getLogger(__name__)
 
 EXECUTORS = ("local", "ray")
 IN_FLIGHT_PER_WORKER = 2
-CHUNKS_PER_WORKER = 4
+"""Items queued per worker: it starts the next one while its last result travels back."""
+POLL_S = 0.2
+"""How often the local pool checks, while it waits for results, that its workers live."""
+STOP_TIMEOUT_S = 5.0
+"""How long stopping workers may take to close their envs before they are terminated."""
 
 OnResult = Callable[[WorkResult], None]
+Group = tuple[str, str]
+"""Items that share an env: (scene file, physics mode)."""
+
+
+class AffinityScheduler:
+    """Hands out work items one at a time, keeping each worker on one (scene, physics) group.
+
+    Building an env takes ~0.5-0.8 s, so a worker should build few; handing out single
+    items on demand (not fixed chunks) still lets the workers finish together.
+    """
+
+    def __init__(self, items: Sequence[WorkItem]) -> None:
+        self._groups: dict[Group, deque[WorkItem]] = {}
+        for item in items:
+            self._groups.setdefault((item.scene_file, item.physics), deque()).append(item)
+        self._current: dict[int, Group] = {}
+        self._scenes: dict[int, set[str]] = {}
+
+    def next_for(self, worker: int) -> WorkItem | None:
+        """The next item for ``worker`` (``None`` once every item has been handed out)."""
+        group = self._choose(worker)
+        if group is None:
+            self._current.pop(worker, None)
+            return None
+        self._current[worker] = group
+        self._scenes.setdefault(worker, set()).add(group[0])
+        remaining = self._groups[group]
+        item = remaining.popleft()
+        if not remaining:
+            del self._groups[group]
+        return item
+
+    def _choose(self, worker: int) -> Group | None:
+        """The worker's own group while it lasts; else an unclaimed group, preferring a
+        scene this worker has loaded, then one no other worker has, then the largest;
+        else the largest group, shared with the worker on it, so the tail still balances."""
+        current = self._current.get(worker)
+        if current in self._groups:
+            return current
+        claimed = set(self._current.values())
+        unclaimed = [group for group in self._groups if group not in claimed]
+        if unclaimed:
+            mine = self._scenes.get(worker, set())
+            others = set().union(*(scenes for w, scenes in self._scenes.items() if w != worker))
+            return max(unclaimed, key=lambda g: (g[0] in mine, g[0] not in others, self._left(g)))
+        return max(self._groups, key=self._left, default=None)
+
+    def _left(self, group: Group) -> int:
+        return len(self._groups[group])
+
+
+def dispatch(items: Sequence[WorkItem], workers: int, submit: Callable[[int, WorkItem], None],
+             receive: Callable[[], tuple[int, WorkResult]], on_result: OnResult) -> None:
+    """Run ``items`` on ``workers`` workers, keeping :data:`IN_FLIGHT_PER_WORKER` of them
+    in flight on each: ``submit(worker, item)`` sends one, ``receive()`` waits for the next
+    ``(worker, result)``, and that worker gets its next item before ``on_result`` runs."""
+    scheduler = AffinityScheduler(items)
+    in_flight = 0
+
+    def feed(worker: int) -> None:
+        nonlocal in_flight
+        item = scheduler.next_for(worker)
+        if item is not None:
+            submit(worker, item)
+            in_flight += 1
+
+    for _ in range(IN_FLIGHT_PER_WORKER):
+        for worker in range(workers):
+            feed(worker)
+    while in_flight:
+        worker, result = receive()
+        in_flight -= 1
+        feed(worker)
+        on_result(result)
 
 
 def run_serial(spec: RunSpec, items: Sequence[WorkItem], on_result: OnResult) -> None:
@@ -48,52 +119,67 @@ def run_serial(spec: RunSpec, items: Sequence[WorkItem], on_result: OnResult) ->
         worker.close()
 
 
-def chunk_items(items: Sequence[WorkItem], workers: int, per_worker: int = CHUNKS_PER_WORKER) -> list[list[WorkItem]]:
-    """Consecutive items of the same scene and physics mode, in chunks of at most
-    ``len(items) / (workers * per_worker)`` (rounded up): a chunk runs on one worker, so
-    scenes are loaded by few workers while the load still balances."""
-    size = max(1, math.ceil(len(items) / (workers * per_worker)))
-    chunks: list[list[WorkItem]] = []
-    for item in items:
-        last = chunks[-1] if chunks else None
-        same = last is not None and (last[0].scene_file, last[0].physics) == (item.scene_file, item.physics)
-        if same and len(last) < size:
-            last.append(item)
-        else:
-            chunks.append([item])
-    return chunks
-
-
 def run_local_pool(spec: RunSpec, items: Sequence[WorkItem], on_result: OnResult, workers: int) -> None:
     """Run items on ``workers`` processes, each with its own agent and envs.
 
-    Items go out in chunks (:func:`chunk_items`) but results come back one episode at a
-    time through a queue, so an interrupted run keeps every finished episode. Processes
-    are forked on Linux (no re-import, scripts need no ``__main__`` guard; the parent
-    holds no simulator) and spawned elsewhere.
+    Each process has its own inbox and all share one results queue, so results come back
+    one episode at a time. Processes are forked on Linux (no re-import, scripts need no
+    ``__main__`` guard; the parent holds no simulator) and spawned elsewhere.
+
+    Raises:
+        Exception: a worker's error (e.g. :class:`~vlnverse.errors.SceneError`), or a
+            RuntimeError when a worker process died.
     """
     context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
     results = context.Queue()
-    chunks = chunk_items(items, workers)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=init_process_worker,
-                             initargs=(spec, results)) as pool:
-        pending = {pool.submit(run_chunk_in_process_worker, chunk) for chunk in chunks}
-        expected, received = len(items), 0
+    inboxes = [context.Queue() for _ in range(workers)]
+    processes: list[Any] = []
+    try:
+        for worker_id, inbox in enumerate(inboxes):
+            process = context.Process(target=run_process_worker, name=f"vlnverse-eval-{worker_id}",
+                                      args=(worker_id, spec, inbox, results))
+            process.start()
+            processes.append(process)
+        dispatch(items, workers, lambda worker, item: inboxes[worker].put(item),
+                 lambda: receive_result(results, processes), on_result)
+    finally:
+        stop_processes(processes, inboxes)
+
+
+def receive_result(results: Any, processes: Sequence[Any]) -> tuple[int, WorkResult]:
+    """The next ``(worker id, result)`` of the local pool; raises a worker's error, or a
+    RuntimeError when a worker process died (rather than waiting for it forever)."""
+    while True:
         try:
-            while received < expected:
-                try:
-                    result = results.get(timeout=0.2)
-                except queue.Empty:
-                    for future in [f for f in pending if f.done()]:
-                        future.result()  # raises the worker's error (or BrokenProcessPool)
-                        pending.discard(future)
-                    continue
-                received += 1
-                on_result(result)
-        except BaseException:
-            for future in pending:
-                future.cancel()
-            raise
+            worker_id, payload = results.get(timeout=POLL_S)
+        except queue.Empty:
+            dead = next((p for p in processes if not p.is_alive()), None)
+            if dead is None:
+                continue
+            try:  # what it sent last (its error) may have arrived meanwhile
+                worker_id, payload = results.get(timeout=POLL_S)
+            except queue.Empty:
+                raise RuntimeError(f"eval worker process {dead.name} (pid {dead.pid}) died "
+                                   f"unexpectedly (exit code {dead.exitcode})") from None
+        if isinstance(payload, Exception):
+            raise payload
+        return worker_id, payload
+
+
+def stop_processes(processes: Sequence[Any], inboxes: Sequence[Any]) -> None:
+    """Ask the worker processes to finish (closing their envs), then terminate those still
+    running after :data:`STOP_TIMEOUT_S`."""
+    for inbox in inboxes:
+        inbox.put(None)
+        inbox.cancel_join_thread()  # a dead worker leaves its inbox unread: do not wait on it
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+    for process in processes:
+        if process.is_alive():
+            logger.warning("eval worker process %s did not stop; terminating it", process.name)
+            process.terminate()
+            process.join()
 
 
 def import_ray() -> Any:
@@ -107,7 +193,7 @@ def import_ray() -> Any:
 
 def run_ray(spec: RunSpec, items: Sequence[WorkItem], on_result: OnResult, workers: int,
             address: str | None = None, init_kwargs: dict[str, Any] | None = None) -> None:
-    """Run items on ``workers`` Ray actors (one agent and env cache each).
+    """Run items on ``workers`` Ray actors (one agent and env cache each), fed by :func:`dispatch`.
 
     Args:
         address: Ray cluster address (``"auto"``, ``"ray://host:10001"``); ``None`` starts
@@ -124,22 +210,16 @@ def run_ray(spec: RunSpec, items: Sequence[WorkItem], on_result: OnResult, worke
     try:
         actor_class = ray.remote(num_cpus=1)(EvalWorker)
         actors = [actor_class.remote(spec) for _ in range(workers)]
-        queue = iter(items)
-        pending: dict[Any, Any] = {}
+        pending: dict[Any, int] = {}
 
-        def feed(actor: Any) -> None:
-            item = next(queue, None)
-            if item is not None:
-                pending[actor.run.remote(item)] = actor
+        def submit(worker: int, item: WorkItem) -> None:
+            pending[actors[worker].run.remote(item)] = worker
 
-        for actor in actors:
-            for _ in range(IN_FLIGHT_PER_WORKER):
-                feed(actor)
-        while pending:
+        def receive() -> tuple[int, WorkResult]:
             done, _ = ray.wait(list(pending), num_returns=1)
-            actor = pending.pop(done[0])
-            on_result(ray.get(done[0]))
-            feed(actor)
+            return pending.pop(done[0]), ray.get(done[0])
+
+        dispatch(items, workers, submit, receive, on_result)
         ray.get([actor.close.remote() for actor in actors])
         for actor in actors:
             ray.kill(actor)

@@ -9,6 +9,8 @@ worker loads each scene once while it works through that scene's episodes.
 from __future__ import annotations
 
 import logging
+import pickle
+import traceback
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -173,28 +175,33 @@ class EvalWorker:
         self.agent.close()
 
 
-# -- process-pool plumbing: one EvalWorker per process, created by the pool initializer ---
-
-_PROCESS_WORKER: EvalWorker | None = None
-_PROCESS_RESULTS: Any = None
+# -- local process pool: one EvalWorker per process, fed one item at a time ------------------
 
 
-def init_process_worker(spec: RunSpec, results: Any) -> None:
-    """Pool initializer: build this process's worker (closed when the process exits);
-    results of chunks are streamed to the ``results`` queue one episode at a time."""
-    from multiprocessing import util
+def run_process_worker(worker_id: int, spec: RunSpec, inbox: Any, results: Any) -> None:
+    """Process main of the local pool: run the items from ``inbox`` until ``None``, putting
+    ``(worker_id, result)`` on ``results``. An error (the worker or an env cannot be built)
+    is put there instead, to be raised in the parent, and ends the process."""
+    worker = None
+    try:
+        worker = EvalWorker(spec)
+        for item in iter(inbox.get, None):
+            results.put((worker_id, worker.run(item)))
+    except KeyboardInterrupt:
+        pass  # Ctrl-C reached the parent too, which stops the run
+    except Exception as exc:  # noqa: BLE001 - raised again in the parent
+        results.put((worker_id, picklable_error(exc)))
+    finally:
+        if worker is not None:
+            worker.close()
 
-    global _PROCESS_WORKER, _PROCESS_RESULTS
-    _PROCESS_WORKER = EvalWorker(spec)
-    _PROCESS_RESULTS = results
-    util.Finalize(_PROCESS_WORKER, _PROCESS_WORKER.close, exitpriority=10)
 
-
-def run_chunk_in_process_worker(items: list[WorkItem]) -> int:
-    """Pool task: run ``items`` on this process's worker, putting each result on the
-    results queue as soon as it is done; returns how many were put."""
-    if _PROCESS_WORKER is None:
-        raise RuntimeError("init_process_worker() was not called in this process")
-    for item in items:
-        _PROCESS_RESULTS.put(_PROCESS_WORKER.run(item))
-    return len(items)
+def picklable_error(error: Exception) -> Exception:
+    """``error`` if it survives pickling (to go back to the parent), else a RuntimeError
+    carrying its formatted traceback."""
+    try:
+        pickle.loads(pickle.dumps(error))
+    except Exception:  # noqa: BLE001 - any pickling failure
+        text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+        return RuntimeError(f"an eval worker failed (the error cannot be sent back):\n{text}")
+    return error
