@@ -78,6 +78,11 @@ class DependencyNotInstalled(VLNVerseError, ImportError):
         super().__init__(f"{package} is not installed{why}; install it with: {command}")
         self.package = package
         self.extra = extra
+        self.purpose = purpose
+
+    def __reduce__(self):
+        # Rebuilt from its arguments, so it crosses process boundaries (eval workers) intact.
+        return type(self), (self.package, self.extra, self.purpose)
 
 
 class InvalidActionError(VLNVerseError, ValueError):

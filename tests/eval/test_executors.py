@@ -52,6 +52,15 @@ def test_the_tail_is_shared_with_the_largest_remaining_group():
     assert group(scheduler.next_for(0)) == ("b", "strict")  # worker 0 keeps to it too
 
 
+def test_a_worker_does_not_join_a_group_with_only_a_few_items_left():
+    for size, joins in ((4, True), (3, False)):
+        work = items([("a", "strict", size), ("b", "strict", 1)])
+        scheduler = AffinityScheduler(work)
+        assert [group(scheduler.next_for(w)) for w in range(2)] == [("a", "strict"), ("b", "strict")]
+        # 3 left in a: worth building a second env; 2 left: worker 0 finishes them sooner.
+        assert (scheduler.next_for(1) is not None) == joins
+
+
 def test_every_item_is_handed_out_once_and_deterministically():
     work = items([("a", "strict", 7), ("a", "tel_hop", 4), ("b", "strict", 1), ("c", "slide", 9)])
     calls = [0, 1, 2, 2, 1, 0, 0, 0, 2] * 4
@@ -62,7 +71,6 @@ def test_every_item_is_handed_out_once_and_deterministically():
 
     got, scheduler = handed_out()
     assert sorted(i.key for i in got if i is not None) == sorted(i.key for i in work)
-    assert got[len(work):] == [None] * (len(calls) - len(work))
     assert [scheduler.next_for(w) for w in range(3)] == [None] * 3
     assert handed_out()[0] == got
     assert AffinityScheduler([]).next_for(0) is None

@@ -27,6 +27,8 @@ logger = logging.getLogger(__name__)
 EXECUTORS = ("local", "ray")
 IN_FLIGHT_PER_WORKER = 2
 """Items queued per worker: it starts the next one while its last result travels back."""
+MIN_ITEMS_TO_SHARE = 3
+"""A worker joins another's group only while it has this many items left."""
 POLL_S = 0.2
 """How often the local pool checks, while it waits for results, that its workers live."""
 STOP_TIMEOUT_S = 5.0
@@ -68,7 +70,8 @@ class AffinityScheduler:
     def _choose(self, worker: int) -> Group | None:
         """The worker's own group while it lasts; else an unclaimed group, preferring a
         scene this worker has loaded, then one no other worker has, then the largest;
-        else the largest group, shared with the worker on it, so the tail still balances."""
+        else the largest group, shared with the worker on it, so the tail still balances
+        (unless only a few items are left in it)."""
         current = self._current.get(worker)
         if current in self._groups:
             return current
@@ -78,7 +81,10 @@ class AffinityScheduler:
             mine = self._scenes.get(worker, set())
             others = set().union(*(scenes for w, scenes in self._scenes.items() if w != worker))
             return max(unclaimed, key=lambda g: (g[0] in mine, g[0] not in others, self._left(g)))
-        return max(self._groups, key=self._left, default=None)
+        largest = max(self._groups, key=self._left, default=None)
+        if largest is None or self._left(largest) < MIN_ITEMS_TO_SHARE:
+            return None  # the workers on the last groups finish them sooner than a new env is built
+        return largest
 
     def _left(self, group: Group) -> int:
         return len(self._groups[group])

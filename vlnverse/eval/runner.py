@@ -101,7 +101,6 @@ def run_episode(
     seed: int = 0,
     metrics: MetricsConfig | None = None,
     reference_image: str | None = None,
-    goal_fields: Any = None,
 ) -> tuple[dict[str, Any], EpisodeTiming]:
     """Run ``agent`` through ``episode`` in ``env`` and return its record and timing.
 
@@ -114,8 +113,6 @@ def run_episode(
         seed: The run seed; the env reset and the agent get :func:`episode_seed`.
         metrics: Scoring settings.
         reference_image: Absolute path of the visual-reference image, if any.
-        goal_fields: ``fields(goal_xy) -> DistanceField`` for long-horizon scoring
-            (default: the env's navigator, uncached).
 
     Returns:
         ``(record, timing)``; the record is JSON-ready (see :mod:`vlnverse.eval.store`).
@@ -216,10 +213,7 @@ def run_episode(
     positions = pose_arr[:, :3]
     goals = np.array([g.position for g in episode.goals], dtype=np.float64)
     if episode.task == "long_horizon":
-        fields = goal_fields or base.navigator.distance_field
-        goal_distances = np.stack([
-            np.asarray(fields(tuple(g[:2])).distance_at(positions[:, :2]), dtype=np.float64).reshape(-1)
-            for g in goals])
+        goal_distances = base.goal_distances(positions[:, :2])  # the fields the env built at reset
     else:
         goal_distances = np.array(leg_distances)[None, :]
     reference = np.array(episode.reference_path, dtype=np.float64) if episode.reference_path else None

@@ -26,8 +26,6 @@ logger = logging.getLogger(__name__)
 
 ENV_CACHE_SIZE = 2
 """Envs a worker keeps alive (scene x physics); items arrive grouped, so 2 covers a switch."""
-FIELD_CACHE_SIZE = 64
-"""Goal distance fields kept per env (long-horizon scoring)."""
 
 
 @dataclass(frozen=True)
@@ -108,7 +106,6 @@ class EvalWorker:
         self.agent = build_agent(spec)
         prepare_dtw()
         self._envs: OrderedDict[tuple[str, str], Any] = OrderedDict()
-        self._fields: dict[tuple[str, str], OrderedDict] = {}
 
     def env(self, scene_file: str, physics: str) -> Any:
         """The env of ``scene_file`` under ``physics`` (built on first use, LRU-cached)."""
@@ -120,28 +117,13 @@ class EvalWorker:
 
         while len(self._envs) >= ENV_CACHE_SIZE:
             old_key, old = self._envs.popitem(last=False)
-            self._fields.pop(old_key, None)
             old.close()
         env = NavEnv(scene_file, backend=self.spec.backend, physics=physics,
                      action_space=self.agent.action_space, sensors=self.agent.sensors,
                      max_episode_steps=self.spec.max_steps,
                      occupancy_resolution=self.spec.occupancy_resolution)
         self._envs[key] = env
-        self._fields[key] = OrderedDict()
         return env
-
-    def _field_fn(self, key: tuple[str, str], env: Any):
-        cache = self._fields[key]
-
-        def field_of(goal_xy: tuple[float, float]):
-            goal_xy = (round(float(goal_xy[0]), 4), round(float(goal_xy[1]), 4))
-            if goal_xy not in cache:
-                if len(cache) >= FIELD_CACHE_SIZE:
-                    cache.popitem(last=False)
-                cache[goal_xy] = env.navigator.distance_field(goal_xy)
-            return cache[goal_xy]
-
-        return field_of
 
     def run(self, item: WorkItem) -> WorkResult:
         """Evaluate one item (agent failures are recorded in the result, not raised)."""
@@ -152,7 +134,6 @@ class EvalWorker:
         record, timing = run_episode(
             env, self.agent, episode, physics=item.physics, seed=self.spec.seed,
             metrics=self.spec.metrics, reference_image=item.reference_image,
-            goal_fields=self._field_fn((item.scene_file, item.physics), env),
         )
         record["plot"] = None
         if item.plot and self.spec.plots_dir:
@@ -171,7 +152,6 @@ class EvalWorker:
         while self._envs:
             _, env = self._envs.popitem()
             env.close()
-        self._fields.clear()
         self.agent.close()
 
 
