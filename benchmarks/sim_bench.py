@@ -8,7 +8,8 @@ Figures (printed as ``BENCH <name> <value> <unit> target <op> <value>``):
   interleaved rounds of the same run (median of rounds).
 - ``sim.steps_per_s``: the env's absolute rate; ``sim.panorama_obs_per_s``: observations/s
   of the paper's 12-view RGB rig.
-- ``sim.vector_scaling_2proc``: ``AsyncVectorEnv`` throughput with 2 processes over 1.
+- ``sim.vector_scaling_2proc``: ``AsyncVectorEnv`` throughput with 2 processes over 1
+  (``--vector-rounds`` alternating runs of each; the best of each counts).
 - ``sim.rss_mb``: resident memory of one env process on the scene.
 
 The scene is the largest bundled one (``assets/scenes/*/scene.usd*``), or ``--scene``;
@@ -119,6 +120,7 @@ def main() -> None:
     parser.add_argument("--scene", default=None)
     parser.add_argument("--steps", type=int, default=40, help="env steps per round")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--vector-rounds", type=int, default=2)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         scene = str(pick_scene(args.scene, Path(tmp)))
@@ -146,8 +148,10 @@ def main() -> None:
         panorama_rate = 3 / (time.perf_counter() - start)
         panorama.close()
         env.close()
-        one = vector_rate(scene, 1, args.steps)
-        two = vector_rate(scene, 2, args.steps)
+        one = two = 0.0
+        for _ in range(args.vector_rounds):  # alternating; the best of each counts (the VM's speed drifts)
+            one = max(one, vector_rate(scene, 1, args.steps))
+            two = max(two, vector_rate(scene, 2, args.steps))
         print(f"vector env: {one:.1f} steps/s with 1 process, {two:.1f} with 2")
         print(f"BENCH sim.step_ratio_vs_raw_render {statistics.median(ratios):.3f} x target >= 0.8")
         print(f"BENCH sim.steps_per_s {steps_per_s:.1f} steps/s target >= 0")
