@@ -149,6 +149,7 @@ def bench_harness_overhead(args: argparse.Namespace) -> list[str]:
 
 def bench_worker_scaling(args: argparse.Namespace) -> list[str]:
     """``eval.scaling_2workers`` (target >= 1.7 x)."""
+    from vlnverse.envs.nav_env import clear_scene_cache
     from vlnverse.eval.harness import EvalConfig, evaluate
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -157,6 +158,7 @@ def bench_worker_scaling(args: argparse.Namespace) -> list[str]:
         for repeat in range(args.scaling_repeats):
             walls = {}
             for workers in (1, 2):
+                clear_scene_cache()  # as in a fresh `vlnverse eval` process (forked workers inherit it)
                 start = time.perf_counter()
                 result = evaluate(EvalConfig(dataset=str(dataset), out=str(Path(tmp) / f"w{workers}-{repeat}"),
                                              agent="oracle", workers=workers, plots=0, seed=args.seed))

@@ -713,6 +713,11 @@ def _occupancy_of(scene: Scene, dims: tuple[float, float, float, float]) -> Any:
                            step_height=step_height)
 
 
+def clear_scene_cache() -> None:
+    """Forget the scene files parsed by this process (see :data:`PREPARED_SCENES`)."""
+    _prepared.clear()
+
+
 def _prepared_scene(path: Path, dims: tuple[float, float, float, float]) -> tuple[Scene, Any]:
     """The parsed scene file and its occupancy map, shared by the envs of one process (e.g.
     one per physics mode); a file changed on disk is parsed again."""
