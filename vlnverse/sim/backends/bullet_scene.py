@@ -90,6 +90,19 @@ def _triangle_groups(scene: Scene, table: InstanceTable) -> dict[tuple, list[int
     return groups
 
 
+def _weld(points: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
+    """Points closer than ``tol`` (on a grid of that step) welded: the index of each weld
+    group's first point, and each point's group."""
+    keys = np.round((points - points.min(axis=0)) / max(tol, 1e-12)).astype(np.int64)
+    base = int(keys.max()) + 1
+    if base ** 3 >= 2**62:  # too fine a grid for one integer code per point
+        _, first, group = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    else:
+        codes = (keys[:, 0] * base + keys[:, 1]) * base + keys[:, 2]
+        _, first, group = np.unique(codes, return_index=True, return_inverse=True)
+    return first, group.reshape(-1)
+
+
 def convex_vertices(triangles: np.ndarray, tolerance: float = CONVEX_TOLERANCE) -> np.ndarray | None:
     """The distinct vertices of ``triangles`` if they bound a closed convex polyhedron, else None.
 
@@ -106,14 +119,13 @@ def convex_vertices(triangles: np.ndarray, tolerance: float = CONVEX_TOLERANCE) 
     if size <= 0.0:
         return None
     tol = tolerance * size
-    keys = np.round((points - points.min(axis=0)) / max(tol, 1e-12)).astype(np.int64)
-    _, first, weld = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    first, weld = _weld(points, tol)
     weld = weld.reshape(-1, 3)
     vertices = points[first]
     if len(vertices) < 4 or np.any((weld[:, 0] == weld[:, 1]) | (weld[:, 1] == weld[:, 2]) | (weld[:, 0] == weld[:, 2])):
         return None
     edges = np.sort(np.concatenate([weld[:, [0, 1]], weld[:, [1, 2]], weld[:, [2, 0]]]), axis=1)
-    _, counts = np.unique(edges, axis=0, return_counts=True)
+    _, counts = np.unique(edges[:, 0] * len(vertices) + edges[:, 1], return_counts=True)
     if np.any(counts != 2):
         return None
     normals = np.cross(tris[:, 1] - tris[:, 0], tris[:, 2] - tris[:, 0])
@@ -150,8 +162,7 @@ def convex_parts(triangles: np.ndarray, tolerance: float = CONVEX_TOLERANCE) -> 
         return [whole], np.zeros(len(tris), dtype=bool)
     points = tris.reshape(-1, 3)
     size = float(np.linalg.norm(points.max(axis=0) - points.min(axis=0)))
-    keys = np.round((points - points.min(axis=0)) / max(tolerance * size, 1e-12)).astype(np.int64)
-    weld = np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1, 3).tolist()
+    weld = _weld(points, tolerance * size)[1].reshape(-1, 3).tolist()
     hulls: list[np.ndarray] = []
     start = 0
     while start < len(tris):
