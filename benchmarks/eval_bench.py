@@ -206,7 +206,7 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=5000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--scaling-repeats", type=int, default=3,
+    parser.add_argument("--scaling-repeats", type=int, default=5,
                         help="back-to-back (1 worker, 2 workers) pairs for the scaling figure (the median counts)")
     parser.add_argument("--per-scene", type=int, default=4,
                         help="coarse trajectories per bundled scene for the harness figures")

@@ -120,7 +120,7 @@ def main() -> None:
     parser.add_argument("--scene", default=None)
     parser.add_argument("--steps", type=int, default=40, help="env steps per round")
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--vector-rounds", type=int, default=3)
+    parser.add_argument("--vector-rounds", type=int, default=5)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         scene = str(pick_scene(args.scene, Path(tmp)))
