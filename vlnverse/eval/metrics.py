@@ -1,7 +1,7 @@
 """Per-episode VLN metrics of the VLNVerse paper (§3.4, Appendix B Table 8) and more.
 
 Entry points: :func:`compute_episode_metrics` for one :class:`EpisodeRecord` and
-:func:`compute_metrics_batch` for many (it vectorizes DTW across episodes and is the fast
+:func:`compute_metrics_batch` for many (one compiled DTW call for the batch: the fast
 path, >= 10^4 episodes/s). Both return :class:`EpisodeMetrics`, whose ``to_dict()`` is the
 ``metrics`` object of ``episodes.jsonl``.
 
@@ -599,8 +599,7 @@ def compute_metrics_batch(
     (up to float rounding in the last digits).
 
     Resampling runs vectorized across episodes and DTW in one compiled call
-    (:func:`vlnverse.eval.dtw.resample_polylines`,
-    :func:`vlnverse.eval.dtw.dtw_distance_batch`).
+    (:func:`vlnverse.eval.dtw.resample_packed`, :func:`vlnverse.eval.dtw.dtw_packed`).
     """
     config = config or MetricsConfig()
     recs = [_as_record(r, config) for r in records]

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from vlnverse.eval.agent import Agent, as_agent
-from vlnverse.eval.dtw import prepare_dtw
 from vlnverse.eval.metrics import MetricsConfig
 from vlnverse.eval.runner import EpisodeTiming, run_episode
 
@@ -104,7 +103,6 @@ class EvalWorker:
     def __init__(self, spec: RunSpec) -> None:
         self.spec = spec
         self.agent = build_agent(spec)
-        prepare_dtw()
         self._envs: OrderedDict[tuple[str, str], Any] = OrderedDict()
 
     def env(self, scene_file: str, physics: str) -> Any:
