@@ -99,3 +99,25 @@ def test_resample_polylines_batch_matches_single_and_reports_lengths():
         # Consecutive samples are spacing apart along the path, so never further apart.
         if len(o) > 1:
             assert np.all(np.linalg.norm(np.diff(o, axis=0), axis=1) <= 0.3 + 1e-9)
+
+
+def test_batch_kernel_compiles_without_a_writable_cache(monkeypatch):
+    import numba
+
+    from vlnverse.eval import dtw
+
+    real_njit = numba.njit
+
+    def njit(*args, cache=False, **kwargs):
+        if cache:
+            raise RuntimeError("cannot cache function '_dtw_pairs': no locator available")
+        return real_njit(*args, **kwargs)
+
+    monkeypatch.setattr(numba, "njit", njit)
+    dtw._compiled_kernel.cache_clear()
+    try:
+        prediction = np.array([(0, 0), (1, 0), (2, 0), (3, 0)], dtype=float)
+        reference = np.array([(0, 0), (1, 0), (2, 1), (3, 2)], dtype=float)
+        assert dtw_distance_batch([prediction], [reference])[0] == pytest.approx(3.0, abs=1e-12)
+    finally:
+        dtw._compiled_kernel.cache_clear()

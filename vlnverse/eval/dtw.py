@@ -248,7 +248,11 @@ def _dtw_pairs(q_coords, q_offsets, pairs, r_coords, r_offsets, out):  # pragma:
 
 @functools.cache
 def _compiled_kernel():
-    """:func:`_dtw_pairs` compiled by numba (imported on first use; cached across runs)."""
+    """:func:`_dtw_pairs` compiled by numba (imported on first use; cached across runs
+    where numba finds a writable cache folder, else compiled once per process)."""
     import numba
 
-    return numba.njit(cache=True, nogil=True)(_dtw_pairs)
+    try:
+        return numba.njit(cache=True, nogil=True)(_dtw_pairs)
+    except RuntimeError:  # "no locator available": read-only install and no writable cache dir
+        return numba.njit(nogil=True)(_dtw_pairs)
