@@ -21,7 +21,8 @@ scenes) is done before the clock starts.
 ``--workers 1`` over ``--workers 2`` on the same run (``oracle``, same dataset, fresh output
 folders), process start-up and per-worker scene loading included; the median over
 ``--scaling-repeats`` back-to-back pairs of runs (this shared 2-core VM's speed drifts by
-tens of percent over minutes; a pair sees the same speed). The machine's own
+tens of percent over minutes; a pair sees the same speed). The CPU seconds of both
+configurations are printed too: what the 2-worker run costs beyond the work itself. The machine's own
 ceiling is measured in the same run — two processes of pure Python arithmetic against
 one doing both shares — and ``eval.scaling_2workers_vs_cpu`` is the harness's scaling
 relative to it (on shared or throttled virtual CPUs the ceiling can be far below 2).
@@ -154,24 +155,34 @@ def bench_worker_scaling(args: argparse.Namespace) -> list[str]:
 
     with tempfile.TemporaryDirectory() as tmp:
         dataset = bundled_dataset(Path(tmp), args.per_scene, args.seed)
-        pairs = []
+        pairs, cpu = [], {1: [], 2: []}
         for repeat in range(args.scaling_repeats):
             walls = {}
             for workers in (1, 2):
                 clear_scene_cache()  # as in a fresh `vlnverse eval` process (forked workers inherit it)
-                start = time.perf_counter()
+                cpu_start, start = cpu_seconds(), time.perf_counter()
                 result = evaluate(EvalConfig(dataset=str(dataset), out=str(Path(tmp) / f"w{workers}-{repeat}"),
                                              agent="oracle", workers=workers, plots=0, seed=args.seed))
                 walls[workers] = time.perf_counter() - start
+                cpu[workers].append(cpu_seconds() - cpu_start)
             pairs.append((walls[1], walls[2]))
         n = len(result.records)
     ratio = statistics.median(one / two for one, two in pairs)
     ceiling = cpu_scaling_reference()
     runs = ", ".join(f"{one:.1f}/{two:.1f} s" for one, two in pairs)
     print(f"scaling: oracle, {n} episodes x physics; 1/2 workers {runs} -> median {ratio:.2f}x; "
-          f"this machine's 2-process ceiling (pure compute) {ceiling:.2f}x")
+          f"this machine's 2-process ceiling (pure compute) {ceiling:.2f}x; CPU seconds used (all "
+          f"processes, median) {statistics.median(cpu[1]):.1f} with 1 worker, {statistics.median(cpu[2]):.1f} with 2")
     return [f"BENCH eval.scaling_2workers {ratio:.2f} x target >= 1.7",
             f"BENCH eval.scaling_2workers_vs_cpu {ratio / ceiling:.2f} x target >= 0.85"]
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and of its finished child processes (the eval workers)."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def _burn(n: int) -> int:
