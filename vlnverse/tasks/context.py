@@ -95,12 +95,7 @@ class SceneContext:
 
     def rooms_along(self, points: np.ndarray) -> np.ndarray:
         """Room index (-1 outside rooms) of each point (N, 2|3), vectorized."""
-        occ = self.occupancy
-        rc = occ.world_to_cell(points)
-        inside = occ.in_grid(rc)
-        out = np.full(len(rc), -1, dtype=np.int64)
-        out[inside] = occ.room_map[rc[inside, 0], rc[inside, 1]]
-        return out
+        return self.occupancy.lookup(self.occupancy.room_map, points, -1).astype(np.int64)
 
     def room_label(self, room_id: str | None) -> str:
         return room_name(self.room_types.get(room_id, "unknown")) if room_id else "room"
