@@ -150,7 +150,7 @@ def bench_harness_overhead(args: argparse.Namespace) -> list[str]:
 
 def bench_worker_scaling(args: argparse.Namespace) -> list[str]:
     """``eval.scaling_2workers`` (target >= 1.7 x)."""
-    from vlnverse.envs.nav_env import clear_scene_cache
+    from vlnverse.scene.loading import clear_scene_cache
     from vlnverse.eval.harness import EvalConfig, evaluate
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,11 +1,25 @@
-"""Shared test configuration: skip Isaac-marked tests where Isaac Sim is not installed."""
+"""Shared test configuration: a private disk cache for the session; skip Isaac-marked tests
+where Isaac Sim is not installed."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
+import tempfile
 
 import pytest
+
+_CACHE_DIR = tempfile.mkdtemp(prefix="vlnverse-test-cache-")
+
+
+def pytest_configure(config):
+    # Tests (and the CLI processes they start) never read the user's scene cache.
+    os.environ["VLNVERSE_CACHE_DIR"] = _CACHE_DIR
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(_CACHE_DIR, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -7,7 +7,7 @@ import pytest
 from gymnasium.vector import AsyncVectorEnv
 
 import vlnverse
-from vlnverse.envs.nav_env import clear_scene_cache
+from vlnverse.scene.loading import clear_scene_cache
 
 from ..sim.usd_room import write_room_usd
 from .conftest import SMALL_SENSORS

@@ -41,7 +41,6 @@ from __future__ import annotations
 import logging
 import math
 import string
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,10 +66,6 @@ from vlnverse.sim.simulator import Simulator
 from vlnverse.sim.types import CameraRequest, Pose, StepReport
 
 logger = logging.getLogger(__name__)
-
-#: Scene files kept parsed (with their occupancy maps) per process.
-PREPARED_SCENES = 4
-_prepared: OrderedDict[tuple, tuple[Scene, Any]] = OrderedDict()
 
 #: Characters an instruction may always contain (the Text space adds any others it sees).
 INSTRUCTION_CHARSET = frozenset(string.printable) - frozenset("\x0b\x0c")
@@ -305,17 +300,20 @@ class NavEnv(gym.Env):
 
     def _load_scene(self, scene: str | Path | Scene, rig: Any = None) -> None:
         """Make ``scene`` the loaded scene (a no-op when it already is)."""
+        from vlnverse.scene.loading import scene_with_occupancy
         from vlnverse.scene.navigation import Navigator
+        from vlnverse.scene.occupancy import build_occupancy
 
         key = f"scene:{id(scene)}" if isinstance(scene, Scene) else str(Path(scene).resolve())
         if key == self._scene_key and self.sim is not None:
             return
         spec = self.agent_spec
-        dims = (spec.radius, spec.height, spec.step_height, self._occupancy_resolution)
+        dims = {"agent_radius": spec.radius, "agent_height": spec.height, "step_height": spec.step_height,
+                "resolution": self._occupancy_resolution}
         if isinstance(scene, Scene):
-            loaded, occupancy = scene, _occupancy_of(scene, dims)
+            loaded, occupancy = scene, build_occupancy(scene, **dims)
         else:
-            loaded, occupancy = _prepared_scene(Path(key), dims)
+            loaded, occupancy = scene_with_occupancy(key, **dims)
         rig = rig if rig is not None else SensorRig.from_spec(self.sim.rig)
         sim = Simulator(loaded, agent=spec, sensors=rig, physics=self.physics, backend=self._backend_name,
                         occupancy=occupancy, pose=Pose(*occupancy.sample_navigable(np.random.default_rng(0), 1)[0], 0.0))
@@ -702,39 +700,6 @@ class NavEnv(gym.Env):
         sim = getattr(self, "sim", None)
         if sim is not None:
             sim.close()
-
-
-def _occupancy_of(scene: Scene, dims: tuple[float, float, float, float]) -> Any:
-    """The occupancy map of ``scene`` for the agent ``dims`` (radius, height, step height, resolution)."""
-    from vlnverse.scene.occupancy import build_occupancy
-
-    radius, height, step_height, resolution = dims
-    return build_occupancy(scene, agent_radius=radius, agent_height=height, resolution=resolution,
-                           step_height=step_height)
-
-
-def clear_scene_cache() -> None:
-    """Forget the scene files parsed by this process (see :data:`PREPARED_SCENES`)."""
-    _prepared.clear()
-
-
-def _prepared_scene(path: Path, dims: tuple[float, float, float, float]) -> tuple[Scene, Any]:
-    """The parsed scene file and its occupancy map, shared by the envs of one process (e.g.
-    one per physics mode); a file changed on disk is parsed again."""
-    from vlnverse.scene import load_scene
-
-    try:
-        stat = path.stat()
-        key = (str(path), stat.st_mtime_ns, stat.st_size, dims)
-    except OSError:
-        key = (str(path), None, None, dims)  # load_scene reports the missing file
-    if key not in _prepared:
-        scene = load_scene(path)
-        _prepared[key] = (scene, _occupancy_of(scene, dims))
-        while len(_prepared) > PREPARED_SCENES:
-            _prepared.popitem(last=False)
-    _prepared.move_to_end(key)
-    return _prepared[key]
 
 
 class _LazyOracle:

@@ -12,10 +12,10 @@ import numpy as np
 from vlnverse.fileio import atomic_open, write_json_atomic
 from vlnverse.scene.bev import save_bev
 from vlnverse.scene.navigation import Navigator
-from vlnverse.scene.occupancy import OccupancyMap, build_occupancy
+from vlnverse.scene.loading import scene_with_occupancy
+from vlnverse.scene.occupancy import OccupancyMap
 from vlnverse.scene.scene_graph import build_scene_graph, save_scene_graph
 from vlnverse.scene.types import Scene
-from vlnverse.scene.usd_loader import load_scene
 
 
 @dataclass
@@ -30,9 +30,9 @@ class PreparedScene:
 
 def prepare_scene(path: str | Path, agent_radius: float = 0.30, agent_height: float = 1.50,
                   resolution: float = 0.05) -> PreparedScene:
-    """Load → occupancy → navigator → scene graph."""
-    scene = load_scene(path)
-    occupancy = build_occupancy(scene, agent_radius=agent_radius, agent_height=agent_height, resolution=resolution)
+    """Load → occupancy (both cached, see :mod:`vlnverse.scene.loading`) → navigator → scene graph."""
+    scene, occupancy = scene_with_occupancy(path, agent_radius=agent_radius, agent_height=agent_height,
+                                            resolution=resolution)
     return PreparedScene(scene, occupancy, Navigator(occupancy), build_scene_graph(scene, occupancy))
 
 

@@ -115,6 +115,7 @@ class Scene:
         rooms: Annotated rooms (segmented rooms are added by the occupancy layer).
         doors: Doorways authored with ``vlnverse:connects``.
         source_meters_per_unit, source_up_axis: The stage's own metadata before normalization.
+        sources: The files the stage was composed from (its layers and their assets).
     """
 
     path: Path
@@ -126,6 +127,7 @@ class Scene:
     doors: list[Door] = field(default_factory=list)
     source_meters_per_unit: float = 1.0
     source_up_axis: str = "Z"
+    sources: tuple[str, ...] = ()
 
     @property
     def scene_id(self) -> str:

@@ -44,7 +44,7 @@ def load_scene(path: str | Path) -> Scene:
     from pxr import Usd, UsdGeom
 
     path = Path(path)
-    stage = _open_stage(path)
+    stage, sources = _open_stage(path)
     correction = _stage_correction(stage)
     xform_cache = UsdGeom.XformCache(Usd.TimeCode.Default())
     has_collision_api = _stage_has_collision_api(stage)
@@ -101,10 +101,12 @@ def load_scene(path: str | Path) -> Scene:
         doors=doors,
         source_meters_per_unit=float(UsdGeom.GetStageMetersPerUnit(stage)),
         source_up_axis=str(UsdGeom.GetStageUpAxis(stage)),
+        sources=sources,
     )
 
 
-def _open_stage(path: Path):
+def _open_stage(path: Path) -> tuple[object, tuple[str, ...]]:
+    """The stage of ``path`` and the files it is composed from (layers, then assets)."""
     from pxr import Sdf, Usd, UsdUtils
 
     if not path.exists():
@@ -125,14 +127,15 @@ def _open_stage(path: Path):
         raise SceneError(f"{path}: not a valid USD file ({first.strip()})") from exc
     if layer is None:
         raise SceneError(f"{path}: not a valid USD file")
-    _, _, unresolved = UsdUtils.ComputeAllDependencies(str(path))
+    layers, assets, unresolved = UsdUtils.ComputeAllDependencies(str(path))
     if unresolved:
         missing = ", ".join(sorted(str(p) for p in unresolved))
         raise SceneError(f"{path}: references missing asset file(s): {missing}")
     stage = Usd.Stage.Open(layer, load=Usd.Stage.LoadAll)
     if stage is None:
         raise SceneError(f"{path}: USD could not open the stage")
-    return stage
+    files = [layer.realPath.split("[", 1)[0] for layer in layers if layer.realPath] + [str(a) for a in assets]
+    return stage, tuple(dict.fromkeys(files))
 
 
 def _stage_correction(stage) -> np.ndarray:

@@ -39,6 +39,7 @@ from vlnverse.sim.backends.bullet_scene import (
     GROUP_DYNAMIC,
     BulletWorld,
     build_world,
+    cached_world_plan,
 )
 from vlnverse.sim.physics import PhysicsConfig
 from vlnverse.sim.semantics import build_instance_table
@@ -143,7 +144,7 @@ class BulletBackend:
             raise SimulationError("bullet backend is closed")
         if self._world is not None:
             raise SimulationError("bullet backend: load_scene may be called once")
-        self._world = build_world(self._p, self._client, scene, build_instance_table(scene))
+        self._world = build_world(self._p, self._client, cached_world_plan(scene, build_instance_table(scene)))
         self._lut = self._world.lookup_table(extra=4)
         self._managed = np.array(sorted(self._world.dynamics), dtype=np.int64)
         self._boxes = np.zeros((len(self._managed), 2, 2))

@@ -6,17 +6,22 @@ reproduces exactly and which collides far cheaper than a triangle mesh; every ot
 prim keeps a concave triangle-mesh collider. Each labelled movable object becomes one
 dynamic body (convex hull collider, one visual link per colour). Prims sharing a semantic
 instance and colour are merged into one visual body, so contacts and segmentation resolve
-to instances while the number of bodies stays small; when such a group has convex prims,
-its colliders live in collision-only bodies (nothing to render) mapped to the same prim.
+to instances while the number of bodies stays small; a group's visual chunks share
+bodies with its colliders.
+
+Building takes two steps: :func:`world_plan` turns the scene into plain data (the convex
+decomposition, the flat-shaded meshes, the masses), which :func:`cached_world_plan` keeps
+per scene in memory and on disk; :func:`build_world` creates a plan's bodies in a client.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from vlnverse.cache import cached, content_digest
 from vlnverse.scene.types import Scene
 from vlnverse.sim.semantics import InstanceTable
 
@@ -36,6 +41,9 @@ MOVABLE_MASS_RANGE = (0.5, 120.0)
 GROUP_DYNAMIC, GROUP_STATIC, GROUP_DORMANT = 1, 2, 4
 #: Static geometry pairs with neither dormant movables nor other static geometry.
 STATIC_MASK = ~(GROUP_DORMANT | GROUP_STATIC)
+#: World plans a process keeps in memory (the worlds of one scene share one).
+PLANS_KEPT = 4
+_plans: OrderedDict[str, WorldPlan] = OrderedDict()
 
 
 def linear_to_srgb(rgb: np.ndarray) -> np.ndarray:
@@ -194,21 +202,82 @@ def _prim_triangles(scene: Scene, prims: list[int]) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros((0, 3, 3))
 
 
-def build_world(p, client: int, scene: Scene, table: InstanceTable) -> BulletWorld:
-    """Create every scene body in the PyBullet client ``client`` (``p`` is the module)."""
-    world = BulletWorld()
+@dataclass(frozen=True)
+class VisualMesh:
+    """A flat-shaded visual shape: unshared vertices, indices, normals and an sRGB colour."""
+
+    vertices: np.ndarray
+    indices: np.ndarray
+    normals: np.ndarray
+    rgba: tuple[float, float, float, float]
+
+
+@dataclass(frozen=True)
+class StaticBody:
+    """A sleeping static body at ``position`` with a collider, a visual chunk or both.
+
+    Attributes:
+        hull: Convex collider: its vertices relative to ``position`` (PyBullet takes their hull).
+        trimesh: Concave collider: (vertices, indices) of a triangle mesh.
+    """
+
+    position: np.ndarray
+    prim: int
+    hull: np.ndarray | None = None
+    trimesh: tuple[np.ndarray, np.ndarray] | None = None
+    visual: VisualMesh | None = None
+
+
+@dataclass(frozen=True)
+class MovableBody:
+    """A dynamic body centred at ``centre``: a convex-hull collider (``hull`` points, if the
+    object collides) and one visual per colour (the first on the base, the others on fixed links)."""
+
+    centre: np.ndarray
+    prim: int
+    mass: float
+    hull: np.ndarray | None
+    visuals: tuple[VisualMesh, ...]
+
+
+@dataclass(frozen=True)
+class WorldPlan:
+    """Every body of a scene's PyBullet world, as plain data (cached per scene: it takes the
+    convex decomposition, about half the time of building a world)."""
+
+    statics: tuple[StaticBody, ...]
+    movables: tuple[MovableBody, ...]
+
+
+def cached_world_plan(scene: Scene, table: InstanceTable) -> WorldPlan:
+    """:func:`world_plan` of ``scene``, shared by the worlds of one process and kept in the
+    disk cache (:mod:`vlnverse.cache`), keyed by everything the plan is made from."""
+    key = content_digest(scene.triangles, scene.prims, [o.movable for o in scene.objects], table.prim_instance)
+    if key not in _plans:
+        _plans[key] = cached("bullet-world-plan", (key,), lambda: world_plan(scene, table))
+        while len(_plans) > PLANS_KEPT:
+            _plans.popitem(last=False)
+    _plans.move_to_end(key)
+    return _plans[key]
+
+
+def world_plan(scene: Scene, table: InstanceTable) -> WorldPlan:
+    """The bodies of ``scene``: static groups (see the module docs), then movable objects."""
+    statics: list[StaticBody] = []
     for (_instance, colour, collides), prims in sorted(_triangle_groups(scene, table).items()):
-        _build_static_group(p, client, scene, prims, colour, collides, world)
+        statics.extend(_static_group(scene, prims, colour, collides))
+    movables = []
     for object_index, obj in enumerate(scene.objects):
         if obj.movable:
             prims = [i for i, pr in enumerate(scene.prims) if pr.object_index == object_index and pr.movable]
-            if prims:
-                _build_movable(p, client, scene, prims, world)
-    return world
+            body = _movable(scene, prims) if prims else None
+            if body is not None:
+                movables.append(body)
+    return WorldPlan(tuple(statics), tuple(movables))
 
 
-def _static_colliders(p, client: int, scene: Scene, prims: list[int]) -> list[tuple[int, np.ndarray]]:
-    """Collision shapes of a static group with their body positions: one convex collider per
+def _static_colliders(scene: Scene, prims: list[int]) -> list[tuple[np.ndarray, np.ndarray | None, tuple | None]]:
+    """Colliders of a static group as (body position, hull, trimesh): one convex collider per
     closed convex piece, concave triangle meshes for the rest."""
     hulls: list[np.ndarray] = []
     rest = []
@@ -220,58 +289,37 @@ def _static_colliders(p, client: int, scene: Scene, prims: list[int]) -> list[tu
     colliders = []
     for vertices in hulls:
         origin = (vertices.min(axis=0) + vertices.max(axis=0)) / 2.0
-        shape = p.createCollisionShape(p.GEOM_MESH, vertices=(vertices - origin).tolist(), physicsClientId=client)
-        colliders.append((shape, origin))
+        colliders.append((origin, vertices - origin, None))
     tris = np.concatenate(rest)
     for start in range(0, len(tris), MAX_TRIANGLES_PER_SHAPE):
         vertices, indices, _normals = flat_mesh(tris[start : start + MAX_TRIANGLES_PER_SHAPE])
-        shape = p.createCollisionShape(
-            p.GEOM_MESH, vertices=vertices, indices=indices,
-            flags=p.GEOM_FORCE_CONCAVE_TRIMESH, physicsClientId=client,
-        )
-        colliders.append((shape, np.zeros(3)))
+        colliders.append((np.zeros(3), None, (vertices, indices)))
     return colliders
 
 
-def _build_static_group(p, client: int, scene: Scene, prims: list[int], colour: tuple, collides: bool,
-                        world: BulletWorld) -> None:
-    """Static bodies of one (instance, colour) group, each carrying a collider, a visual chunk or both.
+def _static_group(scene: Scene, prims: list[int], colour: tuple, collides: bool) -> list[StaticBody]:
+    """Static bodies of one (instance, colour) group: visual chunks share bodies with colliders.
 
     Static bodies are plain rigid bodies (maximal coordinates), asleep, and as few as
-    possible (visual chunks share bodies with colliders): PyBullet steps every multibody
-    and refreshes every awake body's bounding box each physics step, which would make the
-    cost of a step grow with the size of the scene.
+    possible: PyBullet steps every multibody and refreshes every awake body's bounding box
+    each physics step, which would make the cost of a step grow with the size of the scene.
     """
-    colliders = _static_colliders(p, client, scene, prims) if collides else []
+    colliders = _static_colliders(scene, prims) if collides else []
     tris = _prim_triangles(scene, prims)
     chunks = [tris[start : start + MAX_TRIANGLES_PER_SHAPE] for start in range(0, len(tris), MAX_TRIANGLES_PER_SHAPE)]
-    rgba = [*linear_to_srgb(colour).tolist(), 1.0]
+    rgba = (*linear_to_srgb(colour).tolist(), 1.0)
+    bodies = []
     for k in range(max(len(colliders), len(chunks))):
-        collision, position = colliders[k] if k < len(colliders) else (-1, np.zeros(3))
-        visual = -1
-        if k < len(chunks):
-            vertices, indices, normals = flat_mesh(chunks[k], position)
-            visual = p.createVisualShape(
-                p.GEOM_MESH, vertices=vertices, indices=indices, normals=normals,
-                rgbaColor=rgba, physicsClientId=client,
-            )
-        uid = p.createMultiBody(0.0, collision, visual, basePosition=position.tolist(),
-                                useMaximalCoordinates=True, physicsClientId=client)
-        # Asleep, a static body's bounding box is not refreshed every physics step; the
-        # awake agent still collides with it, and static bodies are never woken by contact.
-        p.changeDynamics(uid, -1, activationState=p.ACTIVATION_STATE_SLEEP, physicsClientId=client)
-        if collision >= 0:
-            # Static pieces never pair with each other (touching convex pieces would
-            # otherwise cost a narrow-phase test per pair every tick).
-            p.setCollisionFilterGroupMask(uid, -1, GROUP_STATIC, STATIC_MASK, physicsClientId=client)
-        world.body_prim[uid] = prims[0]
+        position, hull, trimesh = colliders[k] if k < len(colliders) else (np.zeros(3), None, None)
+        visual = VisualMesh(*flat_mesh(chunks[k], position), rgba) if k < len(chunks) else None
+        bodies.append(StaticBody(position, prims[0], hull, trimesh, visual))
+    return bodies
 
 
-def _build_movable(p, client: int, scene: Scene, prims: list[int], world: BulletWorld) -> None:
-    """One dynamic body: a convex-hull collider and one fixed visual link per colour."""
+def _movable(scene: Scene, prims: list[int]) -> MovableBody | None:
     tris = _prim_triangles(scene, prims)
     if not len(tris):
-        return
+        return None
     points = tris.reshape(-1, 3)
     centre = (points.min(axis=0) + points.max(axis=0)) / 2.0
     colliding = [i for i in prims if scene.prims[i].collides]
@@ -280,20 +328,60 @@ def _build_movable(p, client: int, scene: Scene, prims: list[int], world: Bullet
     by_colour: dict[tuple, list[int]] = defaultdict(list)
     for i in prims:
         by_colour[tuple(round(float(c), 3) for c in scene.prims[i].color)].append(i)
-    visuals = []
-    for colour, members in sorted(by_colour.items()):
-        vertices, indices, normals = flat_mesh(_prim_triangles(scene, members)[:MAX_TRIANGLES_PER_SHAPE], centre)
-        visuals.append(p.createVisualShape(
-            p.GEOM_MESH, vertices=vertices, indices=indices, normals=normals,
-            rgbaColor=[*linear_to_srgb(colour).tolist(), 1.0], physicsClientId=client,
-        ))
+    visuals = tuple(
+        VisualMesh(*flat_mesh(_prim_triangles(scene, members)[:MAX_TRIANGLES_PER_SHAPE], centre),
+                   (*linear_to_srgb(colour).tolist(), 1.0))
+        for colour, members in sorted(by_colour.items())
+    )
+    return MovableBody(centre, prims[0], mass, hull_points, visuals)
+
+
+def build_world(p, client: int, plan: WorldPlan) -> BulletWorld:
+    """Create the bodies of ``plan`` in the PyBullet client ``client`` (``p`` is the module)."""
+    world = BulletWorld()
+    for body in plan.statics:
+        _create_static(p, client, body, world)
+    for body in plan.movables:
+        _create_movable(p, client, body, world)
+    return world
+
+
+def _visual_shape(p, client: int, mesh: VisualMesh) -> int:
+    # PyBullet reads Python lists about 6x faster than numpy arrays.
+    return p.createVisualShape(p.GEOM_MESH, vertices=mesh.vertices.tolist(), indices=mesh.indices.tolist(),
+                               normals=mesh.normals.tolist(), rgbaColor=list(mesh.rgba), physicsClientId=client)
+
+
+def _create_static(p, client: int, body: StaticBody, world: BulletWorld) -> None:
     collision = -1
-    if hull_points is not None:
-        collision = p.createCollisionShape(p.GEOM_MESH, vertices=hull_points, physicsClientId=client)
+    if body.hull is not None:
+        collision = p.createCollisionShape(p.GEOM_MESH, vertices=body.hull.tolist(), physicsClientId=client)
+    elif body.trimesh is not None:
+        vertices, indices = body.trimesh
+        collision = p.createCollisionShape(p.GEOM_MESH, vertices=vertices.tolist(), indices=indices.tolist(),
+                                           flags=p.GEOM_FORCE_CONCAVE_TRIMESH, physicsClientId=client)
+    visual = _visual_shape(p, client, body.visual) if body.visual is not None else -1
+    uid = p.createMultiBody(0.0, collision, visual, basePosition=body.position.tolist(),
+                            useMaximalCoordinates=True, physicsClientId=client)
+    # Asleep, a static body's bounding box is not refreshed every physics step; the
+    # awake agent still collides with it, and static bodies are never woken by contact.
+    p.changeDynamics(uid, -1, activationState=p.ACTIVATION_STATE_SLEEP, physicsClientId=client)
+    if collision >= 0:
+        # Static pieces never pair with each other (touching convex pieces would
+        # otherwise cost a narrow-phase test per pair every tick).
+        p.setCollisionFilterGroupMask(uid, -1, GROUP_STATIC, STATIC_MASK, physicsClientId=client)
+    world.body_prim[uid] = body.prim
+
+
+def _create_movable(p, client: int, body: MovableBody, world: BulletWorld) -> None:
+    visuals = [_visual_shape(p, client, mesh) for mesh in body.visuals]
+    collision = -1
+    if body.hull is not None:
+        collision = p.createCollisionShape(p.GEOM_MESH, vertices=body.hull.tolist(), physicsClientId=client)
     extra = len(visuals) - 1
     uid = p.createMultiBody(
-        baseMass=mass, baseCollisionShapeIndex=collision, baseVisualShapeIndex=visuals[0],
-        basePosition=centre.tolist(),
+        baseMass=body.mass, baseCollisionShapeIndex=collision, baseVisualShapeIndex=visuals[0],
+        basePosition=body.centre.tolist(),
         linkMasses=[1e-3] * extra, linkCollisionShapeIndices=[-1] * extra,
         linkVisualShapeIndices=visuals[1:], linkPositions=[[0, 0, 0]] * extra,
         linkOrientations=[[0, 0, 0, 1]] * extra, linkInertialFramePositions=[[0, 0, 0]] * extra,
@@ -302,8 +390,8 @@ def _build_movable(p, client: int, scene: Scene, prims: list[int], world: Bullet
         useMaximalCoordinates=True, physicsClientId=client,
     )
     p.changeDynamics(uid, -1, activationState=p.ACTIVATION_STATE_ENABLE_SLEEPING, physicsClientId=client)
-    world.body_prim[uid] = prims[0]
-    world.movable[uid] = (tuple(centre.tolist()), (0.0, 0.0, 0.0, 1.0))
+    world.body_prim[uid] = body.prim
+    world.movable[uid] = (tuple(body.centre.tolist()), (0.0, 0.0, 0.0, 1.0))
     if collision >= 0:
         info = p.getDynamicsInfo(uid, -1, physicsClientId=client)
         world.dynamics[uid] = (float(info[0]), tuple(info[2]))

@@ -1,0 +1,118 @@
+"""A disk cache of data derived from scene files: parsed scenes, occupancy maps, physics plans.
+
+Preparing a scene for an env (parsing the USD stage, rasterizing the occupancy map,
+splitting colliders into convex pieces) takes 0.5-1 s, and every process that opens the
+scene would repeat it: each eval or datagen worker, each re-run, each test. Entries live
+in ``$VLNVERSE_CACHE_DIR`` (default ``$XDG_CACHE_HOME/vlnverse``, i.e. ``~/.cache/vlnverse``;
+``off`` disables the cache), in a size-capped :mod:`diskcache` store that evicts the
+least recently used entries.
+
+Entries are only read by the code that wrote them: every key includes a digest of this
+package's source files, so any code change starts afresh. Callers put the inputs in the
+key (or check them with ``fresh``). An entry that cannot be read, or a cache folder that
+cannot be written, only costs the time of building the value again.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import os
+import pickle
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+CACHE_DIR_ENV = "VLNVERSE_CACHE_DIR"
+DISABLED = ("off", "none", "0", "false")
+SIZE_LIMIT = 2 * 1024**3
+"""Bytes the cache may hold before the least recently used entries are evicted."""
+
+_caches: dict[int, Any] = {}  # pid → its diskcache.Cache (or None when unusable): never shared across fork
+
+
+def cache_directory() -> Path | None:
+    """Where the cache lives, or ``None`` when ``$VLNVERSE_CACHE_DIR`` turns it off."""
+    configured = os.environ.get(CACHE_DIR_ENV)
+    if configured is not None:
+        return None if configured.strip().lower() in DISABLED or not configured.strip() else Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "vlnverse"
+
+
+@functools.lru_cache(maxsize=1)
+def code_digest() -> str:
+    """A digest of every source file of this package (entries of other code never match)."""
+    root = Path(__file__).resolve().parent
+    digest = hashlib.blake2b(digest_size=16)
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def content_digest(*parts: Any) -> str:
+    """A digest of picklable values (numpy arrays by their bytes)."""
+    return hashlib.blake2b(pickle.dumps(parts, protocol=pickle.HIGHEST_PROTOCOL), digest_size=16).hexdigest()
+
+
+def _store() -> Any:
+    """This process's cache store (``None``: disabled or unusable)."""
+    pid = os.getpid()
+    if pid not in _caches:
+        directory = cache_directory()
+        store = None
+        if directory is not None:
+            try:
+                import diskcache
+
+                store = diskcache.Cache(str(directory), size_limit=SIZE_LIMIT,
+                                        eviction_policy="least-recently-used")
+            except Exception as exc:  # noqa: BLE001 - any failure only disables the cache
+                logger.warning("scene cache disabled: cannot open %s (%s)", directory, exc)
+        _caches[pid] = store
+    return _caches[pid]
+
+
+def cached(namespace: str, key: tuple, build: Callable[[], T], *,
+           fresh: Callable[[T], bool] | None = None) -> T:
+    """The value stored under ``(namespace, key)``, else ``build()`` (then stored).
+
+    Args:
+        namespace: What kind of value (one per producer).
+        key: Picklable values that determine the value.
+        build: Computes the value (picklable) on a miss.
+        fresh: Whether a stored value still holds (e.g. its source files are unchanged).
+    """
+    store = _store()
+    if store is None:
+        return build()
+    full_key = (namespace, code_digest(), *key)
+    try:
+        value = store.get(full_key, default=_MISSING, retry=True)
+    except Exception as exc:  # noqa: BLE001 - an unreadable entry is rebuilt
+        logger.debug("cache entry %s unreadable (%s); rebuilding", namespace, exc)
+        value = _MISSING
+    if value is not _MISSING and (fresh is None or fresh(value)):
+        return value
+    value = build()
+    try:
+        store.set(full_key, value, retry=True)
+    except Exception as exc:  # noqa: BLE001 - a full or read-only disk only costs speed
+        logger.debug("cache entry %s not stored (%s)", namespace, exc)
+    return value
+
+
+def clear() -> None:
+    """Empty this process's cache store (for tests and benchmarks of cold starts)."""
+    store = _store()
+    if store is not None:
+        store.clear(retry=True)
+
+
+_MISSING = object()
