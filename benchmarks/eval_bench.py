@@ -150,8 +150,8 @@ def bench_harness_overhead(args: argparse.Namespace) -> list[str]:
 
 def bench_worker_scaling(args: argparse.Namespace) -> list[str]:
     """``eval.scaling_2workers`` (target >= 1.7 x)."""
-    from vlnverse.scene.loading import clear_scene_cache
     from vlnverse.eval.harness import EvalConfig, evaluate
+    from vlnverse.scene.loading import clear_scene_cache
 
     with tempfile.TemporaryDirectory() as tmp:
         dataset = bundled_dataset(Path(tmp), args.per_scene, args.seed)

@@ -33,14 +33,15 @@ DISABLED = ("off", "none", "0", "false")
 SIZE_LIMIT = 2 * 1024**3
 """Bytes the cache may hold before the least recently used entries are evicted."""
 
-_caches: dict[int, Any] = {}  # pid → its diskcache.Cache (or None when unusable): never shared across fork
+_caches: dict[tuple[int, str], Any] = {}
+"""(pid, folder) → the open diskcache.Cache (``None``: unusable); a forked child opens its own."""
 
 
 def cache_directory() -> Path | None:
     """Where the cache lives, or ``None`` when ``$VLNVERSE_CACHE_DIR`` turns it off."""
     configured = os.environ.get(CACHE_DIR_ENV)
     if configured is not None:
-        return None if configured.strip().lower() in DISABLED or not configured.strip() else Path(configured)
+        return None if configured.strip().lower() in (*DISABLED, "") else Path(configured)
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "vlnverse"
 
@@ -63,20 +64,20 @@ def content_digest(*parts: Any) -> str:
 
 def _store() -> Any:
     """This process's cache store (``None``: disabled or unusable)."""
-    pid = os.getpid()
-    if pid not in _caches:
-        directory = cache_directory()
+    directory = cache_directory()
+    if directory is None:
+        return None
+    key = (os.getpid(), str(directory))
+    if key not in _caches:
         store = None
-        if directory is not None:
-            try:
-                import diskcache
+        try:
+            import diskcache
 
-                store = diskcache.Cache(str(directory), size_limit=SIZE_LIMIT,
-                                        eviction_policy="least-recently-used")
-            except Exception as exc:  # noqa: BLE001 - any failure only disables the cache
-                logger.warning("scene cache disabled: cannot open %s (%s)", directory, exc)
-        _caches[pid] = store
-    return _caches[pid]
+            store = diskcache.Cache(str(directory), size_limit=SIZE_LIMIT, eviction_policy="least-recently-used")
+        except Exception as exc:  # noqa: BLE001 - any failure only disables the cache
+            logger.warning("disk cache disabled: cannot open %s (%s)", directory, exc)
+        _caches[key] = store
+    return _caches[key]
 
 
 def cached(namespace: str, key: tuple, build: Callable[[], T], *,

@@ -11,8 +11,8 @@ import numpy as np
 
 from vlnverse.fileio import atomic_open, write_json_atomic
 from vlnverse.scene.bev import save_bev
-from vlnverse.scene.navigation import Navigator
 from vlnverse.scene.loading import scene_with_occupancy
+from vlnverse.scene.navigation import Navigator
 from vlnverse.scene.occupancy import OccupancyMap
 from vlnverse.scene.scene_graph import build_scene_graph, save_scene_graph
 from vlnverse.scene.types import Scene

@@ -1,0 +1,162 @@
+"""The disk cache of derived scene data: hits, misses, invalidation and failure modes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import vlnverse
+from vlnverse import cache
+from vlnverse.scene import loading
+from vlnverse.scene.loading import clear_scene_cache, scene_with_occupancy
+from vlnverse.sim.backends import bullet_scene
+
+from .sim.usd_room import write_room_usd
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    folder = tmp_path / "cache"
+    monkeypatch.setenv(cache.CACHE_DIR_ENV, str(folder))
+    clear_scene_cache()
+    bullet_scene._plans.clear()
+    yield folder
+    clear_scene_cache()
+    bullet_scene._plans.clear()
+
+
+class Counter:
+    def __init__(self, value):
+        self.value, self.calls = value, 0
+
+    def __call__(self):
+        self.calls += 1
+        return self.value
+
+
+def test_a_value_is_built_once_per_key_and_read_back_equal(cache_dir):
+    build = Counter({"grid": np.arange(6).reshape(2, 3)})
+    first = cache.cached("test", ("a", 1), build)
+    second = cache.cached("test", ("a", 1), build)
+    assert build.calls == 1
+    assert second is not first and np.array_equal(second["grid"], first["grid"])
+    cache.cached("test", ("a", 2), build)
+    cache.cached("other", ("a", 1), build)
+    assert build.calls == 3
+    assert (cache_dir / "cache.db").is_file()
+
+
+def test_a_stale_entry_or_other_code_is_rebuilt(cache_dir, monkeypatch):
+    build = Counter([1, 2, 3])
+    cache.cached("test", ("k",), build)
+    assert cache.cached("test", ("k",), build, fresh=lambda value: value == [1, 2, 3]) == [1, 2, 3]
+    assert build.calls == 1
+    build.value = [4]
+    assert cache.cached("test", ("k",), build, fresh=lambda value: False) == [4]
+    assert build.calls == 2
+    monkeypatch.setattr(cache, "code_digest", lambda: "another version of the code")
+    assert cache.cached("test", ("k",), build) == [4]
+    assert build.calls == 3
+
+
+class Vanishing:
+    """A value whose class is gone when it is read back (as after a refactoring)."""
+
+
+def test_an_unreadable_entry_is_rebuilt(cache_dir, monkeypatch):
+    cache.cached("test", ("gone",), Vanishing)
+    monkeypatch.delattr(sys.modules[__name__], "Vanishing")
+    assert cache.cached("test", ("gone",), lambda: "rebuilt") == "rebuilt"
+
+
+@pytest.mark.parametrize("setting", ["off", "", "none"])
+def test_the_cache_can_be_turned_off(tmp_path, monkeypatch, setting):
+    monkeypatch.setenv(cache.CACHE_DIR_ENV, setting)
+    build = Counter(7)
+    assert cache.cached("test", ("x",), build) == cache.cached("test", ("x",), build) == 7
+    assert build.calls == 2 and cache.cache_directory() is None
+
+
+def test_a_folder_that_cannot_be_a_cache_only_costs_speed(tmp_path, monkeypatch, caplog):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv(cache.CACHE_DIR_ENV, str(blocker / "cache"))
+    build = Counter(7)
+    assert cache.cached("test", ("x",), build) == cache.cached("test", ("x",), build) == 7
+    assert build.calls == 2
+    assert "disk cache disabled" in caplog.text
+    assert blocker.read_text() == "not a folder"
+
+
+def test_the_default_folder_follows_xdg(monkeypatch, tmp_path):
+    monkeypatch.delenv(cache.CACHE_DIR_ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cache.cache_directory() == tmp_path / "vlnverse"
+
+
+def test_a_scene_file_is_read_from_the_cache_until_it_changes(cache_dir, tmp_path, monkeypatch):
+    path = write_room_usd(tmp_path / "room.usda")
+    scene, occupancy = scene_with_occupancy(path)
+    assert scene.sources == (str(path.resolve()),)
+    clear_scene_cache()
+
+    def parse_forbidden(_path):
+        raise AssertionError("the scene was parsed again")
+
+    monkeypatch.setattr(loading, "load_scene", parse_forbidden)
+    cached_scene, cached_occupancy = scene_with_occupancy(path)
+    assert np.array_equal(cached_scene.triangles, scene.triangles)
+    assert [o.object_id for o in cached_scene.objects] == [o.object_id for o in scene.objects]
+    assert np.array_equal(cached_occupancy.navigable, occupancy.navigable)
+    assert cached_occupancy.origin == pytest.approx(occupancy.origin)
+    monkeypatch.undo()
+    monkeypatch.setenv(cache.CACHE_DIR_ENV, str(cache_dir))
+
+    path.write_text(path.read_text().replace("living_room", "kitchen"))
+    clear_scene_cache()
+    edited, _ = scene_with_occupancy(path)
+    assert [r.room_type for r in edited.rooms] == ["kitchen"]
+
+
+def test_another_process_reads_what_this_one_prepared(cache_dir, tmp_path):
+    path = write_room_usd(tmp_path / "room.usda")
+    scene_with_occupancy(path)
+    probe = (
+        "import sys\n"
+        "from vlnverse.scene import loading\n"
+        "def refuse(path): raise SystemExit('parsed again')\n"
+        "loading.load_scene = refuse\n"
+        "scene, occupancy = loading.scene_with_occupancy(sys.argv[1])\n"
+        "print(len(scene.triangles), int(occupancy.navigable.sum()))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True,
+                            env={**os.environ, cache.CACHE_DIR_ENV: str(cache_dir)}, timeout=120)
+    assert result.returncode == 0, result.stderr
+    scene, occupancy = scene_with_occupancy(path)
+    assert result.stdout.split() == [str(len(scene.triangles)), str(int(occupancy.navigable.sum()))]
+
+
+def test_a_world_from_a_cached_plan_moves_exactly_like_a_fresh_one(cache_dir, tmp_path):
+    path = write_room_usd(tmp_path / "room.usda")
+
+    def walk() -> list[tuple]:
+        env = vlnverse.make(scene=str(path), sensors=(), physics="strict", start=(1.0, 2.0, 0.0), goal=(1.0, 3.0))
+        env.reset(seed=0)
+        poses = []
+        for action in [1] * 12 + [2] * 3 + [1] * 6:
+            _, _, terminated, truncated, info = env.step(action)
+            poses.append((tuple(info["pose"]), tuple(info["contacts"])))
+            if terminated or truncated:
+                break
+        env.close()
+        return poses
+
+    fresh = walk()
+    clear_scene_cache()
+    bullet_scene._plans.clear()  # the next world's plan comes from the disk
+    assert walk() == fresh
+    assert any(contacts for _, contacts in fresh)  # the walk did touch something
