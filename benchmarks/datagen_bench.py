@@ -5,7 +5,8 @@ Prints BENCH lines:
                               (one core), scene loading and preparation included
   datagen.scaling_2workers    wall time of --workers 1 over --workers 2 on the same corpus
   datagen.render_ms_per_image visual-reference rendering cost (CPU backend), reported separately
-Corpus: the bundled scenes in assets/scenes, each copied twice (six scenes).
+Corpus: the bundled scenes in assets/scenes, each copied twice (six scenes). The disk cache
+of prepared scenes is off, so every run parses and rasterizes its scenes.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
+os.environ["VLNVERSE_CACHE_DIR"] = "off"
 
 import shutil  # noqa: E402
 import sys  # noqa: E402

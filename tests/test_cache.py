@@ -12,8 +12,7 @@ import pytest
 import vlnverse
 from vlnverse import cache
 from vlnverse.scene import loading
-from vlnverse.scene.loading import clear_scene_cache, scene_with_occupancy
-from vlnverse.sim.backends import bullet_scene
+from vlnverse.scene.loading import scene_with_occupancy
 
 from .sim.usd_room import write_room_usd
 
@@ -22,11 +21,9 @@ from .sim.usd_room import write_room_usd
 def cache_dir(tmp_path, monkeypatch):
     folder = tmp_path / "cache"
     monkeypatch.setenv(cache.CACHE_DIR_ENV, str(folder))
-    clear_scene_cache()
-    bullet_scene._plans.clear()
+    cache.clear_memory()
     yield folder
-    clear_scene_cache()
-    bullet_scene._plans.clear()
+    cache.clear_memory()
 
 
 class Counter:
@@ -102,7 +99,7 @@ def test_a_scene_file_is_read_from_the_cache_until_it_changes(cache_dir, tmp_pat
     path = write_room_usd(tmp_path / "room.usda")
     scene, occupancy = scene_with_occupancy(path)
     assert scene.sources == (str(path.resolve()),)
-    clear_scene_cache()
+    cache.clear_memory()
 
     def parse_forbidden(_path):
         raise AssertionError("the scene was parsed again")
@@ -117,7 +114,7 @@ def test_a_scene_file_is_read_from_the_cache_until_it_changes(cache_dir, tmp_pat
     monkeypatch.setenv(cache.CACHE_DIR_ENV, str(cache_dir))
 
     path.write_text(path.read_text().replace("living_room", "kitchen"))
-    clear_scene_cache()
+    cache.clear_memory()
     edited, _ = scene_with_occupancy(path)
     assert [r.room_type for r in edited.rooms] == ["kitchen"]
 
@@ -156,7 +153,19 @@ def test_a_world_from_a_cached_plan_moves_exactly_like_a_fresh_one(cache_dir, tm
         return poses
 
     fresh = walk()
-    clear_scene_cache()
-    bullet_scene._plans.clear()  # the next world's plan comes from the disk
+    cache.clear_memory()  # the next world's plan comes from the disk
     assert walk() == fresh
     assert any(contacts for _, contacts in fresh)  # the walk did touch something
+
+
+def test_a_process_memo_keeps_the_most_recent_keys_until_cleared():
+    memo = cache.ProcessMemo(2)
+    build = Counter("value")
+    for key in ("a", "b", "a", "c", "a"):  # "b" is the least recently used when "c" arrives
+        memo.get(key, build)
+    assert build.calls == 3
+    memo.get("b", build)
+    assert build.calls == 4
+    cache.clear_memory()
+    memo.get("a", build)
+    assert build.calls == 5

@@ -1,4 +1,7 @@
-"""A disk cache of data derived from scene files: parsed scenes, occupancy maps, physics plans.
+"""Caches of data derived from scene files: parsed scenes, occupancy maps, physics plans.
+
+:class:`ProcessMemo` keeps the last few values in memory (the envs of one process share
+them); :func:`cached` keeps them on disk for other processes.
 
 Preparing a scene for an env (parsing the USD stage, rasterizing the occupancy map,
 splitting colliders into convex pieces) takes 0.5-1 s, and every process that opens the
@@ -20,7 +23,8 @@ import hashlib
 import logging
 import os
 import pickle
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -109,8 +113,38 @@ def cached(namespace: str, key: tuple, build: Callable[[], T], *,
     return value
 
 
+class ProcessMemo:
+    """The values of the last ``size`` keys used in this process (forked children inherit them)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._values: OrderedDict[Hashable, Any] = OrderedDict()
+        _memos.append(self)
+
+    def get(self, key: Hashable, build: Callable[[], T]) -> T:
+        """The value of ``key``, from ``build()`` when it is not kept."""
+        if key not in self._values:
+            self._values[key] = build()
+            while len(self._values) > self.size:
+                self._values.popitem(last=False)
+        self._values.move_to_end(key)
+        return self._values[key]
+
+    def clear(self) -> None:
+        self._values.clear()
+
+
+_memos: list[ProcessMemo] = []
+
+
+def clear_memory() -> None:
+    """Empty every :class:`ProcessMemo`, as in a freshly started process (the disk cache stays)."""
+    for memo in _memos:
+        memo.clear()
+
+
 def clear() -> None:
-    """Empty this process's cache store (for tests and benchmarks of cold starts)."""
+    """Empty the disk cache (for benchmarks of cold starts)."""
     store = _store()
     if store is not None:
         store.clear(retry=True)

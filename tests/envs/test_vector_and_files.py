@@ -7,7 +7,7 @@ import pytest
 from gymnasium.vector import AsyncVectorEnv
 
 import vlnverse
-from vlnverse.scene.loading import clear_scene_cache
+from vlnverse import cache
 
 from ..sim.usd_room import write_room_usd
 from .conftest import SMALL_SENSORS
@@ -42,7 +42,7 @@ def test_envs_of_one_process_share_a_parsed_scene_file_until_it_changes(tmp_path
     edited = vlnverse.make(scene=str(path), sensors=())
     assert edited.unwrapped.scene is not strict.unwrapped.scene
     assert [r.room_type for r in edited.unwrapped.scene.rooms] == ["kitchen"]
-    clear_scene_cache()
+    cache.clear_memory()
     fresh = vlnverse.make(scene=str(path), sensors=())
     assert fresh.unwrapped.scene is not edited.unwrapped.scene
     for env in (strict, tel_hop, smaller_agent, edited, fresh):

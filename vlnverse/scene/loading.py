@@ -2,7 +2,8 @@
 
 :func:`scene_with_occupancy` is what envs, dataset generation and the inspection tools
 call to open a scene file. Within a process the last :data:`PREPARED_SCENES` results are
-kept (the envs of one scene, e.g. one per physics mode, share them); across processes
+kept (the envs of one scene, e.g. one per physics mode, share them;
+:func:`vlnverse.cache.clear_memory` forgets them); across processes
 they come from the disk cache (:mod:`vlnverse.cache`), valid while every file the stage
 is composed from keeps its size and modification time.
 """
@@ -10,10 +11,9 @@ is composed from keeps its size and modification time.
 from __future__ import annotations
 
 import os
-from collections import OrderedDict
 from pathlib import Path
 
-from vlnverse.cache import cached
+from vlnverse.cache import ProcessMemo, cached
 from vlnverse.scene.occupancy import OccupancyMap, build_occupancy
 from vlnverse.scene.types import Scene
 from vlnverse.scene.usd_loader import load_scene
@@ -21,7 +21,7 @@ from vlnverse.scene.usd_loader import load_scene
 PREPARED_SCENES = 4
 """Prepared scenes a process keeps in memory."""
 
-_prepared: OrderedDict[tuple, tuple[Scene, OccupancyMap]] = OrderedDict()
+_prepared = ProcessMemo(PREPARED_SCENES)
 
 
 def scene_with_occupancy(path: str | Path, *, agent_radius: float = 0.30, agent_height: float = 1.50,
@@ -34,19 +34,12 @@ def scene_with_occupancy(path: str | Path, *, agent_radius: float = 0.30, agent_
     path = Path(path).resolve()
     dims = (float(agent_radius), float(agent_height), float(resolution), float(step_height))
     memory_key = (str(path), _signature(str(path)), dims)
-    if memory_key not in _prepared:
-        scene, occupancy, _ = cached("scene+occupancy", (str(path), dims), lambda: _prepare(path, dims),
-                                     fresh=_unchanged)
-        _prepared[memory_key] = scene, occupancy
-        while len(_prepared) > PREPARED_SCENES:
-            _prepared.popitem(last=False)
-    _prepared.move_to_end(memory_key)
-    return _prepared[memory_key]
+    return _prepared.get(memory_key, lambda: _load(path, dims))
 
 
-def clear_scene_cache() -> None:
-    """Forget the scenes this process holds in memory (the disk cache stays)."""
-    _prepared.clear()
+def _load(path: Path, dims: tuple[float, float, float, float]) -> tuple[Scene, OccupancyMap]:
+    scene, occupancy, _ = cached("scene+occupancy", (str(path), dims), lambda: _prepare(path, dims), fresh=_unchanged)
+    return scene, occupancy
 
 
 Prepared = tuple[Scene, OccupancyMap, tuple]

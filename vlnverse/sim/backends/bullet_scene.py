@@ -16,12 +16,12 @@ per scene in memory and on disk; :func:`build_world` creates a plan's bodies in 
 
 from __future__ import annotations
 
-from collections import OrderedDict, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from vlnverse.cache import cached, content_digest
+from vlnverse.cache import ProcessMemo, cached, content_digest
 from vlnverse.scene.types import Scene
 from vlnverse.sim.semantics import InstanceTable
 
@@ -43,7 +43,7 @@ GROUP_DYNAMIC, GROUP_STATIC, GROUP_DORMANT = 1, 2, 4
 STATIC_MASK = ~(GROUP_DORMANT | GROUP_STATIC)
 #: World plans a process keeps in memory (the worlds of one scene share one).
 PLANS_KEPT = 4
-_plans: OrderedDict[str, WorldPlan] = OrderedDict()
+_plans = ProcessMemo(PLANS_KEPT)
 
 
 def linear_to_srgb(rgb: np.ndarray) -> np.ndarray:
@@ -253,12 +253,7 @@ def cached_world_plan(scene: Scene, table: InstanceTable) -> WorldPlan:
     """:func:`world_plan` of ``scene``, shared by the worlds of one process and kept in the
     disk cache (:mod:`vlnverse.cache`), keyed by everything the plan is made from."""
     key = content_digest(scene.triangles, scene.prims, [o.movable for o in scene.objects], table.prim_instance)
-    if key not in _plans:
-        _plans[key] = cached("bullet-world-plan", (key,), lambda: world_plan(scene, table))
-        while len(_plans) > PLANS_KEPT:
-            _plans.popitem(last=False)
-    _plans.move_to_end(key)
-    return _plans[key]
+    return _plans.get(key, lambda: cached("bullet-world-plan", (key,), lambda: world_plan(scene, table)))
 
 
 def world_plan(scene: Scene, table: InstanceTable) -> WorldPlan:
