@@ -26,8 +26,9 @@ pairs of runs, in alternating order (this shared 2-core VM's speed drifts by ten
 percent over minutes; a pair sees the same speed). ``eval.scaling_2workers_cold_cache`` is
 one pair with the disk cache emptied before each run. The CPU seconds of both
 configurations are printed too: what the 2-worker run costs beyond the work itself. Before
-each pair the machine's own ceiling for the episodes' main work is measured: two processes
-rendering RGB-D observations against one doing both shares.
+each pair the machine's own ceiling for the episodes' work is measured: two processes
+each walking oracle episodes in an env of their own (no harness) against one doing both
+shares.
 ``eval.scaling_2workers_vs_machine`` is the median of each pair's scaling relative to its
 ceiling (on shared virtual CPUs the ceiling swings far below 2).
 
@@ -191,7 +192,7 @@ def bench_worker_scaling(args: argparse.Namespace) -> list[str]:
     runs_text = ", ".join(f"{one:.1f}/{two:.1f} s" for one, two in pairs)
     print(f"scaling: oracle, {records[0]} episodes x physics; disk cache warm: 1/2 workers {runs_text} -> median "
           f"{ratio:.2f}x; disk cache empty: {cold[1]:.1f}/{cold[2]:.1f} s -> {cold[1] / cold[2]:.2f}x; this "
-          f"machine's 2-process ceiling before each pair (rendering) {', '.join(f'{c:.2f}' for c in ceilings)}x; "
+          f"machine's 2-process ceiling before each pair (oracle episodes without the harness) {', '.join(f'{c:.2f}' for c in ceilings)}x; "
           f"CPU seconds used (all processes, median, "
           f"warm) {statistics.median(cpu[1]):.1f} with 1 worker, {statistics.median(cpu[2]):.1f} with 2")
     return [f"BENCH eval.scaling_2workers {ratio:.2f} x target >= 1.7",
@@ -223,29 +224,32 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def render_share(scene: str, frames: int) -> None:
-    """One share of the machine reference: an env of ``scene`` reads its sensors ``frames`` times."""
+def oracle_share(scene: str, episodes: int) -> None:
+    """One share of the machine reference: the oracle walks ``episodes`` random episodes of
+    ``scene`` in one env, without the harness (no sensors, as the ``oracle`` agent)."""
     from vlnverse.envs.nav_env import NavEnv
 
-    env = NavEnv(scene, physics="strict")
-    env.reset(seed=0)
-    for _ in range(frames):
-        env.sim.observe()
+    env = NavEnv(scene, sensors=(), physics="strict")
+    for seed in range(episodes):
+        _, info = env.reset(seed=seed)
+        done = False
+        while not done:
+            _, _, terminated, truncated, info = env.step(info["oracle_action"])
+            done = terminated or truncated
     env.close()
 
 
-def machine_scaling_reference(scene: str, frames: int = 25) -> float:
-    """What this machine allows right now for the episodes' main work (rendering the
-    oracle's RGB-D observations): two processes with ``frames`` observations each, against
-    one process doing both shares."""
+def machine_scaling_reference(scene: str, episodes: int = 30) -> float:
+    """What this machine allows right now for the work of the episodes: two processes
+    walking ``episodes`` oracle episodes each, against one process doing both shares."""
     import multiprocessing
 
     with multiprocessing.get_context("fork").Pool(2) as pool:
         start = time.perf_counter()
-        pool.apply(render_share, (scene, 2 * frames))
+        pool.apply(oracle_share, (scene, 2 * episodes))
         serial = time.perf_counter() - start
         start = time.perf_counter()
-        pool.starmap(render_share, [(scene, frames)] * 2)
+        pool.starmap(oracle_share, [(scene, episodes)] * 2)
         parallel = time.perf_counter() - start
     return serial / parallel
 

@@ -11,7 +11,8 @@ in ``$VLNVERSE_CACHE_DIR`` (default ``$XDG_CACHE_HOME/vlnverse``, i.e. ``~/.cach
 least recently used entries.
 
 Entries are only read by the code that wrote them: every key includes a digest of this
-package's source files, so any code change starts afresh. Callers put the inputs in the
+package's source files and of the versions of Python and of the libraries that compute
+the entries, so any change of code starts afresh. Callers put the inputs in the
 key (or check them with ``fresh``). An entry that cannot be read, or a cache folder that
 cannot be written, only costs the time of building the value again.
 """
@@ -23,6 +24,7 @@ import hashlib
 import logging
 import os
 import pickle
+import sys
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from pathlib import Path
@@ -46,19 +48,46 @@ def cache_directory() -> Path | None:
     configured = os.environ.get(CACHE_DIR_ENV)
     if configured is not None:
         return None if configured.strip().lower() in (*DISABLED, "") else Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base:
+        try:
+            base = Path.home() / ".cache"
+        except RuntimeError:  # no home directory to be found
+            return None
     return Path(base) / "vlnverse"
+
+
+LIBRARIES = ("numpy", "scipy", "scikit-image", "scikit-fmm", "usd-core", "pybullet", "diskcache")
+"""Distributions whose versions are part of every key (they compute or store the entries)."""
 
 
 @functools.lru_cache(maxsize=1)
 def code_digest() -> str:
-    """A digest of every source file of this package (entries of other code never match)."""
+    """A digest of every source file of this package, the Python version and the versions of
+    :data:`LIBRARIES` (entries of other code never match)."""
     root = Path(__file__).resolve().parent
     digest = hashlib.blake2b(digest_size=16)
+    digest.update(sys.version.encode())
+    for installed in _installed_versions():
+        digest.update(installed.encode())
     for path in sorted(root.rglob("*.py")):
         digest.update(str(path.relative_to(root)).encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+def _installed_versions() -> list[str]:
+    """The ``*.dist-info`` folder names (name and version) of :data:`LIBRARIES` on ``sys.path``
+    (read from the folders: ``importlib.metadata`` takes 10 ms a package)."""
+    wanted = {name.replace("-", "_").lower() for name in LIBRARIES}
+    found = []
+    for folder in sys.path:
+        try:
+            entries = os.listdir(folder or ".")
+        except OSError:
+            continue
+        found += [e for e in entries if e.endswith(".dist-info") and e.split("-", 1)[0].lower() in wanted]
+    return sorted(found)
 
 
 def content_digest(*parts: Any) -> str:
