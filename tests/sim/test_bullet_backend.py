@@ -153,3 +153,18 @@ def test_auto_backend_falls_back_to_bullet_and_logs_why(caplog):
 def test_unknown_backend_lists_valid_names():
     with pytest.raises(ConfigError, match="valid: auto, bullet, isaac"):
         resolve_backend("mujoco")
+
+
+def test_importing_pybullet_prints_nothing_and_leaves_stderr_working():
+    import subprocess
+    import sys
+
+    probe = ("import sys\n"
+             "from vlnverse.sim.backends.bullet import BulletBackend\n"
+             "BulletBackend().close()\n"
+             "print('stderr still works', file=sys.stderr)\n"
+             "print('stdout still works')\n")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == "stderr still works\n"
+    assert result.stdout == "stdout still works\n"
