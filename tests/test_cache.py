@@ -119,6 +119,20 @@ def test_a_scene_file_is_read_from_the_cache_until_it_changes(cache_dir, tmp_pat
     assert [r.room_type for r in edited.rooms] == ["kitchen"]
 
 
+def test_editing_a_sublayer_invalidates_the_scene_that_composes_it(cache_dir, tmp_path):
+    write_room_usd(tmp_path / "room.usda")
+    root = tmp_path / "root.usda"
+    root.write_text('#usda 1.0\n(\n    metersPerUnit = 1\n    upAxis = "Z"\n    subLayers = [@./room.usda@]\n)\n')
+    scene, _ = scene_with_occupancy(root)
+    assert set(scene.sources) == {str(root.resolve()), str((tmp_path / "room.usda").resolve())}
+    assert [r.room_type for r in scene.rooms] == ["living_room"]
+    sublayer = tmp_path / "room.usda"
+    sublayer.write_text(sublayer.read_text().replace("living_room", "kitchen"))
+    assert [r.room_type for r in scene_with_occupancy(root)[0].rooms] == ["kitchen"]  # this process
+    cache.clear_memory()
+    assert [r.room_type for r in scene_with_occupancy(root)[0].rooms] == ["kitchen"]  # the disk cache
+
+
 def test_another_process_reads_what_this_one_prepared(cache_dir, tmp_path):
     path = write_room_usd(tmp_path / "room.usda")
     scene_with_occupancy(path)

@@ -150,9 +150,9 @@ class ProcessMemo:
         self._values: OrderedDict[Hashable, Any] = OrderedDict()
         _memos.append(self)
 
-    def get(self, key: Hashable, build: Callable[[], T]) -> T:
-        """The value of ``key``, from ``build()`` when it is not kept."""
-        if key not in self._values:
+    def get(self, key: Hashable, build: Callable[[], T], *, fresh: Callable[[T], bool] | None = None) -> T:
+        """The value of ``key``, from ``build()`` when it is not kept (or not ``fresh`` any more)."""
+        if key not in self._values or (fresh is not None and not fresh(self._values[key])):
             self._values[key] = build()
             while len(self._values) > self.size:
                 self._values.popitem(last=False)

@@ -33,12 +33,9 @@ def scene_with_occupancy(path: str | Path, *, agent_radius: float = 0.30, agent_
     """
     path = Path(path).resolve()
     dims = (float(agent_radius), float(agent_height), float(resolution), float(step_height))
-    memory_key = (str(path), _signature(str(path)), dims)
-    return _prepared.get(memory_key, lambda: _load(path, dims))
-
-
-def _load(path: Path, dims: tuple[float, float, float, float]) -> tuple[Scene, OccupancyMap]:
-    scene, occupancy, _ = cached("scene+occupancy", (str(path), dims), lambda: _prepare(path, dims), fresh=_unchanged)
+    key = (str(path), dims)
+    scene, occupancy, _ = _prepared.get(
+        key, lambda: cached("scene+occupancy", key, lambda: _prepare(path, dims), fresh=_unchanged), fresh=_unchanged)
     return scene, occupancy
 
 
