@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -87,6 +89,20 @@ def test_a_folder_that_cannot_be_a_cache_only_costs_speed(tmp_path, monkeypatch,
     assert build.calls == 2
     assert "disk cache disabled" in caplog.text
     assert blocker.read_text() == "not a folder"
+
+
+def test_a_locked_store_is_given_up_after_the_lock_timeout(cache_dir, monkeypatch):
+    monkeypatch.setattr(cache, "LOCK_TIMEOUT_S", 0.2)
+    cache.cached("test", ("warm",), lambda: 1)  # opens the store with that timeout
+    blocker = sqlite3.connect(cache_dir / "cache.db", isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")  # as another process stuck holding the lock
+    try:
+        start = time.perf_counter()
+        assert cache.cached("test", ("x",), lambda: "built") == "built"
+        assert time.perf_counter() - start < 3.0
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
 
 
 def test_the_default_folder_follows_xdg(monkeypatch, tmp_path):

@@ -38,6 +38,9 @@ CACHE_DIR_ENV = "VLNVERSE_CACHE_DIR"
 DISABLED = ("off", "none", "0", "false")
 SIZE_LIMIT = 2 * 1024**3
 """Bytes the cache may hold before the least recently used entries are evicted."""
+LOCK_TIMEOUT_S = 5.0
+"""How long a read or write waits for the store's lock before it gives up (and the value is
+built instead): a store on a network file system must not stall the workers."""
 
 _caches: dict[tuple[int, str], Any] = {}
 """(pid, folder) → the open diskcache.Cache (``None``: unusable); a forked child opens its own."""
@@ -106,7 +109,8 @@ def _store() -> Any:
         try:
             import diskcache
 
-            store = diskcache.Cache(str(directory), size_limit=SIZE_LIMIT, eviction_policy="least-recently-used")
+            store = diskcache.Cache(str(directory), size_limit=SIZE_LIMIT, eviction_policy="least-recently-used",
+                                    timeout=LOCK_TIMEOUT_S)
         except Exception as exc:  # noqa: BLE001 - any failure only disables the cache
             logger.warning("disk cache disabled: cannot open %s (%s)", directory, exc)
         _caches[key] = store
@@ -128,7 +132,7 @@ def cached(namespace: str, key: tuple, build: Callable[[], T], *,
         return build()
     full_key = (namespace, code_digest(), *key)
     try:
-        value = store.get(full_key, default=_MISSING, retry=True)
+        value = store.get(full_key, default=_MISSING)
     except Exception as exc:  # noqa: BLE001 - an unreadable entry is rebuilt
         logger.debug("cache entry %s unreadable (%s); rebuilding", namespace, exc)
         value = _MISSING
@@ -136,7 +140,7 @@ def cached(namespace: str, key: tuple, build: Callable[[], T], *,
         return value
     value = build()
     try:
-        store.set(full_key, value, retry=True)
+        store.set(full_key, value)
     except Exception as exc:  # noqa: BLE001 - a full or read-only disk only costs speed
         logger.debug("cache entry %s not stored (%s)", namespace, exc)
     return value
