@@ -265,7 +265,7 @@ def world_plan(scene: Scene, table: InstanceTable) -> WorldPlan:
     for object_index, obj in enumerate(scene.objects):
         if obj.movable:
             prims = [i for i, pr in enumerate(scene.prims) if pr.object_index == object_index and pr.movable]
-            body = _movable(scene, prims) if prims else None
+            body = _movable(scene, prims)
             if body is not None:
                 movables.append(body)
     return WorldPlan(tuple(statics), tuple(movables))
