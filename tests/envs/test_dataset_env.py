@@ -92,14 +92,14 @@ def test_long_horizon_stop_advances_subgoals(dataset):
     record = next(r for r in EpisodeDataset.open(dataset).episodes(None, "long_horizon") if len(r.goals) == 3)
     env = vlnverse.envs.make(dataset=dataset, task="long_horizon", sensors=(), max_episode_steps=2000)
     obs, info = env.reset(options={"episode_id": record.episode_id})
-    assert obs["instruction"] == record.instruction.subgoals[0]
+    assert obs["instruction"] == record.instruction.text  # the whole chain, as in the paper
     assert (info["subgoal_index"], info["subgoals_total"], info["subgoal_results"]) == (0, 3, [])
 
     # a STOP far from the first sub-goal: recorded as a miss, the second sub-goal becomes active
     assert info["geodesic_distance"] > record.goals[0].radius
     obs, reward, terminated, truncated, info = env.step(0)
     assert not terminated and not truncated and info["subgoal_stop"]
-    assert info["subgoal_index"] == 1 and obs["instruction"] == record.instruction.subgoals[1]
+    assert info["subgoal_index"] == 1 and obs["instruction"] == record.instruction.text
     assert [r["success"] for r in info["subgoal_results"]] == [False]
     assert info["subgoal_results"][0]["index"] == 0
     assert abs(reward) < 1.0  # no progress jump from switching goals
@@ -110,11 +110,23 @@ def test_long_horizon_stop_advances_subgoals(dataset):
     assert len(stops) == 2
     (obs_mid, info_mid, term_mid), (_, info_end, term_end) = stops
     assert not term_mid and term_end
-    assert obs_mid["instruction"] == record.instruction.subgoals[2]
+    assert obs_mid["instruction"] == record.instruction.text
     assert [r["success"] for r in info_end["subgoal_results"]] == [False, True, True]
     assert [r["index"] for r in info_end["subgoal_results"]] == [0, 1, 2]
     assert info_end["success"] and info_end["fail_reason"] is None
     env.close()
+
+
+def test_long_horizon_leg_view_is_an_option(dataset):
+    record = next(r for r in EpisodeDataset.open(dataset).episodes(None, "long_horizon") if len(r.goals) >= 2)
+    env = vlnverse.envs.make(dataset=dataset, task="long_horizon", sensors=(), instruction_view="leg")
+    obs, _ = env.reset(options={"episode_id": record.episode_id})
+    assert obs["instruction"] == record.instruction.subgoals[0]
+    obs, *_ = env.step(0)
+    assert obs["instruction"] == record.instruction.subgoals[1]
+    env.close()
+    with pytest.raises(ConfigError, match="instruction_view"):
+        vlnverse.envs.make(dataset=dataset, task="long_horizon", sensors=(), instruction_view="chunks")
 
 
 def test_dialogue_asks_answers_and_budget(dataset):

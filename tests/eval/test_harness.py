@@ -59,7 +59,7 @@ def test_records_hold_the_documented_fields(oracle_run):
         assert record["metrics"]["steps"] == len(record["actions"])
         if record["task"] == "long_horizon":
             n = len(record["goals"])
-            assert {f"SR_{k}" for k in range(1, n + 1)} | {"SR_All"} <= set(record["metrics"])
+            assert {f"SR_{k}" for k in range(1, n + 1)} | {"SR_All", "SR_Ordered"} <= set(record["metrics"])
     # The JSONL file holds exactly the returned records.
     lines = (oracle_run.out / "episodes.jsonl").read_text().splitlines()
     assert sorted(lines) == sorted(json.dumps(r, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -77,7 +77,9 @@ def test_summary_has_both_physics_modes_side_by_side(oracle_run):
     md = (oracle_run.out / "summary.md").read_text()
     assert "Table 5" in md and "Table 6" in md
     assert "| oracle | Tel-Hop |" in md and "| oracle | Strict |" in md
-    assert "SR_All" in md
+    assert "SR_All" in md and "SR_Ordered" in md
+    run = json.loads((oracle_run.out / "run.json").read_text())
+    assert run["run"]["instruction_view"] == run["fingerprint"]["instruction_view"] == "full"
     plots = sorted((oracle_run.out / "plots").glob("*.png"))
     assert len(plots) == 5 * 2  # 1 per (task, physics)
     assert all(p.stat().st_size > 10_000 for p in plots)
@@ -193,6 +195,8 @@ def test_invalid_settings(bundled_dataset, tmp_path):
         EvalConfig(dataset="x", out="y", agent="oracle", executor="slurm")
     with pytest.raises(ConfigError, match="workers"):
         EvalConfig(dataset="x", out="y", agent="oracle", workers=0)
+    with pytest.raises(ConfigError, match="instruction_view"):
+        EvalConfig(dataset="x", out="y", agent="oracle", instruction_view="chunks")
     from vlnverse.errors import RegistryError
 
     with pytest.raises(RegistryError, match="valid names: forward, oracle, random, replay"):

@@ -148,22 +148,39 @@ def lh_record(reached_pattern):
     )
 
 
-def test_sr_n_is_conditional_and_sr_all_is_task_completion():
+def test_sr_n_is_conditional_and_sr_all_is_final_goal_success():
     m = compute_episode_metrics(lh_record([True, False, True]))
     assert m.SR_n == (1.0, 0.0, None)  # SR_3 undefined: goal 2 was missed
-    assert m.SR_All == 0.0 and m.SR == 0.0
+    # SR_All (paper §3.4): the final STOP was within d_s of the final goal.
+    assert m.SR_All == 1.0 and m.SR == 1.0 and m.SR_Ordered == 0.0
     d = m.to_dict()
-    assert d["SR_1"] == 1.0 and d["SR_2"] == 0.0 and d["SR_3"] is None and d["SR_All"] == 0.0
+    assert d["SR_1"] == 1.0 and d["SR_2"] == 0.0 and d["SR_3"] is None
+    assert d["SR_All"] == 1.0 and d["SR_Ordered"] == 0.0
 
     m_all = compute_episode_metrics(lh_record([True, True, True]))
-    assert m_all.SR_n == (1.0, 1.0, 1.0) and m_all.SR_All == 1.0 and m_all.SR == 1.0
+    assert m_all.SR_n == (1.0, 1.0, 1.0) and m_all.SR_All == m_all.SR == m_all.SR_Ordered == 1.0
 
     m_first_missed = compute_episode_metrics(lh_record([False, True, True]))
-    assert m_first_missed.SR_n == (0.0, None, None) and m_first_missed.SR_All == 0.0
+    assert m_first_missed.SR_n == (0.0, None, None)
+    assert m_first_missed.SR_All == 1.0 and m_first_missed.SR_Ordered == 0.0
+
+    m_last_missed = compute_episode_metrics(lh_record([True, True, False]))
+    assert m_last_missed.SR_All == m_last_missed.SR == m_last_missed.SPL == m_last_missed.SR_Ordered == 0.0
 
     # Only two STOPs for three goals (episode ran out of steps): goal 3 not reached.
     m_short = compute_episode_metrics(lh_record([True, True]))
-    assert m_short.SR_n == (1.0, 1.0, 0.0) and m_short.SR_All == 0.0
+    assert m_short.SR_n == (1.0, 1.0, 0.0) and m_short.SR_All == 0.0 and m_short.SR_Ordered == 0.0
+
+
+def test_table6_pattern_sr_all_above_sr_2_is_possible():
+    """Table 6 reports SR_All 20.7 with SR_1 34.0, SR_2 12.2: final-goal success can exceed
+    the chained rate, which "every goal reached" could never do."""
+    patterns = [[True, False, True], [False, True, True], [True, True, True], [False, False, False]]
+    ms = [compute_episode_metrics(lh_record(p)) for p in patterns]
+    sr_all = np.mean([m.SR_All for m in ms])
+    sr_ordered = np.mean([m.SR_Ordered for m in ms])
+    chained = np.mean([m.SR_n[0] for m in ms]) * np.mean([m.SR_n[1] for m in ms if m.SR_n[1] is not None])
+    assert sr_all == 0.75 and sr_ordered == 0.25 and sr_all > chained
 
 
 def test_multi_goal_oracle_success_needs_goal_order():

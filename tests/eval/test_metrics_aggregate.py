@@ -110,8 +110,10 @@ def test_sr_n_aggregates_conditionally():
     s = aggregate_metrics(metrics, n_boot=200, group_by=("task",))[0]
     assert s.metrics["SR_1"].mean == pytest.approx(3 / 4) and s.metrics["SR_1"].n == 4
     assert s.metrics["SR_2"].mean == pytest.approx(1 / 3) and s.metrics["SR_2"].n == 3
-    assert s.metrics["SR_All"].mean == pytest.approx(1 / 4)
-    assert s.metrics["SR"].mean == pytest.approx(1 / 4)
+    # SR_All = final goal reached (episodes 1 and 4); SR_Ordered = both in order (episode 1).
+    assert s.metrics["SR_All"].mean == pytest.approx(2 / 4)
+    assert s.metrics["SR"].mean == pytest.approx(2 / 4)
+    assert s.metrics["SR_Ordered"].mean == pytest.approx(1 / 4)
 
 
 def test_episodes_jsonl_records_are_accepted():

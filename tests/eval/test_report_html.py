@@ -30,9 +30,9 @@ def records():
     for physics, srs in (("strict", (1, 0, 0, 0)), ("tel_hop", (1, 1, 1, 0))):
         for task in ("fine", "coarse"):
             out += [record(i, task, physics, float(s)) for i, s in enumerate(srs)]
-        out.append(record(0, "long_horizon", physics, 0.0, SR_1=1.0, SR_2=0.0, SR_3=None, SR_All=0.0))
-        out.append(record(1, "long_horizon", physics, 1.0, SR_1=1.0, SR_2=1.0, SR_3=1.0, SR_All=1.0))
-        out.append(record(2, "long_horizon", physics, 0.0, SR_1=0.0, SR_2=None, SR_3=None, SR_All=0.0))
+        out.append(record(0, "long_horizon", physics, 0.0, SR_1=1.0, SR_2=0.0, SR_3=None, SR_All=0.0, SR_Ordered=0.0))
+        out.append(record(1, "long_horizon", physics, 1.0, SR_1=1.0, SR_2=1.0, SR_3=1.0, SR_All=1.0, SR_Ordered=1.0))
+        out.append(record(2, "long_horizon", physics, 0.0, SR_1=0.0, SR_2=None, SR_3=None, SR_All=0.0, SR_Ordered=0.0))
     return out
 
 
@@ -65,8 +65,8 @@ def test_markdown_tables_put_tel_hop_and_strict_side_by_side():
         "| test-agent | Strict | 11.50 | 4.00 | 25.00 | 100.00 | 22.50 | 50.00 | 10.26 | 4 |",
     ]
     long = md.split("#### Long-horizon")[1]
-    assert "| SR_1 | SR_2 | SR_3 | SR_All↑ | n |" in long
-    assert "| test-agent | Tel-Hop | 11.00 | 3.67 | 33.33 | 100.00 | 30.00 | 50.00 | 10.26 | 66.67 | 50.00 | 100.00 | 33.33 | 3 |" in long
+    assert "| SR_1 | SR_2 | SR_3 | SR_All↑ | SR_Ordered↑ | n |" in long
+    assert "| test-agent | Tel-Hop | 11.00 | 3.67 | 33.33 | 100.00 | 30.00 | 50.00 | 10.26 | 66.67 | 50.00 | 100.00 | 33.33 | 33.33 | 3 |" in long
     assert "Table 5" in md and "Table 6" in md and "Details" in md
     # Several agents in one table (the demo's report).
     both = markdown_tables([("oracle", summary), ("random", summary)])
@@ -75,7 +75,7 @@ def test_markdown_tables_put_tel_hop_and_strict_side_by_side():
     assert fine_rows == [["| oracle", "Tel-Hop"], ["| oracle", "Strict"], ["| random", "Tel-Hop"],
                          ["| random", "Strict"]]
     header, body = table_data([("a", summary)], "long_horizon")
-    assert header[-5:] == ["SR_1", "SR_2", "SR_3", "SR_All↑", "n"] and len(body) == 2
+    assert header[-6:] == ["SR_1", "SR_2", "SR_3", "SR_All↑", "SR_Ordered↑", "n"] and len(body) == 2
 
 
 def test_html_escapes_text():

@@ -40,6 +40,7 @@ def test_same_seed_same_bytes_and_workers_agree(corpus, tmp_path):
                                          generation=GenerationConfig(per_scene=6)))
     assert tree(tmp_path / "a") == tree(tmp_path / "b") == tree(tmp_path / "c")
     assert a.manifest["total_episodes"] == b.manifest["total_episodes"] == parallel.manifest["total_episodes"] > 0
+    assert a.manifest["start_distance"]["min_start_distance"] == 4.0
     other = run_datagen(DatagenConfig(scenes=str(corpus), out=str(tmp_path / "d"), seed=1,
                                       generation=GenerationConfig(per_scene=6)))
     assert tree(tmp_path / "d")["shards/house_0.jsonl.gz"] != tree(tmp_path / "a")["shards/house_0.jsonl.gz"]

@@ -26,14 +26,20 @@ def chain_episode() -> Episode:
         subgoal_distances=(8.0, 8.0))
 
 
-def test_subgoal_tracker_activates_the_next_instruction_on_stop():
+def test_subgoal_tracker_keeps_the_whole_instruction_and_advances_on_stop():
+    whole = chain_episode().instruction.text
     tracker = SubgoalTracker(chain_episode())
-    assert tracker.instruction == "Find the red cup." and not tracker.done
+    assert tracker.instruction == whole and not tracker.done
     assert tracker.on_stop((8.0, 3.0, 0.0)) is False
-    assert tracker.instruction == "Find the blue bed." and tracker.active == 1
+    assert tracker.instruction == whole and tracker.active == 1
     assert tracker.on_stop((9.0, 9.0, 0.0)) is True
     assert tracker.reached == [True, False]
     assert tracker.info()["subgoal_stops"] == [[8.0, 3.0, 0.0], [9.0, 9.0, 0.0]]
+
+    legs = SubgoalTracker(chain_episode(), view="leg")
+    assert legs.instruction == "Find the red cup."
+    legs.on_stop((8.0, 3.0, 0.0))
+    assert legs.instruction == "Find the blue bed."
 
 
 def test_template_oracle_uses_the_route_and_the_goal(context):

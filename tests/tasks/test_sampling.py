@@ -55,7 +55,7 @@ def test_coarse_goals_are_viewpoints_facing_the_target(context):
         assert np.hypot(*gap) <= 1.0 + 1e-9
         facing = math.atan2(info.center[1] - t.goal[1], info.center[0] - t.goal[0])
         assert math.isclose(math.remainder(t.goal_yaw - facing, math.tau), 0.0, abs_tol=1e-9)
-        assert 2.0 <= t.length <= 20.0
+        assert 4.0 <= t.length <= 20.0  # goal_radius 3 + start_margin 1
 
 
 def test_ambiguous_targets_need_a_distinguishing_reference(context):
@@ -79,7 +79,26 @@ def test_long_horizon_chains_link_legs(context):
             assert np.allclose(leg.start[:2], previous.goal[:2], atol=1e-6)
 
 
+def test_every_start_and_every_leg_is_beyond_the_success_radius(context):
+    """STOP at once must never succeed: path length and the env's distance field (which
+    judges success) both exceed the radius; coarse_min_distance 2 m does not lower that."""
+    s = sampler(context, seed=5, coarse_min_distance=0.5, goal_radius=3.0, start_margin=0.5)
+    legs = s.sample_coarse(20) + [leg for chain in s.sample_chains(6) for leg in chain] + s.sample_fine(6)
+    assert len(legs) > 30
+    for leg in legs:
+        assert leg.length >= 3.5
+        field = context.navigator.distance_field([leg.goal])
+        assert field.distance_at(leg.start) > 3.0
+    assert SamplingConfig(goal_radius=2.0, start_margin=0.25).min_start_distance == 2.25
+    assert SamplingConfig().manifest_entry() == {"success_distance": 3.0, "start_margin": 1.0,
+                                                 "min_start_distance": 4.0}
+
+
 def test_config_validation():
+    with pytest.raises(ConfigError, match="start_margin"):
+        SamplingConfig(start_margin=-1.0)
+    with pytest.raises(ConfigError, match="coarse_max_distance"):
+        SamplingConfig(coarse_max_distance=3.5)
     with pytest.raises(ConfigError, match="fine_min_distance"):
         SamplingConfig(fine_min_distance=10, fine_max_distance=5)
     with pytest.raises(ConfigError, match="min_legs"):

@@ -34,6 +34,9 @@ def register(subparsers) -> None:
                         help="step budget per episode (default: 500 discrete steps)")
     parser.add_argument("--success-distance", type=float, default=3.0,
                         help="success radius in metres (SR needs distance < it; default: 3.0)")
+    parser.add_argument("--instruction-view", choices=("full", "leg"), default="full",
+                        help="long-horizon: the whole chained instruction (full, the paper's; default) "
+                             "or only the active leg's (leg); recorded in run.json")
     parser.add_argument("--plots", type=int, default=6,
                         help="trajectory pictures per task and physics mode (default: 6)")
     parser.add_argument("--scenes-dir", type=Path, default=None,
@@ -60,7 +63,7 @@ def _eval(args: argparse.Namespace) -> int:
         agent_config=load_agent_config(args.agent_config), split=args.split, task=args.task,
         physics=args.physics, episodes=args.episodes, workers=args.workers, executor=args.executor,
         ray_address=args.ray_address, seed=args.seed, max_steps=args.max_steps,
-        success_distance=args.success_distance, plots=args.plots,
+        success_distance=args.success_distance, plots=args.plots, instruction_view=args.instruction_view,
         scenes_dir=str(args.scenes_dir) if args.scenes_dir else None,
     )
     progress: list[RunProgress] = []

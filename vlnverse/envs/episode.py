@@ -20,6 +20,11 @@ def _finite(values: Sequence[float], what: str, sizes: tuple[int, ...]) -> tuple
     return out
 
 
+INSTRUCTION_VIEWS = ("full", "leg")
+"""What a long-horizon agent reads: ``full`` = the whole chained instruction for the whole
+episode (the paper's task, the default); ``leg`` = only the active leg's sub-instruction,
+which changes after each STOP (a curriculum / debugging aid, not the paper's protocol)."""
+
 @dataclass(frozen=True)
 class Goal:
     """A goal position (x, y[, z]) and its success radius in metres."""
@@ -79,9 +84,11 @@ class NavEpisode:
         object.__setattr__(self, "subgoal_instructions", subs)
         object.__setattr__(self, "sequential", bool(self.sequential))
 
-    def instruction_for(self, index: int) -> str:
-        """The instruction observed while goal ``index`` is active."""
-        if self.subgoal_instructions:
+    def instruction_for(self, index: int, view: str = "full") -> str:
+        """The instruction observed while goal ``index`` is active: the whole (chained)
+        instruction with ``view="full"`` (the paper's long-horizon task), the active
+        leg's sub-instruction with ``view="leg"`` (see :data:`INSTRUCTION_VIEWS`)."""
+        if view == "leg" and self.subgoal_instructions:
             return self.subgoal_instructions[min(index, len(self.subgoal_instructions) - 1)]
         return self.instruction
 

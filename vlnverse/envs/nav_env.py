@@ -16,9 +16,12 @@ differs from the loaded one (the backend is reused while it stays the same).
 Long-horizon (sequential) episodes: the goals are sub-goals reached in order. A STOP on a
 sub-goal that is not the last one does not end the episode: it records the arrival in
 ``info["subgoal_results"]`` (``success`` when the geodesic distance to that sub-goal is
-within its radius, exactly as a final STOP is judged), makes the next sub-goal active
-(``geodesic_distance``, the oracle and the reward now follow it) and its sub-instruction
-the ``instruction`` observation; ``info["subgoal_stop"]`` is True on that step. The agent
+within its radius, exactly as a final STOP is judged) and makes the next sub-goal active
+(``geodesic_distance``, the oracle and the reward now follow it); ``info["subgoal_stop"]``
+is True on that step. The ``instruction`` observation is the whole chained instruction
+for the whole episode, as in the paper (``instruction_view="full"``); with
+``instruction_view="leg"`` it is the active leg's sub-instruction instead (a curriculum /
+debugging aid, off by default). The agent
 is not moved and the step budget spans the whole episode. The STOP on the last sub-goal
 terminates; its ``success`` is that of the last sub-goal. SR_n is read off
 ``subgoal_results`` (one entry per STOP, in order).
@@ -51,7 +54,7 @@ import numpy as np
 from gymnasium import spaces
 
 from vlnverse.config import config_from_mapping
-from vlnverse.envs.episode import Goal, NavEpisode, goal_from
+from vlnverse.envs.episode import INSTRUCTION_VIEWS, Goal, NavEpisode, goal_from
 from vlnverse.envs.oracle import Oracle
 from vlnverse.errors import ConfigError, InvalidActionError, SimulationError
 from vlnverse.scene.navigation import DistanceField
@@ -150,6 +153,8 @@ class NavEnv(gym.Env):
         min_goal_distance: Minimum geodesic start–goal distance of random episodes.
         occupancy_resolution: Grid resolution of the navigation map (metres).
         render_mode: ``None`` or ``"rgb_array"``.
+        instruction_view: Long-horizon: ``"full"`` (default, the paper's) observes the
+            whole chained instruction, ``"leg"`` the active leg's sub-instruction.
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
@@ -183,6 +188,7 @@ class NavEnv(gym.Env):
         oracle_llm: Any = None,
         reference_image: bool | None = None,
         reference_image_size: Sequence[int] = (224, 224),
+        instruction_view: str = "full",
     ) -> None:
         # Validate everything cheap before loading anything.
         self.physics = _physics(physics)
@@ -215,6 +221,9 @@ class NavEnv(gym.Env):
         if not isinstance(instruction, str):
             raise ConfigError(f"instruction must be a string, got {instruction!r}")
         self._instruction = instruction
+        if instruction_view not in INSTRUCTION_VIEWS:
+            raise ConfigError(f"instruction_view must be one of {', '.join(INSTRUCTION_VIEWS)}, got {instruction_view!r}")
+        self.instruction_view = instruction_view
         self.episodes = tuple(e if isinstance(e, NavEpisode) else NavEpisode.from_mapping(e) for e in (episodes or ()))
         if not isinstance(question_budget, int) or isinstance(question_budget, bool) or question_budget < 0:
             raise ConfigError(f"question_budget must be a non-negative integer, got {question_budget!r}")
@@ -572,7 +581,7 @@ class NavEnv(gym.Env):
         obs: dict[str, Any] = self.sim.observe()
         if "pose" not in obs:
             obs["pose"] = self.sim.pose.as_array().astype(np.float32)
-        obs["instruction"] = self.episode.instruction_for(self._active)
+        obs["instruction"] = self.episode.instruction_for(self._active, self.instruction_view)
         if self.observe_reference:
             obs["reference_image"] = self._reference.copy()
         if self.dialogue:

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from vlnverse import __version__
+from vlnverse.envs.episode import INSTRUCTION_VIEWS
 from vlnverse.errors import ConfigError
 from vlnverse.eval.executors import EXECUTORS, import_ray, run_items
 from vlnverse.eval.html_index import write_index
@@ -65,6 +66,8 @@ class EvalConfig:
         backend: Simulator backend.
         scenes_dir: Where the dataset's scene paths are relative to (default: the manifest's).
         bootstrap: Bootstrap resamples of the confidence intervals.
+        instruction_view: Long-horizon observation: ``full`` (the whole chained
+            instruction, the paper's; default) or ``leg`` (the active leg only).
     """
 
     dataset: str
@@ -85,6 +88,7 @@ class EvalConfig:
     backend: str = "bullet"
     scenes_dir: str | None = None
     bootstrap: int = 1000
+    instruction_view: str = "full"
 
     def __post_init__(self) -> None:
         physics = tuple(self.physics)
@@ -111,6 +115,9 @@ class EvalConfig:
         if not isinstance(self.success_distance, (int, float)) or not math.isfinite(self.success_distance) \
                 or self.success_distance <= 0:
             raise ConfigError(f"success_distance must be a positive number, got {self.success_distance!r}")
+        if self.instruction_view not in INSTRUCTION_VIEWS:
+            raise ConfigError(f"instruction_view must be one of {', '.join(INSTRUCTION_VIEWS)}, "
+                              f"got {self.instruction_view!r}")
 
     def fingerprint(self, dataset_id: str) -> dict[str, Any]:
         """The settings that decide each episode's result (not which episodes, nor how
@@ -118,7 +125,7 @@ class EvalConfig:
         return {"dataset": dataset_id, "agent": self.agent, "agent_config": json.loads(
             json.dumps(dict(self.agent_config), sort_keys=True, default=str)), "seed": self.seed,
             "max_steps": self.max_steps, "success_distance": float(self.success_distance),
-            "backend": self.backend, "vlnverse": __version__}
+            "backend": self.backend, "instruction_view": self.instruction_view, "vlnverse": __version__}
 
 
 @dataclass
@@ -238,7 +245,8 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
     run = {"agent": config.agent, "agent_config": fingerprint["agent_config"], "dataset": dataset_id,
            "split": config.split, "task": config.task, "physics": list(config.physics),
            "episodes": config.episodes, "seed": config.seed, "max_steps": config.max_steps,
-           "success_distance": float(config.success_distance), "backend": config.backend}
+           "success_distance": float(config.success_distance), "backend": config.backend,
+           "instruction_view": config.instruction_view}
     write_json_atomic(out / RUN_FILE, {"fingerprint": fingerprint, "run": run})
 
     episodes = select_episodes(dataset, config.split, config.task, config.episodes, config.seed)
@@ -252,7 +260,8 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
     spec = RunSpec(agent=agent if agent is not None else config.agent,
                    agent_config=dict(config.agent_config), seed=config.seed, backend=config.backend,
                    max_steps=config.max_steps, metrics=MetricsConfig(success_distance=float(config.success_distance)),
-                   plots_dir=str((out / PLOTS_DIR).resolve()) if config.plots else None)
+                   plots_dir=str((out / PLOTS_DIR).resolve()) if config.plots else None,
+                   instruction_view=config.instruction_view)
     if isinstance(spec.agent, str):
         build_agent(spec).close()  # unknown names and bad settings fail here, before any work
     timings: list[dict[str, float]] = []

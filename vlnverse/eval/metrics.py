@@ -30,9 +30,13 @@ Definitions (``d_s`` = ``MetricsConfig.success_distance``, 3.0 m by default):
 - **SR_n** (long-horizon): goal ``n`` is reached when the ``n``-th STOP of the episode
   was issued within ``d_s`` of goal ``n``. The per-episode ``SR_n`` is 1/0 when goals
   ``1..n-1`` were all reached and ``None`` otherwise, so the mean over episodes is the
-  paper's conditional rate; ``SR_1`` is unconditional. **SR_All**: overall task
-  completion (paper §3.4): the ``G``-th STOP was within ``d_s`` of the final goal after
-  every earlier goal was reached, so ``mean(SR_All) = SR_1 * SR_2 * ... * SR_G``.
+  paper's conditional rate; ``SR_1`` is unconditional. **SR_All** is the paper's
+  (§3.4, Table 6): the STOP that ended the episode (the ``G``-th) was within ``d_s`` of
+  the *final* goal, whatever happened at the earlier goals (Table 6 has SR_All 20.7 %
+  with SR_1 34.0 % and SR_2 12.2 %, which "every goal reached" could not give).
+  **SR_Ordered**: every goal reached in order (the ``k``-th STOP within ``d_s`` of goal
+  ``k`` for all ``k``), so ``mean(SR_Ordered) = SR_1 * SR_2 * ... * SR_G``; reported
+  beside SR_All, never in its place.
 - **steps**: actions taken, STOP included (habitat-lab ``StepsTaken``).
 - **AORI**, **DR/JOR/MPTR**: see :mod:`vlnverse.eval.trace_metrics`; computed when the
   agent's trace holds ``waypoints`` / ``debate``. **tokens**, **cost**: passed through.
@@ -355,6 +359,7 @@ class EpisodeMetrics:
     collision_count: float | None
     SR_n: tuple[float | None, ...] | None = None
     SR_All: float | None = None
+    SR_Ordered: float | None = None
     geodesic: bool = True
     fail_reason: str | None = None
     AORI: float | None = None
@@ -372,7 +377,7 @@ class EpisodeMetrics:
     physics: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        """Flat JSON-ready dict: ``SR_1..SR_n`` and ``SR_All`` only for long-horizon
+        """Flat JSON-ready dict: ``SR_1..SR_n``, ``SR_All`` and ``SR_Ordered`` only for long-horizon
         episodes, debate counts (for pooled aggregation) only when a debate was traced."""
         out: dict[str, Any] = {
             "TL": self.TL,
@@ -392,6 +397,7 @@ class EpisodeMetrics:
             for n, v in enumerate(self.SR_n, start=1):
                 out[f"SR_{n}"] = v
             out["SR_All"] = self.SR_All
+            out["SR_Ordered"] = self.SR_Ordered
         out["geodesic"] = self.geodesic
         out["fail_reason"] = self.fail_reason
         for key in (
@@ -488,10 +494,11 @@ def _score(
         sr_n: tuple[float | None, ...] | None = tuple(
             float(reached[k]) if all(reached[:k]) else None for k in range(n_goals)
         )
-        sr_all = float(all(reached))
+        sr_all = float(reached[-1])
+        sr_ordered: float | None = float(all(reached))
         success = sr_all
     else:
-        sr_n, sr_all = None, None
+        sr_n, sr_all, sr_ordered = None, None, None
         success = float(reached[0])
 
     L = record.geodesic_distance
@@ -539,6 +546,7 @@ def _score(
         collision_count=collision_count,
         SR_n=sr_n,
         SR_All=sr_all,
+        SR_Ordered=sr_ordered,
         geodesic=geodesic,
         fail_reason=record.fail_reason,
         AORI=aori_value,

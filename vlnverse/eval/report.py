@@ -3,7 +3,8 @@
 - **Table 5** (fine- and coarse-grained tasks): one row per agent and physics mode, Tel-Hop
   and Strict side by side, columns TL, NE, SR, OSR, SPL, nDTW, CR.
 - **Table 6** (visual reference, dialogue, long-horizon): the same columns plus the
-  conditional SR_1..SR_n and SR_All of long-horizon episodes.
+  conditional SR_1..SR_n, SR_All (final-goal success, the paper's) and SR_Ordered (every
+  goal reached in order, not in the paper) of long-horizon episodes.
 
 Rates (SR, OSR, SPL, nDTW, CR, SR_n) are shown in percent as in the paper, lengths in
 metres. Every figure is a mean over episodes with a 95 % bootstrap interval in
@@ -30,8 +31,8 @@ TASK_TITLES = {
 PHYSICS_TITLES = {"tel_hop": "Tel-Hop", "strict": "Strict", "slide": "Slide"}
 PHYSICS_ORDER = ("tel_hop", "strict", "slide")
 COLUMNS = ("TL", "NE", "SR", "OSR", "SPL", "nDTW", "CR")
-PERCENT = frozenset({"SR", "OSR", "SPL", "nDTW", "SDTW", "CR", "SR_All"})
-ARROWS = {"NE": "↓", "SR": "↑", "OSR": "↑", "SPL": "↑", "nDTW": "↑", "CR": "↓", "SR_All": "↑"}
+PERCENT = frozenset({"SR", "OSR", "SPL", "nDTW", "SDTW", "CR", "SR_All", "SR_Ordered"})
+ARROWS = {"NE": "↓", "SR": "↑", "OSR": "↑", "SPL": "↑", "nDTW": "↑", "CR": "↓", "SR_All": "↑", "SR_Ordered": "↑"}
 DETAIL_METRICS = ("TL", "NE", "NE_euclidean", "SR", "OSR", "SPL", "nDTW", "SDTW", "CR", "steps")
 
 
@@ -104,7 +105,7 @@ def _sr_columns(groups: Iterable[Mapping[str, Any]]) -> list[str]:
         for name in group.get("metrics", {}):
             if name.startswith("SR_") and name[3:].isdigit():
                 n = max(n, int(name[3:]))
-    return [f"SR_{k}" for k in range(1, n + 1)] + (["SR_All"] if n else [])
+    return [f"SR_{k}" for k in range(1, n + 1)] + (["SR_All", "SR_Ordered"] if n else [])
 
 
 def markdown_tables(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
@@ -174,7 +175,9 @@ def summary_markdown(summary: Mapping[str, Any], *, label: str | None = None) ->
         f"{summary.get('episodes', 0)} episode records · seed {run.get('seed', 0)}.",
         "",
         f"Success: STOP with geodesic distance to the goal < {run.get('success_distance', 3.0)} m. "
-        "Rates in %, TL and NE in metres; CR = collisions per navigation step.",
+        "Rates in %, TL and NE in metres; CR = collisions per navigation step. Long-horizon: "
+        "SR = SR_All = the final STOP within the radius of the final goal (paper §3.4); "
+        "SR_n conditional on goals 1..n-1; SR_Ordered = every goal reached in order.",
         "",
         markdown_tables([(label, summary)]),
     ]

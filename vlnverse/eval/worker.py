@@ -41,6 +41,8 @@ class RunSpec:
         metrics: Scoring settings.
         plots_dir: Folder for trajectory pictures (``None``: no pictures).
         occupancy_resolution: Grid resolution of the navigation maps (m).
+        instruction_view: What long-horizon agents read (see
+            :data:`vlnverse.envs.episode.INSTRUCTION_VIEWS`).
     """
 
     agent: Any
@@ -51,6 +53,7 @@ class RunSpec:
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     plots_dir: str | None = None
     occupancy_resolution: float = 0.05
+    instruction_view: str = "full"
 
 
 @dataclass(frozen=True)
@@ -119,7 +122,8 @@ class EvalWorker:
         env = NavEnv(scene_file, backend=self.spec.backend, physics=physics,
                      action_space=self.agent.action_space, sensors=self.agent.sensors,
                      max_episode_steps=self.spec.max_steps,
-                     occupancy_resolution=self.spec.occupancy_resolution)
+                     occupancy_resolution=self.spec.occupancy_resolution,
+                     instruction_view=self.spec.instruction_view)
         self._envs[key] = env
         return env
 

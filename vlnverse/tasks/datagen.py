@@ -326,6 +326,7 @@ def _write_manifest(config: DatagenConfig, outcomes: list[SceneOutcome], entries
         "skipped_scenes": {o.scene_id: o.error for o in outcomes if o.status == "skipped"},
         "shortfall": {o.scene_id: o.record["shortfall"] for o in outcomes if o.record and o.record.get("shortfall")},
         "fallbacks": sum(o.record.get("fallbacks", 0) for o in outcomes if o.record),
+        "start_distance": config.generation.sampling.manifest_entry(),
     }
     manifest = build_manifest(out, shards, extra=extra)
     write_manifest(out, manifest)

@@ -1,9 +1,10 @@
 """Per-episode task state the env keeps: long-horizon sub-goals and dialogue budgets.
 
 Long-horizon (paper §3.3.1 task 4, §3.4 SR_n): the agent declares each arrival with STOP.
-:class:`SubgoalTracker` records every STOP; a STOP advances to the next sub-goal and its
-sub-instruction becomes the active one, whether or not the agent was within the goal
-radius (SR_n scores that later); the STOP on the last sub-goal ends the episode. The
+:class:`SubgoalTracker` records every STOP; a STOP advances to the next sub-goal, whether
+or not the agent was within the goal radius (SR_n scores that later); the STOP on the
+last sub-goal ends the episode. The agent reads the whole chained instruction throughout
+(the paper's task); ``view="leg"`` shows the active leg's sub-instruction instead. The
 stop positions are what :mod:`vlnverse.eval.metrics` needs to compute SR_1..SR_n / SR_All.
 
 Dialogue (task 5): :class:`DialogueSession` answers ``ask`` actions through an oracle
@@ -30,12 +31,14 @@ class SubgoalTracker:
         active: Index of the active goal.
         stops: Agent positions at each STOP, in order.
         reached: Per STOP, whether it was within the goal radius (Euclidean, xy).
+        view: ``"full"`` (whole instruction) or ``"leg"`` (active sub-instruction).
     """
 
     episode: Episode
     active: int = 0
     stops: list[tuple[float, float, float]] = field(default_factory=list)
     reached: list[bool] = field(default_factory=list)
+    view: str = "full"
 
     @property
     def n_goals(self) -> int:
@@ -53,9 +56,9 @@ class SubgoalTracker:
 
     @property
     def instruction(self) -> str:
-        """The active sub-instruction (the whole instruction for single-goal episodes)."""
+        """What the agent reads: the whole instruction, or the active leg's with ``view="leg"``."""
         subgoals = self.episode.instruction.subgoals
-        if not subgoals:
+        if self.view != "leg" or not subgoals:
             return self.episode.instruction.text
         return subgoals[min(self.active, len(subgoals) - 1)]
 

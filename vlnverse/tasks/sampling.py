@@ -8,7 +8,11 @@ navigable map, joined by A* and smoothed by the environment layer.
   balanced;
 * long-horizon: 2–3 coarse legs chained, each goal the next start.
 
-Trivial (too short), unreachable and duplicate pairs are rejected. Every choice draws
+Every single-goal path and every long-horizon leg is longer than the success radius by
+a margin (``SamplingConfig.min_start_distance = goal_radius + start_margin``, geodesic):
+an agent that STOPs at once can never succeed. The margin also covers the small gap
+between a smoothed A* path and the env's fast-marching distance field, which judges
+success. Trivial (too short), unreachable and duplicate pairs are rejected. Every choice draws
 from the ``numpy.random.Generator`` passed in, so a seed fixes the result.
 """
 
@@ -39,6 +43,8 @@ class SamplingConfig:
         coarse_min_distance, coarse_max_distance: Range of each coarse leg (m).
         viewpoint_distance: Coarse goals lie within this distance of the target's footprint (m).
         goal_radius: Success radius stored in the goals (m).
+        start_margin: Every path (each leg of a chain) is at least ``goal_radius +
+            start_margin`` long (m, geodesic), whatever the ``*_min_distance`` say.
         fine_cross_rooms: Fine paths must end in another room than they start in.
         dedupe_cell: Start/goal points closer than this (m) count as duplicates.
         max_attempts: Rejected draws allowed per requested trajectory before giving up.
@@ -51,6 +57,7 @@ class SamplingConfig:
     coarse_max_distance: float = 20.0
     viewpoint_distance: float = 1.0
     goal_radius: float = 3.0
+    start_margin: float = 1.0
     fine_cross_rooms: bool = True
     dedupe_cell: float = 0.5
     max_attempts: int = 40
@@ -65,10 +72,27 @@ class SamplingConfig:
         for name in ("viewpoint_distance", "goal_radius", "dedupe_cell"):
             if not (isinstance(getattr(self, name), int | float) and getattr(self, name) > 0):
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)!r}")
+        if not (isinstance(self.start_margin, int | float) and math.isfinite(self.start_margin)
+                and self.start_margin >= 0):
+            raise ConfigError(f"start_margin must be a number >= 0, got {self.start_margin!r}")
+        for hi in ("fine_max_distance", "coarse_max_distance"):
+            if getattr(self, hi) <= self.min_start_distance:
+                raise ConfigError(f"{hi} ({getattr(self, hi)}) must exceed goal_radius + start_margin "
+                                  f"({self.min_start_distance})")
         if not (isinstance(self.max_attempts, int) and self.max_attempts > 0):
             raise ConfigError(f"max_attempts must be a positive integer, got {self.max_attempts!r}")
         if not (isinstance(self.min_legs, int) and isinstance(self.max_legs, int) and 2 <= self.min_legs <= self.max_legs):
             raise ConfigError(f"need 2 <= min_legs <= max_legs, got {self.min_legs!r}, {self.max_legs!r}")
+
+    @property
+    def min_start_distance(self) -> float:
+        """The shortest geodesic start-goal distance of any path or leg (m)."""
+        return float(self.goal_radius + self.start_margin)
+
+    def manifest_entry(self) -> dict[str, float]:
+        """What the dataset manifest reports about start distances."""
+        return {"success_distance": float(self.goal_radius), "start_margin": float(self.start_margin),
+                "min_start_distance": self.min_start_distance}
 
 
 @dataclass(frozen=True)
@@ -129,6 +153,7 @@ class TrajectorySampler:
     def _path(self, start, goal, lo: float, hi: float):
         if math.dist(start[:2], goal[:2]) > hi:
             return None
+        lo = max(lo, self.config.min_start_distance)
         result = self.context.navigator.shortest_path(start, goal)
         if not result.reachable or not (lo <= result.length <= hi) or len(result.points) < 2:
             return None
