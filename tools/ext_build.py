@@ -44,6 +44,9 @@ class ExtensionSpec:
     copies: tuple[Entry, ...] = ()
     python_paths: tuple[str, ...] = ()
     pip_requirements: tuple[str, ...] = ()
+    pip_modules: tuple[str, ...] = ()
+    kit_provided: tuple[str, ...] = ()
+    kit_unused: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,13 @@ def _entries(items: object, where: str) -> tuple[Entry, ...]:
     return tuple(entries)
 
 
+def _strings(ext: dict, key: str, where: str) -> tuple[str, ...]:
+    value = ext.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ConfigError(f"{where}.{key}: expected a list of non-empty strings")
+    return tuple(value)
+
+
 def load_manifest(path: str | Path) -> Manifest:
     """Parse and validate ``premake.toml`` (unknown keys are errors naming the key)."""
     path = Path(path).resolve()
@@ -126,7 +136,8 @@ def load_manifest(path: str | Path) -> Manifest:
     if not isinstance(raw_extensions, list) or not raw_extensions:
         raise ConfigError(f"{path}: needs at least one [[extension]]")
     extensions = []
-    allowed = {"name", "source", "link", "copy", "python_paths", "pip_requirements"}
+    allowed = {"name", "source", "link", "copy", "python_paths", "pip_requirements", "pip_modules",
+               "kit_provided", "kit_unused"}
     for index, ext in enumerate(raw_extensions):
         where = f"{path} extension[{index}]"
         _check_keys(ext, allowed, where)
@@ -140,7 +151,10 @@ def load_manifest(path: str | Path) -> Manifest:
                 links=_entries(ext.get("link", []), f"{where}.link"),
                 copies=_entries(ext.get("copy", []), f"{where}.copy"),
                 python_paths=tuple(_relative(p, f"{where}.python_paths") for p in ext.get("python_paths", [])),
-                pip_requirements=tuple(str(r) for r in ext.get("pip_requirements", [])),
+                pip_requirements=_strings(ext, "pip_requirements", where),
+                pip_modules=_strings(ext, "pip_modules", where),
+                kit_provided=_strings(ext, "kit_provided", where),
+                kit_unused=_strings(ext, "kit_unused", where),
             )
         )
     return Manifest(
@@ -203,16 +217,45 @@ def _requirement_name(requirement: str) -> str:
 
 
 def check_requirements(manifest: Manifest) -> None:
-    """Every ``pip_requirements`` entry must be a dependency of the project."""
+    """Check each extension's pip table against the project's core dependencies.
+
+    Every ``pip_requirements`` entry must be a core dependency with an import name in
+    ``pip_modules`` (same order), and every core dependency must be listed in exactly one
+    of ``pip_requirements`` (installed by Kit), ``kit_provided`` (bundled with Isaac Sim)
+    or ``kit_unused`` (never imported inside Kit), so a new dependency cannot be forgotten.
+
+    Raises:
+        PackagingError: naming the extension, the entries and what to do.
+    """
     data = tomllib.loads((manifest.root / manifest.version_source).read_text(encoding="utf-8"))
     declared = {_requirement_name(d) for d in data.get("project", {}).get("dependencies", [])}
+    source = manifest.version_source
     for ext in manifest.extensions:
         missing = [r for r in ext.pip_requirements if _requirement_name(r) not in declared]
         if missing:
+            raise PackagingError(f"{ext.name}: pip requirement(s) {', '.join(missing)} are not dependencies in {source}")
+        if len(ext.pip_modules) != len(ext.pip_requirements):
             raise PackagingError(
-                f"{ext.name}: pip requirement(s) {', '.join(missing)} are not dependencies in "
-                f"{manifest.version_source}"
+                f"{ext.name}: pip_modules must name the import module of each pip requirement, in the same order "
+                f"({len(ext.pip_modules)} modules for {len(ext.pip_requirements)} requirements)"
             )
+        groups = {
+            "pip_requirements": {_requirement_name(r) for r in ext.pip_requirements},
+            "kit_provided": {_requirement_name(r) for r in ext.kit_provided},
+            "kit_unused": {_requirement_name(r) for r in ext.kit_unused},
+        }
+        for name in sorted(declared):
+            places = [group for group, names in groups.items() if name in names]
+            if not places:
+                raise PackagingError(
+                    f"{ext.name}: core dependency {name!r} of {source} is missing from pip_requirements "
+                    "(or list it under kit_provided / kit_unused)"
+                )
+            if len(places) > 1:
+                raise PackagingError(f"{ext.name}: {name!r} is listed in both {' and '.join(places)}")
+        stale = sorted((groups["kit_provided"] | groups["kit_unused"]) - declared)
+        if stale:
+            raise PackagingError(f"{ext.name}: {', '.join(stale)} listed in kit_provided/kit_unused but not dependencies in {source}")
 
 
 # --------------------------------------------------------------------------- assembly
@@ -259,11 +302,15 @@ def rewrite_extension_toml(text: str, ext: ExtensionSpec) -> str:
     if paths:
         text = text + "\n" + paths if marker < 0 else text[:marker] + paths + text[marker:]
     if ext.pip_requirements:
+        # omni.kit.pipapi: `modules` are imported to decide whether pip must run at all (see
+        # premake.toml); without use_online_index the requirements are skipped entirely.
         requirements = ", ".join(f'"{r}"' for r in ext.pip_requirements)
+        modules = ", ".join(f'"{m}"' for m in ext.pip_modules)
         text = (
             text.rstrip("\n")
             + "\n\n[python.pipapi]\n"
             + f"requirements = [{requirements}]\n"
+            + f"modules = [{modules}]\n"
             + "use_online_index = true\n"
         )
     tomllib.loads(text)  # the result must stay valid TOML

@@ -122,8 +122,14 @@ def test_ext_build_writes_loadable_extension_and_zip(tmp_path):
     config = tomllib.loads((folder / "config" / "extension.toml").read_text())
     modules = config["python"]["module"]
     assert modules[0] == {"path": "pip_prebundle"} and modules[1]["name"] == "vlnverse_isaac"
-    requirements = config["python"]["pipapi"]["requirements"]
-    assert "networkx>=3.2" in requirements and not any(r.startswith("usd-core") for r in requirements)
+    pipapi = config["python"]["pipapi"]
+    requirements = pipapi["requirements"]
+    assert "diskcache>=5.6" in requirements and not any(r.startswith("usd-core") for r in requirements)
+    # Isaac Sim bundles these; pipapi would otherwise reinstall them over its own copies.
+    assert not any(r.split(">")[0] in ("scipy", "pyyaml", "networkx", "numba") for r in requirements)
+    # One import name per requirement, so pipapi's import check can skip pip once installed.
+    assert len(pipapi["modules"]) == len(requirements) and pipapi["use_online_index"] is True
+    assert dict(zip(requirements, pipapi["modules"], strict=True))["scikit-image>=0.22"] == "skimage"
     # The sources were not modified through the links.
     assert "pip_prebundle" not in (root / "exts" / "vlnverse.isaac" / "config" / "extension.toml").read_text()
 
@@ -186,7 +192,12 @@ def test_repository_versions_agree():
     [
         (lambda t: t.replace('output = "_build/exts"', 'output = "/abs/path"'), "relative path"),
         (lambda t: t + '\n[surprise]\nkey = 1\n', "unknown key(s) surprise"),
-        (lambda t: t.replace('"pyyaml>=6",', '"not-a-dependency>=1",'), "not dependencies"),
+        (lambda t: t.replace('"rich>=13",', '"not-a-dependency>=1",'), "not dependencies"),
+        (lambda t: t.replace('  "diskcache>=5.6",\n', "").replace(', "diskcache"]', "]"),
+         "core dependency 'diskcache' of pyproject.toml is missing from pip_requirements"),
+        (lambda t: t.replace(', "diskcache"]', "]"), "same order (8 modules for 9 requirements)"),
+        (lambda t: t.replace('kit_unused = ["pybullet"', 'kit_unused = ["scipy", "pybullet"'),
+         "'scipy' is listed in both kit_provided and kit_unused"),
     ],
 )
 def test_bad_manifests_are_rejected_with_a_clear_error(tmp_path, edit, message):
