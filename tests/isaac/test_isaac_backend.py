@@ -24,10 +24,12 @@ HAS_ISAAC = __import__("importlib").util.find_spec("isaacsim") is not None
 no_isaac = pytest.mark.skipif(HAS_ISAAC, reason="checks the behaviour without Isaac Sim")
 
 
-def test_importing_the_backend_imports_no_kit_module():
+def test_importing_the_backend_imports_no_kit_module_and_no_pxr():
+    """Kit must be the first to load USD: pxr imported before SimulationApp is a second runtime."""
     code = (
         "import sys, vlnverse.sim.backends.isaac, vlnverse.sim.backends.isaac_usd, vlnverse.isaac_ui.teleop;"
-        "bad = [m for m in sys.modules if m.split('.')[0] in ('omni', 'isaacsim', 'carb')"
+        "import vlnverse.envs.nav_env, vlnverse.eval.worker, vlnverse.isaac_ui.agent_run;"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('omni', 'isaacsim', 'carb', 'pxr')"
         " and not m.startswith('omni.asset_validator')];"
         "print(','.join(bad))"
     )

@@ -68,10 +68,16 @@ def test_agent_rigid_body_reopens_with_locks_and_contact_report(tmp_path):
     assert body.GetRadiusAttr().Get() == pytest.approx(0.3)
     assert body.GetHeightAttr().Get() == pytest.approx(1.4)
     # The collider spans [step_height, height] above the base, which sits at (1, 2, 0).
-    bbox = UsdGeom.BBoxCache(Usd.TimeCode.Default(), ["default"]).ComputeWorldBound(body.GetPrim())
-    box = bbox.ComputeAlignedRange()
-    assert box.GetMin()[2] == pytest.approx(0.1) and box.GetMax()[2] == pytest.approx(1.5)
-    assert (box.GetMin()[0] + box.GetMax()[0]) / 2 == pytest.approx(1.0)
+    to_world = UsdGeom.Xformable(body).ComputeLocalToWorldTransform(Usd.TimeCode.Default())
+    low, high = (to_world.Transform(Gf.Vec3d(*corner)) for corner in body.GetExtentAttr().Get())
+    assert min(low[2], high[2]) == pytest.approx(0.1) and max(low[2], high[2]) == pytest.approx(1.5)
+    assert (low[0] + high[0]) / 2 == pytest.approx(1.0)
+    # It collides but no camera renders it (invisible, purpose guide), and sweeps with CCD.
+    assert body.ComputeVisibility() == UsdGeom.Tokens.invisible
+    assert body.GetPurposeAttr().Get() == UsdGeom.Tokens.guide
+    assert UsdGeom.BBoxCache(Usd.TimeCode.Default(), ["default", "render"]).ComputeWorldBound(
+        body.GetPrim()).GetRange().IsEmpty()
+    assert agent.GetAttribute("physxRigidBody:enableCCD").Get() is True
 
     pose = UsdGeom.Xformable(agent).ComputeLocalToWorldTransform(Usd.TimeCode.Default())
     quat = pose.ExtractRotationQuat()

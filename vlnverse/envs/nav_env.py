@@ -312,7 +312,9 @@ class NavEnv(gym.Env):
         from vlnverse.scene.loading import scene_with_occupancy
         from vlnverse.scene.navigation import Navigator
         from vlnverse.scene.occupancy import build_occupancy
+        from vlnverse.sim.backend import prepare_backend
 
+        backend = prepare_backend(self._backend_name)  # before the scene's pxr import (Isaac Sim: Kit's USD)
         key = f"scene:{id(scene)}" if isinstance(scene, Scene) else str(Path(scene).resolve())
         if key == self._scene_key and self.sim is not None:
             return
@@ -324,6 +326,9 @@ class NavEnv(gym.Env):
         else:
             loaded, occupancy = scene_with_occupancy(key, **dims)
         rig = rig if rig is not None else SensorRig.from_spec(self.sim.rig)
+        if self.sim is not None and backend == "isaac":  # one live Isaac Sim World per process
+            self.sim.close()
+            self.sim = None
         sim = Simulator(loaded, agent=spec, sensors=rig, physics=self.physics, backend=self._backend_name,
                         occupancy=occupancy, pose=Pose(*occupancy.sample_navigable(np.random.default_rng(0), 1)[0], 0.0))
         if self.sim is not None:

@@ -87,6 +87,14 @@ class WorkResult:
     timing: EpisodeTiming
 
 
+def env_cache_size(backend: str) -> int:
+    """Envs a worker keeps for ``backend``: one for Isaac Sim, whose ``World`` is a process
+    singleton (a second live env would clear the first), else :data:`ENV_CACHE_SIZE`."""
+    from vlnverse.sim.backend import resolve_backend
+
+    return 1 if resolve_backend(backend) == "isaac" else ENV_CACHE_SIZE
+
+
 def build_agent(spec: RunSpec) -> Agent:
     """The run's agent (a fresh one from the registry, or the given object)."""
     if isinstance(spec.agent, str):
@@ -116,7 +124,7 @@ class EvalWorker:
             return self._envs[key]
         from vlnverse.envs.nav_env import NavEnv
 
-        while len(self._envs) >= ENV_CACHE_SIZE:
+        while len(self._envs) >= env_cache_size(self.spec.backend):
             old_key, old = self._envs.popitem(last=False)
             old.close()
         env = NavEnv(scene_file, backend=self.spec.backend, physics=physics,

@@ -165,6 +165,16 @@ def resolve_backend(name: str) -> str:
     raise ConfigError("backend 'auto': no backend is available (" + "; ".join(reasons) + ")")
 
 
+def prepare_backend(name: str) -> str:
+    """Resolve ``name`` and let its backend set the process up before any scene is loaded
+    (Isaac Sim starts Kit here, so the scene loader imports Kit's own ``pxr``)."""
+    resolved = resolve_backend(name)
+    prepare = getattr(backend_class(resolved), "prepare_process", None)
+    if prepare is not None:
+        prepare()
+    return resolved
+
+
 def create_backend(name: str, physics: PhysicsConfig) -> Backend:
     """Instantiate the backend ``name`` (or ``"auto"``) with ``physics`` settings."""
     resolved = resolve_backend(name)

@@ -12,6 +12,9 @@ applied by name, because ``PhysxSchema`` ships with Isaac Sim and not with usd-c
 attribute names and types match the PhysxSchema declarations that Isaac Sim 5.x reads.
 
 Conventions: Z-up, meters, yaw about +Z (0 = +X, CCW), quaternions (w, x, y, z).
+
+``pxr`` is imported inside each function: in Isaac Sim it must be Kit's own USD, loaded
+after ``SimulationApp`` starts (see :mod:`vlnverse.sim.backends.isaac_kit`).
 """
 
 from __future__ import annotations
@@ -19,12 +22,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-
-from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdSemantics, UsdShade
+from typing import TYPE_CHECKING
 
 from vlnverse.errors import ConfigError, SceneError
 from vlnverse.sim.agent import AgentSpec
 from vlnverse.sim.sensors import CameraSpec, LidarSensor
+
+if TYPE_CHECKING:
+    from pxr import Gf, Usd, UsdGeom, UsdPhysics
 
 # USD's default camera aperture (tenths of a stage unit: "mm" on a 1 cm/unit stage).
 DEFAULT_HORIZONTAL_APERTURE = 20.955
@@ -43,7 +48,7 @@ SEMANTICS_INSTANCE = "class"
 # Rotation taking a USD camera's frame (looks along -Z, +Y up) onto the agent's body
 # frame (forward +X, +Z up). USD multiplies row vectors, so each row is the image of one
 # camera axis: camera +X -> body -Y, camera +Y -> body +Z, camera +Z -> body -X.
-_CAMERA_TO_BODY = Gf.Matrix3d(0.0, -1.0, 0.0, 0.0, 0.0, 1.0, -1.0, 0.0, 0.0)
+_CAMERA_TO_BODY = (0.0, -1.0, 0.0, 0.0, 0.0, 1.0, -1.0, 0.0, 0.0)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -56,6 +61,8 @@ def _check_positive(name: str, value: float) -> None:
 
 def yaw_quaternion(yaw: float) -> Gf.Quatd:
     """The (w, x, y, z) rotation of ``yaw`` radians about +Z."""
+    from pxr import Gf
+
     return Gf.Quatd(math.cos(yaw / 2.0), 0.0, 0.0, math.sin(yaw / 2.0))
 
 
@@ -67,6 +74,8 @@ def quaternion_yaw(quat: Sequence[float]) -> float:
 
 def set_pose(prim: Usd.Prim, translation: Sequence[float], orientation: Gf.Quatd) -> None:
     """Author translate + orient (double precision), the op order Isaac Sim prims use."""
+    from pxr import Gf, UsdGeom
+
     xformable = UsdGeom.Xformable(prim)
     ops = {op.GetOpName(): op for op in xformable.GetOrderedXformOps()}
     translate = ops.get("xformOp:translate") or xformable.AddTranslateOp(
@@ -88,6 +97,8 @@ def applied_schema_names(prim: Usd.Prim) -> list[str]:
 
 def new_stage(path: str | None = None) -> Usd.Stage:
     """A stage following the project contract: Z-up, 1 m per unit, 1 kg per unit."""
+    from pxr import Usd, UsdGeom, UsdPhysics
+
     stage = Usd.Stage.CreateNew(path) if path else Usd.Stage.CreateInMemory()
     UsdGeom.SetStageUpAxis(stage, UsdGeom.Tokens.z)
     UsdGeom.SetStageMetersPerUnit(stage, 1.0)
@@ -134,6 +145,8 @@ def author_physics_scene(
     Isaac Sim's ``World`` reuses the first PhysicsScene it finds on the stage, so the
     rate and gravity authored here are the ones it simulates with.
     """
+    from pxr import Gf, Sdf, UsdPhysics
+
     scene = UsdPhysics.Scene.Define(stage, path)
     scene.CreateGravityDirectionAttr(Gf.Vec3f(0.0, 0.0, -1.0))
     scene.CreateGravityMagnitudeAttr(float(settings.gravity))
@@ -148,6 +161,8 @@ def author_physics_scene(
 
 def find_physics_scenes(stage: Usd.Stage) -> list[Usd.Prim]:
     """All PhysicsScene prims on the stage."""
+    from pxr import UsdPhysics
+
     return [p for p in stage.Traverse() if p.IsA(UsdPhysics.Scene)]
 
 
@@ -156,6 +171,8 @@ def find_physics_scenes(stage: Usd.Stage) -> list[Usd.Prim]:
 
 def apply_contact_report(prim: Usd.Prim, threshold: float = 0.0) -> None:
     """Make PhysX report this rigid body's contacts (``PhysxContactReportAPI``)."""
+    from pxr import Sdf
+
     prim.AddAppliedSchema(PHYSX_CONTACT_REPORT_API)
     prim.CreateAttribute("physxContactReport:threshold", Sdf.ValueTypeNames.Float).Set(
         float(threshold)
@@ -164,6 +181,8 @@ def apply_contact_report(prim: Usd.Prim, threshold: float = 0.0) -> None:
 
 def lock_rotation(prim: Usd.Prim, axes: int = LOCK_TILT) -> None:
     """Lock rotation about the given axes (bitmask; default X|Y, so the body cannot tip)."""
+    from pxr import Sdf
+
     if axes & ~(LOCK_X | LOCK_Y | LOCK_Z):
         raise ConfigError(f"lock bitmask must combine 1, 2 and 4, got {axes}")
     prim.AddAppliedSchema(PHYSX_RIGID_BODY_API)
@@ -183,12 +202,15 @@ def author_agent(
     The Xform's origin is the agent's base on the floor. The cylinder spans
     ``[step_height, height]`` above it, so obstacles lower than ``step_height`` pass under
     it, as on the occupancy map. The body glides at constant height like the embedded
-    backend's base: gravity is off, Z translation and tilt are locked, yaw is free, and
-    PhysX reports its contacts (``contact_threshold`` N and above; 0 reports all).
+    backend's base: gravity is off, Z translation and tilt are locked, yaw is free, CCD is
+    on, and PhysX reports its contacts (``contact_threshold`` N and above; 0 reports all).
+    The cylinder is invisible (purpose ``guide``) so cameras mounted inside it see out.
 
     Returns:
         The rigid-body Xform prim.
     """
+    from pxr import Gf, Sdf, UsdGeom, UsdPhysics
+
     if not (math.isfinite(contact_threshold) and contact_threshold >= 0):
         raise ConfigError(f"contact_threshold must be >= 0, got {contact_threshold}")
     root = UsdGeom.Xform.Define(stage, path)
@@ -199,6 +221,8 @@ def author_agent(
     lock_rotation(prim, LOCK_TILT)
     prim.CreateAttribute("physxRigidBody:lockedPosAxis", Sdf.ValueTypeNames.Int).Set(LOCK_Z)
     prim.CreateAttribute("physxRigidBody:disableGravity", Sdf.ValueTypeNames.Bool).Set(True)
+    # Swept collision for the body itself (the scene flag alone does not enable it per body).
+    prim.CreateAttribute("physxRigidBody:enableCCD", Sdf.ValueTypeNames.Bool).Set(True)
     apply_contact_report(prim, contact_threshold)
 
     length = float(spec.height - spec.step_height)
@@ -211,12 +235,18 @@ def author_agent(
     centre = float(spec.step_height) + length / 2
     cylinder.AddTranslateOp(UsdGeom.XformOp.PrecisionDouble).Set(Gf.Vec3d(0.0, 0.0, centre))
     UsdPhysics.CollisionAPI.Apply(cylinder.GetPrim())
+    # Collides but is never drawn, so the agent's own cameras do not see it: invisible
+    # collision geometry has purpose "guide" (Isaac Sim's asset rule, physics_rules.py 294-323).
+    cylinder.CreatePurposeAttr(UsdGeom.Tokens.guide)
+    cylinder.MakeInvisible()
     _bind_friction(stage, cylinder.GetPrim(), f"{path}/PhysicsMaterial", float(spec.friction))
     return prim
 
 
 def _bind_friction(stage: Usd.Stage, collider: Usd.Prim, path: str, friction: float) -> None:
     """Give ``collider`` a physics material with ``friction`` (static = dynamic)."""
+    from pxr import UsdPhysics, UsdShade
+
     material = UsdShade.Material.Define(stage, path)
     api = UsdPhysics.MaterialAPI.Apply(material.GetPrim())
     api.CreateStaticFrictionAttr(friction)
@@ -225,6 +255,29 @@ def _bind_friction(stage: Usd.Stage, collider: Usd.Prim, path: str, friction: fl
     UsdShade.MaterialBindingAPI.Apply(collider).Bind(
         material, UsdShade.Tokens.weakerThanDescendants, "physics"
     )
+
+
+def session_prim_paths(stage: Usd.Stage) -> set[str]:
+    """Paths of every prim spec in the stage's session layer."""
+    paths: set[str] = set()
+    stage.GetSessionLayer().Traverse("/", lambda path: paths.add(str(path)) if path.IsPrimPath() else None)
+    return paths
+
+
+def remove_session_prims(stage: Usd.Stage, keep: set[str]) -> list[str]:
+    """Remove the session-layer prim specs not in ``keep`` (what a backend added), outermost
+    first; returns the removed paths. The scene's own layers are never touched."""
+    from pxr import Sdf
+
+    layer = stage.GetSessionLayer()
+    added = sorted(session_prim_paths(stage) - keep)
+    removed = [p for p in added if not any(p.startswith(r + "/") for r in added if r != p)]
+    with Sdf.ChangeBlock():
+        for path in removed:
+            spec = layer.GetPrimAtPath(path)
+            parent = spec.nameParent if spec.nameParent else layer.pseudoRoot
+            del parent.nameChildren[spec.name]
+    return removed
 
 
 # --------------------------------------------------------------------------- cameras
@@ -260,6 +313,8 @@ def lens_from_hfov(
 
 
 def _camera(prim_or_camera: Usd.Prim | UsdGeom.Camera) -> UsdGeom.Camera:
+    from pxr import UsdGeom
+
     camera = (
         prim_or_camera
         if isinstance(prim_or_camera, UsdGeom.Camera)
@@ -293,9 +348,11 @@ def camera_local_orientation(pitch_deg: float = 0.0, yaw_deg: float = 0.0) -> Gf
         pitch_deg: Tilt in degrees; positive looks up, negative looks down.
         yaw_deg: Extra yaw about body +Z in degrees (e.g. for side cameras).
     """
+    from pxr import Gf
+
     tilt = Gf.Rotation(Gf.Vec3d(0.0, -1.0, 0.0), float(pitch_deg))
     turn = Gf.Rotation(Gf.Vec3d(0.0, 0.0, 1.0), float(yaw_deg))
-    mount = Gf.Matrix4d().SetRotate(_CAMERA_TO_BODY)
+    mount = Gf.Matrix4d().SetRotate(Gf.Matrix3d(*_CAMERA_TO_BODY))
     matrix = mount * Gf.Matrix4d().SetRotate(tilt) * Gf.Matrix4d().SetRotate(turn)
     quat = matrix.ExtractRotationQuat().GetNormalized()
     return quat if quat.GetReal() >= 0 else -quat  # same rotation, canonical sign
@@ -318,6 +375,8 @@ def author_camera(
 
     ``translation`` is relative to the parent prim (the agent's base when mounted on it).
     """
+    from pxr import Gf, UsdGeom
+
     _check_positive("near", near)
     if not far > near:
         raise ConfigError(f"camera far clip ({far}) must exceed near clip ({near})")
@@ -358,6 +417,8 @@ def author_sensor_camera(
 
 def camera_forward_world(camera: UsdGeom.Camera) -> Gf.Vec3d:
     """The unit world direction a camera looks along (its local -Z), at the default time."""
+    from pxr import Gf, Usd, UsdGeom
+
     xformable = UsdGeom.Xformable(camera.GetPrim())
     matrix = xformable.ComputeLocalToWorldTransform(Usd.TimeCode.Default())
     return matrix.TransformDir(Gf.Vec3d(0.0, 0.0, -1.0)).GetNormalized()
@@ -397,6 +458,8 @@ class LidarDescription:
     rotation_rate: float = 0.0
 
     def __post_init__(self) -> None:
+        from pxr import Sdf
+
         if not Sdf.Path.IsValidPathString(self.path) or not self.path.startswith("/"):
             raise ConfigError(f"lidar path must be an absolute prim path, got {self.path!r}")
         _check_positive("min_range", self.min_range)
@@ -448,6 +511,8 @@ class LidarDescription:
 
     def command_kwargs(self) -> dict:
         """Keyword arguments of ``omni.kit.commands.execute("RangeSensorCreateLidar", ...)``."""
+        from pxr import Gf
+
         return {
             "path": self.path,
             "parent": None,
@@ -481,6 +546,8 @@ class SemanticsIssue:
 
 def semantic_labels(prim: Usd.Prim) -> dict[str, list[str]]:
     """``{instance: labels}`` of every ``UsdSemantics.LabelsAPI`` instance on ``prim``."""
+    from pxr import UsdSemantics
+
     labels: dict[str, list[str]] = {}
     for api in UsdSemantics.LabelsAPI.GetAll(prim):
         attr = api.GetLabelsAttr()  # named "semantics:labels:<instance>"
@@ -490,6 +557,8 @@ def semantic_labels(prim: Usd.Prim) -> dict[str, list[str]]:
 
 def label_prim(prim: Usd.Prim, labels: Iterable[str], instance: str = SEMANTICS_INSTANCE) -> None:
     """Apply ``UsdSemantics.LabelsAPI`` instance ``instance`` with ``labels``."""
+    from pxr import UsdSemantics
+
     UsdSemantics.LabelsAPI.Apply(prim, instance).CreateLabelsAttr([str(v) for v in labels])
 
 
