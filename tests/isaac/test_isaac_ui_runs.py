@@ -10,7 +10,7 @@ import pytest
 from pxr import Usd, UsdGeom
 
 from tests.bundled import BUNDLED_SCENES, bundled_dataset
-from vlnverse.errors import ConfigError, DatasetError, RegistryError
+from vlnverse.errors import ConfigError, DatasetError, RegistryError, SimulationError
 from vlnverse.eval.registry import make_agent
 from vlnverse.eval.runner import run_episode
 from vlnverse.isaac_ui import markers, teleop
@@ -127,6 +127,31 @@ def test_agent_run_ticks_to_the_harness_result(dataset, physics, task):
     assert record["actions"] == run.record["actions"]
 
 
+def test_agent_run_with_the_env_on_the_agents_thread(dataset):
+    """The window's mode inside Isaac Sim: env built and stepped off the ticking thread, tick
+    only reports, stop does not wait; the record is the harness's all the same."""
+    browser = EpisodeBrowser(dataset)
+    episode = browser.episode(browser.rows(SCENE, task="coarse")[0].episode_id)
+    threaded = open_agent_run(SCENE, episode, "oracle", physics="strict", seed=3, env_in_thread=True)
+    ticked = open_agent_run(SCENE, episode, "oracle", physics="strict", seed=3)
+    try:
+        assert threaded.tick(timeout=0).steps >= 0  # returns at once
+        final, reference = threaded.run(), ticked.run()
+    finally:
+        threaded.close()
+        ticked.close()
+    assert final.done and final.fail_reason == "stop" and final.steps == reference.steps
+    assert threaded.record["actions"] == ticked.record["actions"]
+    assert threaded.record["metrics"] == ticked.record["metrics"]
+    assert threaded.env.sim._backend is None  # closed by the agent's thread
+
+    run = open_agent_run(SCENE, episode, "forward", env_in_thread=True)
+    stopped = run.stop()
+    assert not stopped.done or stopped.fail_reason == "error"  # did not wait
+    final = run.run()
+    assert final.done and final.fail_reason == "error" and STOPPED_MESSAGE in final.error
+
+
 def test_agent_run_of_any_registered_agent_and_failures(dataset):
     browser = EpisodeBrowser(dataset)
     episode = browser.episode(browser.rows(SCENE, task="coarse")[0].episode_id)
@@ -215,6 +240,46 @@ def test_recordings_are_scored_with_the_replay_agent(dataset, tmp_path):
     assert live.metrics["TL"] == pytest.approx(math.dist((x, y), (end.x, end.y)), abs=0.3)
     with pytest.raises(ConfigError):
         replay_agent_config(tmp_path / "missing.csv", episode.episode_id, tmp_path)
+
+
+def test_teleop_loop_drives_a_backend_off_the_calling_thread(dataset, tmp_path):
+    """The window's teleoperation: backend and session built and ticked on the loop's thread,
+    recording finished and backend closed when it stops."""
+    import threading
+    import time
+
+    browser = EpisodeBrowser(dataset)
+    episode = browser.episode(browser.rows(SCENE, task="coarse")[0].episode_id)
+    physics = PhysicsConfig(mode="strict")
+    keys = teleop.KeyboardTeleop()
+    keys.press("A")  # turning in place never hits a wall
+    built = {}
+
+    def build():
+        from vlnverse.scene import load_scene
+
+        built["thread"] = threading.current_thread()
+        backend = built["backend"] = create_backend("bullet", physics)
+        backend.load_scene(load_scene(SCENE))
+        x, y, z = episode.start_position
+        backend.spawn_agent(AgentSpec(), Pose(x, y, z, episode.start_yaw))
+        return backend, teleop.TeleopSession(backend, teleop.PoseRecorder(tmp_path / "loop.csv"), keys, 0.01)
+
+    loop = teleop.TeleopLoop(build, control_dt=0.01)
+    deadline = time.monotonic() + 30
+    while loop.rows < 3 and not loop.done and time.monotonic() < deadline:
+        time.sleep(0.01)
+    loop.stop()
+    loop.join(30)
+    assert loop.done and loop.error is None and built["thread"] is not threading.current_thread()
+    assert loop.recording == tmp_path / "loop.csv" and len(teleop.read_pose_csv(loop.recording)) >= 3
+    assert loop.pose.yaw != pytest.approx(episode.start_yaw)
+    with pytest.raises(SimulationError, match="close"):
+        built["backend"].agent_pose()
+
+    failing = teleop.TeleopLoop(lambda: (_ for _ in ()).throw(ValueError("no scene")), control_dt=0.01)
+    failing.join(30)
+    assert failing.done and "no scene" in failing.error and failing.recording is None
 
 
 @pytest.mark.isaac

@@ -8,6 +8,12 @@ the Isaac stage (Kit's stage is only touched from Kit's main thread) and a slow 
 (an LLM call) never freezes the UI. The record and metrics are the harness's, so a run
 in the window scores exactly as ``vlnverse eval`` does.
 
+Inside the Isaac Sim app the env is instead built, stepped and closed on the agent's
+thread (``env_in_thread``): the Isaac backend hands each of its Kit operations to Kit's
+event loop and waits, so Kit's loop must never wait on the run. The window then drives the
+run from a coroutine that awaits one Kit frame per :meth:`AgentRun.tick` (which only
+reports progress), instead of stepping the env inside an update subscription.
+
 Scoring a teleoperation recording is the same thing with the harness's ``replay`` agent
 (:func:`replay_agent_config`).
 """
@@ -19,7 +25,7 @@ import queue
 import shutil
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -98,11 +104,13 @@ _FINISHED = object()
 
 
 class _TickedEnv:
-    """The env as the harness's loop sees it: ``reset``/``step`` wait for a UI tick."""
+    """The env as the harness's loop sees it: ``reset``/``step`` wait for a UI tick (or, with
+    ``direct``, run here on the agent's thread)."""
 
-    def __init__(self, env: Any, run: AgentRun) -> None:
+    def __init__(self, env: Any, run: AgentRun, direct: bool = False) -> None:
         self._env = env
         self._run = run
+        self._direct = direct
 
     @property
     def unwrapped(self) -> Any:
@@ -112,10 +120,19 @@ class _TickedEnv:
         return getattr(self._env, name)
 
     def reset(self, *args: Any, **kwargs: Any) -> Any:
-        return self._run._call("reset", args, kwargs)
+        return self._call("reset", args, kwargs)
 
     def step(self, *args: Any, **kwargs: Any) -> Any:
-        return self._run._call("step", args, kwargs)
+        return self._call("step", args, kwargs)
+
+    def _call(self, method: str, args: tuple, kwargs: dict) -> Any:
+        if not self._direct:
+            return self._run._call(method, args, kwargs)
+        if self._run._stop.is_set():
+            raise RunStopped(STOPPED_MESSAGE)
+        result = getattr(self._env, method)(*args, **kwargs)
+        self._run._note(method, result)
+        return result
 
 
 class AgentRun:
@@ -123,18 +140,23 @@ class AgentRun:
 
     Args:
         env: A ``VLNVerse/Nav-v0`` env of the episode's scene built with the agent's
-            action space and sensors (see :func:`open_agent_run`).
+            action space and sensors (see :func:`open_agent_run`), or with ``env_in_thread``
+            a function building it, called on the agent's thread.
         agent: The agent.
         episode: The dataset episode.
         physics: The env's physics mode (recorded).
         seed: The run seed (as ``vlnverse eval --seed``).
         metrics: Scoring settings.
-        owns_env: Close the env (and the agent) in :meth:`close`.
+        owns_env: Close the env (and the agent) when the run ends or is closed.
+        env_in_thread: Build, step and close the env on the agent's thread; :meth:`tick`
+            then only reports progress and :meth:`stop` does not wait.
     """
 
     def __init__(self, env: Any, agent: Agent, episode: Episode, *, physics: str, seed: int = 0,
-                 metrics: MetricsConfig | None = None, owns_env: bool = False) -> None:
-        self.env = env
+                 metrics: MetricsConfig | None = None, owns_env: bool = False,
+                 env_in_thread: bool = False) -> None:
+        self._make_env: Callable[[], Any] | None = env if env_in_thread else None
+        self.env = None if env_in_thread else env
         self.agent = agent
         self.episode = episode
         self.physics = physics
@@ -145,6 +167,7 @@ class AgentRun:
         self._metrics = metrics or MetricsConfig()
         self._requests: queue.Queue = queue.Queue()
         self._stop = threading.Event()
+        self._lock = threading.Lock()
         self._finished = False
         self._steps = 0
         self._leg = 0
@@ -163,11 +186,20 @@ class AgentRun:
         from vlnverse.eval.runner import run_episode
 
         try:
-            record, _ = run_episode(_TickedEnv(self.env, self), self.agent, self.episode, physics=self.physics,
-                                    seed=seed, metrics=self._metrics)
-            self._requests.put((_FINISHED, record, None))
+            if self._make_env is not None:
+                self.env = self._make_env()
+            env = _TickedEnv(self.env, self, direct=self._make_env is not None)
+            record, _ = run_episode(env, self.agent, self.episode, physics=self.physics, seed=seed,
+                                    metrics=self._metrics)
+            message = (_FINISHED, record, None)
         except BaseException as exc:  # noqa: BLE001 - reported to the ticking thread
-            self._requests.put((_FINISHED, None, exc))
+            message = (_FINISHED, None, exc)
+        if self._make_env is not None and self.owns_env:
+            try:
+                self._release()
+            except Exception as exc:  # noqa: BLE001 - the run's result stands
+                logger.warning("episode %s: closing the env failed: %s", self.episode.episode_id, exc)
+        self._requests.put(message)
 
     def _call(self, method: str, args: tuple, kwargs: dict) -> Any:
         if self._stop.is_set():
@@ -187,7 +219,8 @@ class AgentRun:
         return self._finished
 
     def tick(self, timeout: float | None = None) -> LiveMetrics:
-        """Make the agent's next env step here and return the live metrics.
+        """Make the agent's next env step here and return the live metrics (with
+        ``env_in_thread``: only wait up to ``timeout`` for the run to end).
 
         Args:
             timeout: Longest wait (s) for the agent to choose its action; ``None`` waits
@@ -204,7 +237,7 @@ class AgentRun:
             if isinstance(message, tuple):
                 self._finish(message[1], message[2])
                 break
-            self._serve(message)
+            self._serve(message)  # only in the ticked mode: the threaded one posts no requests
             if message.method == "step":
                 break
         return self.live()
@@ -217,19 +250,24 @@ class AgentRun:
         except BaseException as exc:  # noqa: BLE001 - handed to the agent's thread (the harness records it)
             request.error = exc
         else:
-            info = request.result[-1]
-            if request.method == "reset" and self._steps == 0:
+            self._note(request.method, request.result)
+        finally:
+            request.done.set()
+
+    def _note(self, method: str, result: Any) -> None:
+        """Update the live metrics from an env ``reset``/``step`` result."""
+        info = result[-1]
+        with self._lock:
+            if method == "reset" and self._steps == 0:
                 self._poses.clear()  # the env's start (snapped onto the navigable floor)
             self._poses.append(np.asarray(info["pose"], dtype=np.float64))
             self._distance = float(info["geodesic_distance"])
-            if request.method == "step":
-                _, _, terminated, _, _ = request.result
+            if method == "step":
+                _, _, terminated, _, _ = result
                 self._steps += 1
                 self._collisions += int(bool(info.get("collision")))
                 if (terminated and info.get("fail_reason") != "collision") or info.get("subgoal_stop"):
                     self._leg += 1
-        finally:
-            request.done.set()
 
     def _finish(self, record: dict[str, Any] | None, exc: BaseException | None) -> None:
         self._finished = True
@@ -250,15 +288,21 @@ class AgentRun:
         return self.live()
 
     def stop(self) -> LiveMetrics:
-        """End the run now (the user pressed Stop); the harness records it as an error."""
+        """End the run now (the user pressed Stop); the harness records it as an error.
+
+        With ``env_in_thread`` this only asks the agent's thread to stop at its next env
+        call (it may need Kit's loop to get there); keep ticking until :attr:`done`.
+        """
         self._stop.set()
-        return self.run()
+        return self.live() if self._make_env is not None else self.run()
 
     # -- reading ---------------------------------------------------------------------------
 
     def live(self) -> LiveMetrics:
         """The metrics now (the harness's final metrics once done)."""
-        positions = np.array(self._poses)[:, :2]
+        with self._lock:
+            poses = list(self._poses)
+        positions = np.array(poses)[:, :2]
         travelled = float(np.linalg.norm(np.diff(positions, axis=0), axis=1).sum()) if len(positions) > 1 else 0.0
         record = self.record or {}
         return LiveMetrics(
@@ -268,7 +312,7 @@ class AgentRun:
             distance_to_goal=self._distance,
             path_length=travelled,
             collisions=self._collisions,
-            pose=tuple(float(v) for v in self._poses[-1][:4]),
+            pose=tuple(float(v) for v in poses[-1][:4]),
             done=self._finished,
             fail_reason=(record.get("fail_reason") or "error") if self._finished else None,
             metrics=dict(record.get("metrics") or {}),
@@ -277,15 +321,21 @@ class AgentRun:
 
     def trajectory(self) -> np.ndarray:
         """The poses so far, (N, 4) ``x, y, z, yaw`` (for drawing the driven path)."""
-        return np.array(self._poses)
+        with self._lock:
+            return np.array(self._poses)
 
     def close(self) -> None:
-        """Stop the run if it is going, and release the env and agent when this run built them."""
+        """Stop the run if it is going, and release the env and agent when this run built them
+        (with ``env_in_thread`` the agent's thread releases them as it ends)."""
         if not self._finished:
             self.stop()
-        if self.owns_env:
+        if self.owns_env and self._make_env is None:
+            self._release()
+
+    def _release(self) -> None:
+        if self.env is not None:
             self.env.close()
-            self.agent.close()
+        self.agent.close()
 
 
 def open_agent_run(
@@ -300,6 +350,7 @@ def open_agent_run(
     max_steps: int | None = None,
     metrics: MetricsConfig | None = None,
     occupancy_resolution: float = 0.05,
+    env_in_thread: bool = False,
 ) -> AgentRun:
     """Build the agent and its env the way the harness's workers do, and start the run.
 
@@ -315,6 +366,8 @@ def open_agent_run(
         max_steps: Step budget (``None``: the action space's default).
         metrics: Scoring settings.
         occupancy_resolution: Navigation grid resolution (m).
+        env_in_thread: Build and step the env on the agent's thread (the window inside
+            Isaac Sim; see :class:`AgentRun`).
 
     Raises:
         RegistryError: unknown agent name.
@@ -324,8 +377,16 @@ def open_agent_run(
     from vlnverse.eval.worker import RunSpec, build_agent
 
     built = build_agent(RunSpec(agent=agent, agent_config=dict(agent_config or {})))
-    env = NavEnv(str(scene_file), backend=backend, physics=physics, action_space=built.action_space,
-                 sensors=built.sensors, max_episode_steps=max_steps, occupancy_resolution=occupancy_resolution)
+
+    def make_env() -> Any:
+        return NavEnv(str(scene_file), backend=backend, physics=physics, action_space=built.action_space,
+                      sensors=built.sensors, max_episode_steps=max_steps,
+                      occupancy_resolution=occupancy_resolution)
+
+    if env_in_thread:
+        return AgentRun(make_env, built, episode, physics=physics, seed=seed, metrics=metrics, owns_env=True,
+                        env_in_thread=True)
+    env = make_env()
     try:
         return AgentRun(env, built, episode, physics=physics, seed=seed, metrics=metrics, owns_env=True)
     except BaseException:

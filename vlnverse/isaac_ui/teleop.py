@@ -9,8 +9,11 @@ of simulated time. The CSV is what the evaluation harness's ``replay`` agent sco
 from __future__ import annotations
 
 import csv
+import logging
 import math
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -18,6 +21,8 @@ from typing import IO
 import numpy as np
 
 from vlnverse.errors import ConfigError, DatasetError
+
+logger = logging.getLogger(__name__)
 
 CSV_COLUMNS = ("t", "x", "y", "z", "yaw")
 DEFAULT_PERIOD = 0.05
@@ -191,6 +196,63 @@ class TeleopSession:
     def finish(self) -> Path:
         """Close the recording and return the CSV path."""
         return self.recorder.close()
+
+
+class TeleopLoop:
+    """Runs a :class:`TeleopSession` on its own thread, one tick per ``control_dt`` of wall time.
+
+    Inside the Isaac Sim app the backend must be driven off Kit's loop (it hands its work
+    to that loop and waits), so the window builds the backend and session here, through
+    ``build``, and only reads :attr:`pose` from a coroutine each frame.
+
+    Args:
+        build: Returns ``(backend, session)``; called on the loop's thread. The backend is
+            closed and the recording finished when the loop ends.
+        control_dt: Seconds between ticks.
+    """
+
+    def __init__(self, build: Callable[[], tuple], control_dt: float) -> None:
+        if not (math.isfinite(control_dt) and control_dt > 0):
+            raise ConfigError(f"control_dt must be > 0, got {control_dt}")
+        self.control_dt = float(control_dt)
+        self.pose = None
+        self.rows = 0
+        self.recording: Path | None = None
+        self.error: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._work, args=(build,), name="teleop", daemon=True)
+        self._thread.start()
+
+    @property
+    def done(self) -> bool:
+        """Whether the loop ended (stopped, or failed: see :attr:`error`)."""
+        return not self._thread.is_alive()
+
+    def stop(self) -> None:
+        """Ask the loop to end after its current tick (does not wait)."""
+        self._stop.set()
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the loop to end (not from Kit's loop: the backend may need it)."""
+        self._thread.join(timeout)
+
+    def _work(self, build: Callable[[], tuple]) -> None:
+        backend = session = None
+        try:
+            backend, session = build()
+            while not self._stop.is_set():
+                started = time.monotonic()
+                self.pose = session.tick()
+                self.rows = session.recorder.rows
+                self._stop.wait(max(0.0, self.control_dt - (time.monotonic() - started)))
+        except Exception as exc:  # noqa: BLE001 - shown by the window
+            self.error = f"{type(exc).__name__}: {exc}"
+            logger.warning("teleoperation failed: %s", self.error)
+        finally:
+            if session is not None:
+                self.recording = session.finish()
+            if backend is not None:
+                backend.close()
 
 
 def read_pose_csv(path: str | Path) -> np.ndarray:

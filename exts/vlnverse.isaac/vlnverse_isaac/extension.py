@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import omni.ext
 
 from .window import VLNVerseWindow
@@ -27,6 +29,10 @@ class VLNVerseExtension(omni.ext.IExt):
         import omni.kit.app
         from omni.kit.menu.utils import MenuItemDescription, add_menu_items
 
+        from vlnverse.sim.backends.isaac_kit import bind_kit_loop
+
+        # The isaac backend runs its Kit work as coroutines on Kit's main loop (this thread's).
+        bind_kit_loop(asyncio.get_event_loop())
         ext_path = omni.kit.app.get_app().get_extension_manager().get_extension_path(ext_id)
         self._window = VLNVerseWindow(ext_path, read_settings())
         self._menu_items = [MenuItemDescription(name=MENU_NAME, onclick_fn=self._toggle)]
@@ -38,8 +44,11 @@ class VLNVerseExtension(omni.ext.IExt):
     def on_shutdown(self) -> None:
         from omni.kit.menu.utils import remove_menu_items
 
+        from vlnverse.sim.backends.isaac_kit import bind_kit_loop
+
         remove_menu_items(self._menu_items, MENU_PATH)
         self._menu_items = []
         if self._window is not None:
             self._window.destroy()
             self._window = None
+        bind_kit_loop(None)

@@ -1,7 +1,14 @@
-"""The "VLNVerse" window: widgets only; every action calls ``vlnverse.isaac_ui``."""
+"""The "VLNVerse" window: widgets only; every action calls ``vlnverse.isaac_ui``.
+
+Kit owns the frame loop here (``isaacsim.core.api``'s synchronous ``reset``/``step`` and
+``rep.orchestrator.step`` are not for extensions), so agent runs and teleoperation drive
+the isaac backend from worker threads (its Kit work is scheduled on Kit's loop) and the
+window follows them from coroutines that await one Kit frame at a time.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from pathlib import Path
@@ -18,16 +25,13 @@ class VLNVerseWindow:
         self._ext_path = Path(ext_path)
         self._settings = settings
         self._scenes = []
-        self._session = None
-        self._backend = None
+        self._teleop = None
         self._keys = None
         self._keyboard_sub = None
-        self._update_sub = None
         self._browser = None
         self._rows = []
         self._episode = None
         self._run = None
-        self._run_sub = None
         self._last_recording = None
         self._window = ui.Window("VLNVerse", width=460, height=720, visible=False)
         self._build()
@@ -114,12 +118,16 @@ class VLNVerseWindow:
         self._say(f"{len(self._scenes)} scenes found")
 
     def _open(self, path: Path) -> None:
+        asyncio.ensure_future(self._open_async(path))
+
+    async def _open_async(self, path: Path) -> None:
         import omni.usd
 
-        if omni.usd.get_context().open_stage(str(path)):
-            self._say(f"opened {path}")
-        else:
-            self._say(f"could not open {path}")
+        if self._teleop is not None or self._run is not None:
+            self._say("stop the agent run or teleoperation first")
+            return
+        result, error = await omni.usd.get_context().open_stage_async(str(path))
+        self._say(f"opened {path}" if result else f"could not open {path}: {error}")
 
     def open_selected(self) -> None:
         index = self._scene_combo.model.get_item_value_model().as_int
@@ -160,9 +168,8 @@ class VLNVerseWindow:
     def start_teleop(self) -> None:
         import carb.input
         import omni.appwindow
-        import omni.kit.app
 
-        from vlnverse.isaac_ui.teleop import KeyboardTeleop, PoseRecorder, TeleopSession
+        from vlnverse.isaac_ui.teleop import KeyboardTeleop, PoseRecorder, TeleopLoop, TeleopSession
         from vlnverse.scene import load_scene
         from vlnverse.scene.occupancy import build_occupancy
         from vlnverse.sim.agent import AgentSpec
@@ -171,7 +178,7 @@ class VLNVerseWindow:
         from vlnverse.sim.types import Pose
 
         path = self._stage_path()
-        if path is None or self._session is not None:
+        if path is None or self._teleop is not None:
             self._say("open a scene file first" if path is None else "teleoperation is running")
             return
         if self._run is not None:
@@ -186,20 +193,26 @@ class VLNVerseWindow:
             start = build_occupancy(scene, agent_radius=agent.radius).nearest_navigable((low + high) / 2.0)
             yaw = 0.0
         physics = PhysicsConfig(mode=self._physics_field.model.get_value_as_string() or "strict")
-        self._backend = IsaacBackend(physics)
-        self._backend.load_scene(scene)
-        self._backend.spawn_agent(agent, Pose(float(start[0]), float(start[1]), float(start[2]), float(yaw)))
         folder = Path(self._settings.get("recordings_folder") or Path.home() / "vlnverse_recordings")
         name = self._episode.episode_id if self._episode is not None else scene.scene_id
         csv_path = folder / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}.csv"
-        self._keys = KeyboardTeleop()
-        self._session = TeleopSession(self._backend, PoseRecorder(csv_path), self._keys, physics.control_dt)
+        keys = self._keys = KeyboardTeleop()
+
+        def build():  # on the teleop thread: the backend hands its Kit work to Kit's loop
+            backend = IsaacBackend(physics)
+            try:
+                backend.load_scene(scene)
+                backend.spawn_agent(agent, Pose(float(start[0]), float(start[1]), float(start[2]), float(yaw)))
+                return backend, TeleopSession(backend, PoseRecorder(csv_path), keys, physics.control_dt)
+            except BaseException:
+                backend.close()
+                raise
+
+        self._teleop = TeleopLoop(build, physics.control_dt)
         self._keyboard = omni.appwindow.get_default_app_window().get_keyboard()
         self._input = carb.input.acquire_input_interface()
         self._keyboard_sub = self._input.subscribe_to_keyboard_events(self._keyboard, self._on_key)
-        self._update_sub = (
-            omni.kit.app.get_app().get_update_event_stream().create_subscription_to_pop(self._on_update)
-        )
+        asyncio.ensure_future(self._follow_teleop(self._teleop))
         self._say(f"teleoperating in {scene.scene_id}; recording to {csv_path}")
 
     def _on_key(self, event, *_args) -> bool:
@@ -212,28 +225,29 @@ class VLNVerseWindow:
                 self._keys.release(event.input.name)
         return True
 
-    def _on_update(self, _event) -> None:
-        if self._session is None:
-            return
-        if self._keys.stop_requested:
-            self.stop_teleop()
-            return
-        pose = self._session.tick()
-        self._status.text = f"x {pose.x:.2f}  y {pose.y:.2f}  yaw {pose.yaw:.2f}  rows {self._session.recorder.rows}"
+    async def _follow_teleop(self, loop) -> None:
+        """Show the pose each Kit frame until the teleop thread ends, then clean up."""
+        import omni.kit.app
 
-    def stop_teleop(self) -> None:
-        if self._session is None:
-            return
-        self._update_sub = None
+        app = omni.kit.app.get_app()
+        while not loop.done:
+            await app.next_update_async()
+            if self._keys is not None and self._keys.stop_requested:
+                loop.stop()
+            pose = loop.pose
+            if pose is not None:
+                self._status.text = f"x {pose.x:.2f}  y {pose.y:.2f}  yaw {pose.yaw:.2f}  rows {loop.rows}"
         if self._keyboard_sub is not None:
             self._input.unsubscribe_to_keyboard_events(self._keyboard, self._keyboard_sub)
             self._keyboard_sub = None
-        path = self._session.finish()
-        self._last_recording = path
-        self._session = None
-        self._backend.close()
-        self._backend = None
-        self._say(f"recording saved to {path}")
+        self._teleop = self._keys = None
+        self._last_recording = loop.recording
+        self._say(f"teleoperation failed: {loop.error}" if loop.error else f"recording saved to {loop.recording}")
+
+    def stop_teleop(self) -> None:
+        """Ask the teleop thread to stop; :meth:`_follow_teleop` finishes up."""
+        if self._teleop is not None:
+            self._teleop.stop()
 
     # -- episodes ----------------------------------------------------------------------
 
@@ -284,45 +298,41 @@ class VLNVerseWindow:
     # -- agent runs --------------------------------------------------------------------
 
     def start_run(self, agent: str | None = None, agent_config: dict | None = None) -> None:
-        import omni.kit.app
-
         from vlnverse.errors import VLNVerseError
         from vlnverse.isaac_ui.agent_run import open_agent_run
 
         path = self._stage_path()
         self._episode = self._selected_episode() or self._episode
-        if path is None or self._episode is None or self._run is not None or self._session is not None:
+        if path is None or self._episode is None or self._run is not None or self._teleop is not None:
             self._say("open a scene, load its episodes and pick one (and stop any run or teleop) first")
             return
         name = agent or self._agent_field.model.get_value_as_string().strip() or "oracle"
         try:
             self._run = open_agent_run(path, self._episode, name, agent_config, backend="isaac",
-                                       physics=self._physics_field.model.get_value_as_string() or "strict")
+                                       physics=self._physics_field.model.get_value_as_string() or "strict",
+                                       env_in_thread=True)
         except VLNVerseError as exc:
             self._say(f"cannot run {name}: {exc}")
             return
-        self._run_sub = omni.kit.app.get_app().get_update_event_stream().create_subscription_to_pop(self._on_run)
+        asyncio.ensure_future(self._follow_run(self._run))
         self._say(f"running {name} on {self._episode.episode_id}")
 
-    def _on_run(self, _event) -> None:
-        if self._run is None:
-            return
-        live = self._run.tick(timeout=0.05)  # one action per frame; a thinking agent skips frames
-        self._metrics.text = live.render()
-        if live.done:
-            self._finish_run()
+    async def _follow_run(self, run) -> None:
+        """Show the live metrics each Kit frame until the run's thread ends."""
+        import omni.kit.app
 
-    def _finish_run(self) -> None:
-        self._run_sub = None
-        run, self._run = self._run, None
+        app = omni.kit.app.get_app()
+        while not run.done:
+            await app.next_update_async()
+            self._metrics.text = run.tick(timeout=0).render()
+        self._run = None
         run.close()
         self._metrics.text = run.live().render()
 
     def stop_run(self) -> None:
-        if self._run is None:
-            return
-        self._run.stop()
-        self._finish_run()
+        """Ask the run to stop at its next step; :meth:`_follow_run` finishes up."""
+        if self._run is not None:
+            self._run.stop()
 
     def score_recording(self) -> None:
         import tempfile

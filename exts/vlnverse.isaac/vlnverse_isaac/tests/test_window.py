@@ -17,9 +17,13 @@ class TestVLNVerseWindow(omni.kit.test.AsyncTestCase):
             window.visible = True
             await omni.kit.app.get_app().next_update_async()
             self.assertGreater(len(window._scenes), 0)
-            window.open_selected()
-            await omni.kit.app.get_app().next_update_async()
-            stage = omni.usd.get_context().get_stage()
-            self.assertEqual(stage.GetRootLayer().realPath, str(window._scenes[0].path))
+            window.open_selected()  # opens with open_stage_async, a few frames later
+            wanted = str(window._scenes[0].path)
+            for _ in range(300):
+                await omni.kit.app.get_app().next_update_async()
+                stage = omni.usd.get_context().get_stage()
+                if stage is not None and stage.GetRootLayer().realPath == wanted:
+                    break
+            self.assertEqual(stage.GetRootLayer().realPath, wanted)
         finally:
             window.destroy()
