@@ -5,7 +5,7 @@ and releases the Carbonite framework (``simulation_app.py`` 763–838), so a bac
 closed it would leave the next one driving a dead app. The app this process starts is
 therefore module-level, started on first use and closed at interpreter exit.
 
-``World`` is a process singleton too (``simulation_context.py`` 177–188), so at most one
+``World`` is a process singleton too (``simulation_context.py`` 177–187), so at most one
 backend is live at a time (:func:`claim`).
 
 How Kit work is driven depends on who runs Kit's loop:
@@ -200,7 +200,7 @@ class ExtensionDriver:
     def hold_physics(self, held: bool) -> None:
         """Stop (or let again) Kit's own frames stepping physics while the timeline plays, so
         the agent moves only on the backend's physics steps. ``render_async`` does the same
-        around one frame (``simulation_context.py`` 781–783)."""
+        around one frame (``simulation_context.py`` 782–784)."""
         import carb.settings
 
         settings = carb.settings.get_settings()
