@@ -128,11 +128,11 @@ def test_random_episodes_come_from_the_reset_seed(two_rooms):
 
 def test_detaching_a_sensor_updates_the_observation_space(two_rooms):
     env = NavEnv(two_rooms, sensors=SMALL_SENSORS, start=(2.0, 1.0, 0.0), goal=(3.0, 1.0))
-    assert {"rgb", "depth", "pose", "instruction"} == set(env.observation_space.spaces)
+    assert {"rgb", "depth", "pose", "instruction", "bump"} == set(env.observation_space.spaces)
     env.detach_sensor("depth")
     assert "depth" not in env.observation_space.spaces
     obs, _ = env.reset(seed=0)
-    assert set(obs) == {"rgb", "pose", "instruction"} and env.observation_space.contains(obs)
+    assert set(obs) == {"rgb", "pose", "instruction", "bump"} and env.observation_space.contains(obs)
     env.attach_sensor("lidar", LidarSensor(h_resolution_deg=5.0))
     obs, *_ = env.step(2)
     assert obs["lidar"].shape == (1, 72) and env.observation_space.contains(obs)

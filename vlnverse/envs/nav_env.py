@@ -1,12 +1,16 @@
 """``VLNVerse/Nav-v0``: a gymnasium env joining a scene, the simulator, episodes and measures.
 
-Observations are a ``Dict`` of the rig's sensors, the agent ``pose`` ``(x, y, z, yaw)``
-and the ``instruction`` text, plus ``reference_image`` (visual reference) and
+Observations are a ``Dict`` of the rig's sensors, the agent ``pose`` ``(x, y, z, yaw)``,
+the ``instruction`` text and ``bump`` (1 when the last action's motion hit something: the
+collision feedback a real robot's bumper gives, not privileged), plus ``reference_image`` (visual reference) and
 ``oracle_answer`` (dialogue) when those are enabled. ``info`` always carries ``pose``,
+``room_type`` (of the room the agent stands in; privileged),
 ``collision``, ``displacement``, ``collisions``, ``geodesic_distance``, ``oracle_action``,
 ``fail_reason``, the sub-goal bookkeeping (``subgoal_index``, ``subgoals_total``,
 ``subgoal_results``, ``subgoal_stop``) and the dialogue counters (``questions_asked``,
-``questions_remaining``), plus the commanded pose, touched objects and success.
+``questions_remaining``), plus the commanded pose, touched objects and success; the
+``info`` of ``reset`` also has ``semantic_categories``, the category of each semantic id
+(privileged: only ``perception: gt`` agents may read it).
 
 Datasets: ``NavEnv(dataset=DIR, split=..., task=...)`` plays the dataset's episodes in
 their stored order, one per ``reset()``; ``reset(seed=...)`` restarts that order,
@@ -279,6 +283,7 @@ class NavEnv(gym.Env):
         self._dialogue_session: Any = None
         self._answer = ""
         self._reference: np.ndarray | None = None
+        self._bump = 0
         self._contexts: dict[str, Any] = {}
 
     # -- scenes and datasets ---------------------------------------------------------------
@@ -346,6 +351,7 @@ class NavEnv(gym.Env):
         entries = dict(sensor_space.spaces)
         entries.setdefault("pose", pose_space())
         entries["instruction"] = spaces.Text(self._max_text, min_length=0, charset=self._charset)
+        entries["bump"] = spaces.Discrete(2)
         if self.observe_reference:
             height, width = self.reference_image_size
             entries["reference_image"] = spaces.Box(0, 255, (height, width, 3), dtype=np.uint8)
@@ -457,6 +463,7 @@ class NavEnv(gym.Env):
         self._make_oracle()
         self._steps, self._done, self._path_length = 0, False, 0.0
         self._answer = ""
+        self._bump = 0
         self._dialogue_session = None
         if self.dialogue:
             from vlnverse.tasks.runtime import DialogueSession
@@ -467,7 +474,14 @@ class NavEnv(gym.Env):
             self._dialogue_session = DialogueSession(_LazyOracle(self), budget=budget)
         pose = self.sim.pose
         self._distance = self._geodesic(pose)
-        return self._observe(), self._info(pose, None, None, False, self._distance)
+        info = self._info(pose, None, None, False, self._distance)
+        info["semantic_categories"] = self.semantic_categories
+        return self._observe(), info
+
+    @property
+    def semantic_categories(self) -> tuple[str, ...]:
+        """The category of each semantic id of the loaded scene (index = id; privileged)."""
+        return tuple(self.sim.instances.categories())
 
     def _make_oracle(self) -> None:
         """The distance field to the nearest active goal, and the oracle descending it."""
@@ -548,6 +562,7 @@ class NavEnv(gym.Env):
             report = self.sim.execute(command)
             if report.collision and self.physics.fails_on_collision:
                 terminated, fail_reason = True, "collision"
+        self._bump = int(bool(report is not None and report.collision))
         pose = self.sim.pose
         self._path_length += before.distance_xy(pose)
         distance = self._geodesic(pose)
@@ -587,6 +602,7 @@ class NavEnv(gym.Env):
         if "pose" not in obs:
             obs["pose"] = self.sim.pose.as_array().astype(np.float32)
         obs["instruction"] = self.episode.instruction_for(self._active, self.instruction_view)
+        obs["bump"] = self._bump
         if self.observe_reference:
             obs["reference_image"] = self._reference.copy()
         if self.dialogue:
@@ -684,6 +700,7 @@ class NavEnv(gym.Env):
             "snapped": bool(report.snapped) if report else False,
             "geodesic_distance": distance,
             "distance_to_goal": float(np.linalg.norm(pose.xy - goal)),
+            "room_type": self._room_type(pose),
             "oracle_action": self._oracle.action(pose),
             "fail_reason": fail_reason,
             "success": bool(success),
@@ -697,6 +714,10 @@ class NavEnv(gym.Env):
             "questions_asked": len(self._dialogue_session.history) if self._dialogue_session else 0,
             "questions_remaining": self._dialogue_session.remaining if self._dialogue_session else 0,
         }
+
+    def _room_type(self, pose: Pose) -> str:
+        room = self.occupancy.room_at(np.array([pose.x, pose.y, pose.z]))
+        return self.occupancy.rooms[room].room_type if room >= 0 else "unknown"
 
     def render(self) -> np.ndarray | None:
         if self.render_mode != "rgb_array":

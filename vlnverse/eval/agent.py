@@ -21,6 +21,18 @@ from vlnverse.errors import ConfigError
 
 
 @dataclass(frozen=True)
+class Ask:
+    """An action that asks the dialogue oracle a free-text question instead of moving.
+
+    The runner passes it to ``env.unwrapped.ask(question)``: a step (it counts against
+    the step budget); the answer is the next observation's ``oracle_answer``. Only
+    valid when the env has dialogue (the observation has ``oracle_answer``).
+    """
+
+    question: str
+
+
+@dataclass(frozen=True)
 class EpisodeInfo:
     """What an agent learns about an episode when it is reset.
 
@@ -70,6 +82,8 @@ class Agent:
 
     action_space: Any = "discrete"
     sensors: Any = ("rgb", "depth")
+    privileged: tuple[str, ...] = ()
+    """Privileged inputs the agent reads (recorded in ``run.json``), e.g. ``("oracle_action",)``."""
 
     def reset(self, episode: EpisodeInfo) -> None:
         """Start a new episode."""

@@ -135,6 +135,7 @@ class OracleAgent(Agent):
 
     config_class = OracleConfig
     sensors = ()
+    privileged = ("oracle_action",)
 
     def __init__(self, config: OracleConfig | None = None) -> None:
         self.config = config or OracleConfig()

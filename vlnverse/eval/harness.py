@@ -247,7 +247,6 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
            "episodes": config.episodes, "seed": config.seed, "max_steps": config.max_steps,
            "success_distance": float(config.success_distance), "backend": config.backend,
            "instruction_view": config.instruction_view}
-    write_json_atomic(out / RUN_FILE, {"fingerprint": fingerprint, "run": run})
 
     episodes = select_episodes(dataset, config.split, config.task, config.episodes, config.seed)
     items = plan_items(dataset, episodes, config.physics, config.plots)
@@ -262,8 +261,11 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
                    max_steps=config.max_steps, metrics=MetricsConfig(success_distance=float(config.success_distance)),
                    plots_dir=str((out / PLOTS_DIR).resolve()) if config.plots else None,
                    instruction_view=config.instruction_view)
+    probe = build_agent(spec) if isinstance(spec.agent, str) else spec.agent
+    run["privileged"] = sorted(getattr(probe, "privileged", ()))  # what a fair comparison must know
     if isinstance(spec.agent, str):
-        build_agent(spec).close()  # unknown names and bad settings fail here, before any work
+        probe.close()  # unknown names and bad settings failed above, before any work
+    write_json_atomic(out / RUN_FILE, {"fingerprint": fingerprint, "run": run})
     timings: list[dict[str, float]] = []
 
     def collect(result: WorkResult) -> None:

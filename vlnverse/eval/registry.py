@@ -24,6 +24,10 @@ AGENTS.register("random", "vlnverse.eval.baselines:RandomAgent")
 AGENTS.register("forward", "vlnverse.eval.baselines:ForwardAgent")
 AGENTS.register("oracle", "vlnverse.eval.baselines:OracleAgent")
 AGENTS.register("replay", "vlnverse.eval.replay:ReplayAgent")
+AGENTS.register("text_history", "vlnverse.agents.text_history:TextHistoryAgent")
+AGENTS.register("text_history_cot", "vlnverse.agents.text_history:TextHistoryCoTAgent")
+AGENTS.register("map_history", "vlnverse.agents.map_history:MapHistoryAgent")
+AGENTS.register("map_history_cot", "vlnverse.agents.map_history:MapHistoryCoTAgent")
 
 
 def agent_factory(name: str) -> Any:
@@ -33,8 +37,9 @@ def agent_factory(name: str) -> Any:
     return AGENTS.get(name)
 
 
-def make_agent(name: str, config: Mapping[str, Any] | None = None) -> Agent:
-    """Build the agent ``name`` with its config mapping.
+def make_agent(name: str, config: Mapping[str, Any] | None = None, *, llm: Any = None) -> Agent:
+    """Build the agent ``name`` with its config mapping (and ``llm``, a client, for
+    agents that take a model; None lets such an agent build its own from its config).
 
     Raises:
         RegistryError: unknown name (the message lists the valid ones).
@@ -44,8 +49,9 @@ def make_agent(name: str, config: Mapping[str, Any] | None = None) -> Agent:
     factory = agent_factory(name)
     config = dict(config or {})
     config_class = getattr(factory, "config_class", None)
+    model = {"llm": llm} if llm is not None else {}
     if config_class is not None:
-        return as_agent(factory(config_from_mapping(config_class, config, where=f"agent {name}")))
+        return as_agent(factory(config_from_mapping(config_class, config, where=f"agent {name}"), **model))
     if config:
         try:
             return as_agent(factory(**config))

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from vlnverse.errors import InvalidActionError
-from vlnverse.eval.agent import Agent, EpisodeInfo
+from vlnverse.eval.agent import Agent, Ask, EpisodeInfo
 from vlnverse.eval.metrics import EpisodeRecord, MetricsConfig, compute_episode_metrics
 
 logger = logging.getLogger(__name__)
@@ -52,6 +52,8 @@ class EpisodeTiming:
 
 
 def _json_action(action: Any) -> Any:
+    if isinstance(action, Ask):
+        return {"ask": action.question}
     if isinstance(action, (bool, np.bool_)):
         return bool(action)
     if isinstance(action, (int, np.integer)):
@@ -172,7 +174,10 @@ def run_episode(
             break
         try:
             t0 = time.perf_counter()
-            obs, _, terminated, truncated, info = env.step(action)
+            if isinstance(action, Ask):
+                obs, _, terminated, truncated, info = base.ask(action.question)
+            else:
+                obs, _, terminated, truncated, info = env.step(action)
             timing.env += time.perf_counter() - t0
         except InvalidActionError as exc:
             fail("invalid_action", exc)

@@ -1,0 +1,157 @@
+"""The four zero-shot agents walked through complete episodes on a bundled scene.
+
+A scripted model answers (its calls are recorded to a transcript); the same episode is
+then replayed from the transcript alone and must give the same actions and trace.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from tests.agents.conftest import SMALL, ScriptedModel, reply, walk_then_stop
+from vlnverse.agents.base import EpisodeBudgetExceeded
+from vlnverse.envs.nav_env import NavEnv
+from vlnverse.errors import ConfigError
+from vlnverse.eval.registry import make_agent
+from vlnverse.eval.runner import run_episode
+from vlnverse.llm.transcript import RecordingClient, ReplayClient
+from vlnverse.tasks.dataset import EpisodeDataset
+
+AGENTS = ("text_history", "text_history_cot", "map_history", "map_history_cot")
+
+
+def episode_of(dataset, task):
+    ds = EpisodeDataset.open(dataset)
+    episode = ds.episodes(None, task)[0]
+    return ds, episode
+
+
+def run(dataset, name, llm, *, task="coarse", physics="tel_hop", config=None, max_steps=None):
+    ds, episode = episode_of(dataset, task)
+    agent = make_agent(name, {"perception": "gt", **SMALL, **(config or {})}, llm=llm)
+    env = NavEnv(str(ds.scene_file(episode)), physics=physics, action_space=agent.action_space,
+                 sensors=agent.sensors, max_episode_steps=max_steps, task=task)
+    try:
+        record, _ = run_episode(env, agent, episode, physics=physics)
+    finally:
+        env.close()
+    return record, episode
+
+
+@pytest.mark.parametrize("name", AGENTS)
+def test_agent_walks_an_episode_and_replays_it_from_the_transcript(dataset, name, tmp_path):
+    transcript = tmp_path / "calls.jsonl"
+    model = ScriptedModel(walk_then_stop(2))
+    record, episode = run(dataset, name, RecordingClient(model, transcript))
+    assert record["error"] is None and record["fail_reason"] == "stop"
+    trace = record["agent_trace"]
+    assert len(trace["steps"]) == 3 and trace["calls"] == 3 and trace["parse_failures"] == 0
+    first, second = trace["steps"][0], trace["steps"][1]
+    prompt = second["messages"][1]["content"]
+    assert episode.instruction.text in prompt and "step 0: moved to" in prompt
+    assert all(f"{c['id']}: {c['phrase']}" in prompt for c in second["candidates"])
+    chosen = first["candidates"][0]
+    moved = np.hypot(*np.subtract(record["trajectory"][1][:2], record["trajectory"][0][:2]))
+    assert moved == pytest.approx(chosen["distance_m"], abs=0.15)   # the candidate was executed
+    assert record["actions"][-1] == [0.0, 0.0, 1.0]
+    assert trace["tokens"]["completion"] == 60 and trace["cost_usd"] == pytest.approx(0.003)
+    if name.startswith("map"):
+        assert "Trajectory:\nPlace 0 1" in prompt and "Previous planning:\nKeep going" in prompt
+    else:
+        assert "Summary of your progress:\nProgressing." in prompt
+    assert ('{"thought": ' in prompt) == name.endswith("_cot")   # CoT: reasoning before the action
+
+    replayed, _ = run(dataset, name, ReplayClient(transcript))
+    assert replayed["actions"] == record["actions"]
+    assert replayed["agent_trace"]["steps"] == trace["steps"]
+
+
+@pytest.mark.parametrize("name", ["text_history", "map_history_cot"])
+def test_garbage_replies_are_repaired_then_fall_back_never_stop(dataset, name):
+    garbage = iter(["", "I would rather not say.", '{"action": "Z"}', '{"plan": "no action"}'] * 10)
+    record, _ = run(dataset, name, ScriptedModel(lambda *_: next(garbage)), max_steps=4)
+    trace = record["agent_trace"]
+    assert record["error"] is None and record["fail_reason"] == "step_budget"
+    assert trace["repairs"] == trace["fallbacks"] == 4 and trace["parse_failures"] == 8
+    assert trace["failures"] == {"empty": 2, "malformed": 4, "unknown_id": 2}
+    assert all(a[2] == 0.0 for a in record["actions"])                 # no STOP
+    assert all(s["fallback"] and s["repair"] for s in trace["steps"])
+    assert "could not be used" in trace["steps"][0]["repair_messages"][1]["content"]
+
+
+def test_a_repaired_reply_is_used(dataset):
+    answers = iter(["nonsense", reply("STOP")])
+    record, _ = run(dataset, "text_history", ScriptedModel(lambda *_: next(answers)))
+    trace = record["agent_trace"]
+    assert record["fail_reason"] == "stop"
+    assert (trace["repairs"], trace["fallbacks"], trace["parse_failures"]) == (1, 0, 1)
+
+
+def test_dialogue_agent_asks_and_reads_the_answer(dataset):
+    def policy(step, options, prompt):
+        if step == 0:
+            assert "ASK" in options
+            return reply("ASK", question="Which way to the goal?")
+        assert 'asked "Which way to the goal?". Answer: "' in prompt
+        return reply("STOP")
+
+    record, _ = run(dataset, "map_history", ScriptedModel(policy), task="dialogue")
+    assert record["error"] is None and record["actions"][0] == {"ask": "Which way to the goal?"}
+    assert "Q: Which way to the goal?" in record["agent_trace"]["steps"][1]["messages"][1]["content"]
+
+
+def test_long_horizon_agent_stops_at_each_goal(dataset):
+    record, episode = run(dataset, "text_history", ScriptedModel(lambda *_: reply("STOP")), task="long_horizon")
+    legs = len(episode.goals)
+    assert legs > 1 and len(record["stops"]) == legs and record["fail_reason"] == "stop"
+    prompts = [s["messages"][1]["content"] for s in record["agent_trace"]["steps"]]
+    assert f"You are now on goal 2 of {legs}." in prompts[1]
+
+
+def test_visual_reference_image_goes_to_a_vlm(dataset):
+    record, _ = run(dataset, "map_history", ScriptedModel(walk_then_stop(1)), task="visual_reference",
+                    config={"perception": "vlm"})
+    prompt = record["agent_trace"]["steps"][0]["messages"][1]["content"]
+    assert "<image goal>" in prompt and "<image view " in prompt and "What you see" not in prompt
+
+
+def test_strict_physics_runs_and_bumps_are_reported(dataset):
+    record, _ = run(dataset, "text_history", ScriptedModel(walk_then_stop(3)), physics="strict")
+    assert record["error"] is None and record["fail_reason"] in ("stop", "collision")
+
+
+def test_the_episode_token_cap_ends_the_episode_as_an_agent_error(dataset):
+    record, _ = run(dataset, "text_history", ScriptedModel(walk_then_stop(9)),
+                    config={"max_tokens_per_episode": 10})
+    assert record["fail_reason"] == "error" and "max_tokens_per_episode" in record["error"]
+    assert EpisodeBudgetExceeded.__name__ in record["error"]
+
+
+def test_configs_are_strict_and_a_model_is_required():
+    with pytest.raises(ConfigError, match="perceptoin"):
+        make_agent("text_history", {"perceptoin": "gt"})
+    with pytest.raises(ConfigError, match="max_candidates"):
+        make_agent("map_history", {"waypoints": {"max_candidates": 40}})
+    agent = make_agent("map_history", {"perception": "gt"})    # no client is built yet
+    assert agent.privileged == ("semantic_categories", "room_type") and agent.action_space == "waypoint"
+    assert make_agent("text_history").privileged == ()
+    with pytest.raises(ConfigError, match="needs a model"):
+        _ = agent.llm
+    assert math.isclose(agent.config.place_merge_distance, 0.75)
+
+
+def test_the_harness_runs_an_agent_and_records_privileged_perception(dataset, tmp_path):
+    import json
+
+    from vlnverse.eval.harness import EvalConfig, evaluate
+
+    agent = make_agent("text_history", {"perception": "gt", **SMALL}, llm=ScriptedModel(walk_then_stop(1)))
+    result = evaluate(EvalConfig(dataset=str(dataset), out=str(tmp_path), agent="text_history", task="coarse",
+                                 episodes=1, physics=("tel_hop",), plots=0, bootstrap=10), agent=agent)
+    run_file = json.loads((tmp_path / "run.json").read_text())["run"]
+    assert run_file["privileged"] == ["room_type", "semantic_categories"]
+    (record,) = result.records
+    assert record["fail_reason"] == "stop" and record["agent_trace"]["calls"] == 2

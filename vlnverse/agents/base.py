@@ -1,0 +1,387 @@
+"""The machinery every LLM waypoint agent shares: perceive, prompt, ask, parse, act, trace.
+
+One step of :class:`LLMWaypointAgent`:
+
+1. **Perceive** from the agent's own sensors: the panorama (depth; RGB in ``vlm`` mode,
+   semantics in ``gt`` mode), the bump flag, the dialogue answer, the instruction leg.
+2. **Propose** candidate waypoints (:class:`~vlnverse.agents.waypoints.WaypointPredictor`).
+3. **Prompt**: the subclass fills a :class:`~vlnverse.agents.prompts.Prompt` from a
+   :class:`StepView`; the base adds the reply format for the valid options.
+4. **Decide**: ``samples`` completions, the most frequent valid action wins. A reply with
+   no valid action (``empty`` / ``malformed`` / ``unknown_id``, counted as
+   ``parse_failures``) gets **one repair prompt** (``repairs``); if that fails too the
+   **fallback** (``fallbacks``) is the candidate nearest straight ahead (the longer one
+   on a tie), or, with no candidate at all, a 90° turn on the spot. A failed reply is
+   never turned into STOP.
+5. **Act**: a candidate → waypoint ``(distance, heading, 0)``; STOP → ``(0, 0, 1)``;
+   ASK → :class:`~vlnverse.eval.agent.Ask` (dialogue episodes, within the budget).
+6. **Remember**: the subclass updates its memory (summary, map, plan) from the decision.
+
+Subclasses set :attr:`system_prompt` and implement :meth:`build_prompt`,
+:meth:`reply_fields` and :meth:`remember`. Agents hold no module-level state: one
+instance runs one episode at a time, many instances may run in threads.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from vlnverse.agents.config import LLMAgentConfig
+from vlnverse.agents.gt_perception import ViewObjects, visible_objects
+from vlnverse.agents.localmap import build_local_map
+from vlnverse.agents.panorama import Panorama, make_rig
+from vlnverse.agents.parsing import Decision, ReplyError, parse_reply
+from vlnverse.agents.prompts import (
+    ASK,
+    STOP,
+    Prompt,
+    action_options,
+    describe_messages,
+    output_format,
+)
+from vlnverse.agents.trace import AgentTrace
+from vlnverse.agents.waypoints import Candidate, DepthWaypoints, WaypointPredictor
+from vlnverse.config import config_from_mapping
+from vlnverse.errors import ConfigError, LLMError
+from vlnverse.eval.agent import Agent, Ask, EpisodeInfo
+from vlnverse.llm.types import ChatMessage
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_QUESTION_BUDGET = 3
+FALLBACK_TURN = math.pi / 2
+
+
+class EpisodeBudgetExceeded(LLMError):
+    """The agent's per-episode token cap (``max_tokens_per_episode``) is spent."""
+
+
+@dataclass(frozen=True)
+class StepView:
+    """What the agent knows at one step (the input of :meth:`LLMWaypointAgent.build_prompt`)."""
+
+    step: int
+    pose: np.ndarray
+    instruction: str
+    panorama: Panorama
+    candidates: tuple[Candidate, ...]
+    options: tuple[str, ...]
+    objects: tuple[ViewObjects, ...] | None
+    room_type: str | None
+    reference_image: np.ndarray | None
+    bump: bool
+    dialogue: bool
+
+    def world(self, candidate: Candidate) -> np.ndarray:
+        """A candidate's end point in the odometry frame."""
+        x, y, yaw = float(self.pose[0]), float(self.pose[1]), float(self.pose[3])
+        dx, dy = candidate.offset
+        return np.array([x + dx * math.cos(yaw) - dy * math.sin(yaw), y + dx * math.sin(yaw) + dy * math.cos(yaw)])
+
+
+@dataclass
+class EpisodeState:
+    """The per-episode memory shared by all agents (subclasses add their own fields)."""
+
+    episode: EpisodeInfo
+    trace: AgentTrace = field(default_factory=AgentTrace)
+    step: int = 0
+    leg: int = 0
+    history: list[str] = field(default_factory=list)
+    exchanges: list[tuple[str, str]] = field(default_factory=list)
+    pending_question: str | None = None
+    categories: tuple[str, ...] = ()
+    room_type: str | None = None
+    memory: str = ""
+
+    @property
+    def legs(self) -> int:
+        return max(1, len(self.episode.subgoal_instructions)) if self.episode.task == "long_horizon" else 1
+
+    @property
+    def questions_left(self) -> int:
+        budget = self.episode.extra.get("question_budget", DEFAULT_QUESTION_BUDGET)
+        return max(0, int(budget) - len(self.exchanges) - (self.pending_question is not None))
+
+
+def _as_config(cls: type, config: Any, name: str) -> Any:
+    if isinstance(config, cls):
+        return config
+    if config is None or isinstance(config, Mapping):
+        return config_from_mapping(cls, dict(config or {}), where=f"agent {name}")
+    raise ConfigError(f"agent {name}: expected a mapping of settings, got {type(config).__name__}")
+
+
+class LLMWaypointAgent(Agent):
+    """Base of the LLM agents (see the module docs).
+
+    Args:
+        config: A mapping of settings (the ``--agent-config`` file) or the config object.
+        llm: The client to use; None builds one from ``config.llm`` on the first episode.
+        predictor: Candidate waypoint predictor (default: :class:`DepthWaypoints`).
+    """
+
+    config_class: ClassVar[type] = LLMAgentConfig
+    name: ClassVar[str] = "llm"
+    cot: ClassVar[bool] = False
+    system_prompt: ClassVar[str] = ""
+    action_space = "waypoint"
+
+    def __init__(self, config: Mapping[str, Any] | Any = None, *, llm: Any = None,
+                 predictor: WaypointPredictor | None = None) -> None:
+        self.config = _as_config(self.config_class, config, self.name)
+        self._llm = llm
+        self.predictor = predictor or DepthWaypoints(self.config.waypoints)
+        kinds = ("depth", "semantic") if self.config.perception == "gt" else ("rgb", "depth")
+        self.sensors = dict(make_rig(self.config.panorama, kinds).items())
+        self.privileged = self.config.privileged
+        self.state: EpisodeState | None = None
+
+    # -- the model ---------------------------------------------------------------------
+
+    @property
+    def llm(self) -> Any:
+        """The client (built from ``config.llm`` on first use when none was given)."""
+        if self._llm is None:
+            from vlnverse.llm import make_llm
+
+            self._llm = make_llm(self.config.llm)
+            if self._llm is None:
+                raise ConfigError(f"agent {self.name} needs a model: set 'llm:' in its config "
+                                  "(e.g. openai:MODEL) or pass one with --llm")
+        return self._llm
+
+    def _complete(self, messages: Sequence[ChatMessage]) -> Any:
+        trace, cap = self.state.trace, self.config.max_tokens_per_episode
+        if cap and trace.tokens >= cap:
+            raise EpisodeBudgetExceeded(f"agent {self.name}: the episode used {trace.tokens} tokens, "
+                                        f"its cap is {cap} (max_tokens_per_episode)")
+        params: dict[str, Any] = {"temperature": self.config.temperature,
+                                  "max_tokens": self.config.max_reply_tokens}
+        if self.config.samples > 1:
+            params["n"] = self.config.samples
+        if self.config.prompt_variant == "json":
+            params["response_format"] = "json"
+        response = self.llm.complete(list(messages), **params)
+        trace.count_call(response)
+        return response
+
+    # -- the episode loop ----------------------------------------------------------------
+
+    def new_state(self, episode: EpisodeInfo) -> EpisodeState:
+        """The per-episode memory (subclasses return their own subclass of it)."""
+        return EpisodeState(episode)
+
+    def reset(self, episode: EpisodeInfo) -> None:
+        self.state = self.new_state(episode)
+
+    def observe_info(self, info: Mapping[str, Any]) -> None:
+        """``gt`` perception only: the semantic table (at reset) and the room type."""
+        if self.config.perception != "gt" or self.state is None:
+            return
+        if "semantic_categories" in info:
+            self.state.categories = tuple(info["semantic_categories"])
+        self.state.room_type = info.get("room_type")
+
+    def act(self, observation: Mapping[str, Any]) -> Any:
+        state = self.state
+        if state is None:
+            raise ConfigError(f"agent {self.name}: act() before reset()")
+        view = self._perceive(observation)
+        prompt = self.build_prompt(view)
+        fields = dict(self.reply_fields(view))
+        prompt.section("Reply format", output_format(self.config.prompt_variant, fields, view.options))
+        decision, record = self._decide(prompt, view)
+        action = self._action(decision, view)
+        record.update(action=_json_action(action))
+        state.trace.steps.append(record)
+        state.trace.waypoints.append([round(float(view.pose[0]), 3), round(float(view.pose[1]), 3)])
+        self.remember(view, decision)
+        self._log_step(view, decision)
+        state.step += 1
+        return action
+
+    def trace(self) -> Mapping[str, Any] | None:
+        return self.state.trace.to_dict() if self.state is not None else None
+
+    def close(self) -> None:
+        if self._llm is not None:
+            self._llm.close()
+
+    # -- steps -----------------------------------------------------------------------------
+
+    def _perceive(self, observation: Mapping[str, Any]) -> StepView:
+        state, cfg = self.state, self.config
+        if state.pending_question is not None:
+            answer = str(observation.get("oracle_answer", "")).strip() or "(no answer)"
+            state.exchanges.append((state.pending_question, answer))
+            state.history[-1] += f' Answer: "{answer}"'
+            state.pending_question = None
+        bump = bool(int(np.asarray(observation.get("bump", 0))))
+        if bump and state.history:
+            state.history[-1] += " You bumped into something on the way."
+        panorama = Panorama.from_observation(observation, cfg.panorama)
+        candidates = tuple(self.predictor.predict(panorama))
+        objects = tuple(visible_objects(panorama, state.categories)) if cfg.perception == "gt" else None
+        can_ask = cfg.ask_oracle and "oracle_answer" in observation and state.questions_left > 0
+        reference = observation.get("reference_image")
+        return StepView(
+            step=state.step, pose=np.asarray(observation["pose"], dtype=np.float64),
+            instruction=str(observation.get("instruction", state.episode.instruction)),
+            panorama=panorama, candidates=candidates,
+            options=tuple(action_options(candidates, can_ask=can_ask)), objects=objects,
+            room_type=state.room_type if cfg.perception == "gt" else None,
+            reference_image=None if reference is None else np.asarray(reference), bump=bump,
+            dialogue="oracle_answer" in observation)
+
+    def _decide(self, prompt: Prompt, view: StepView) -> tuple[Decision | None, dict[str, Any]]:
+        state = self.state
+        messages = prompt.messages(self.system_prompt)
+        record: dict[str, Any] = {
+            "step": view.step, "pose": [round(float(v), 3) for v in view.pose[[0, 1, 3]]],
+            "candidates": [c.to_dict() for c in view.candidates],
+            "messages": prompt.describe(self.system_prompt), "options": list(view.options),
+            "bump": view.bump, "fallback": False, "repair": False}
+        response = self._complete(messages)
+        record["reply"] = response.text
+        decision, error = self._vote(response.choices, view.options)
+        if decision is None:
+            state.trace.repairs += 1
+            record["repair"] = True
+            repair = [*messages, ChatMessage.assistant(response.text or "(empty reply)"),
+                      ChatMessage.user(self._repair_text(error, view))]
+            record["repair_messages"] = describe_messages(repair[-2:])
+            response = self._complete(repair)
+            record["repair_reply"] = response.text
+            decision, error = self._vote(response.choices, view.options)
+        if decision is None:
+            state.trace.fallbacks += 1
+            record["fallback"] = True
+            record["parsed"] = {"error": error.kind, "message": str(error)}
+        else:
+            record["parsed"] = decision.to_dict()
+        return decision, record
+
+    def _vote(self, replies: Sequence[str], options: Sequence[str]) -> tuple[Decision | None, ReplyError | None]:
+        """The most frequent valid action among ``replies`` (first reply wins ties)."""
+        decisions, error = [], None
+        for text in replies:
+            try:
+                decisions.append(parse_reply(text, options))
+            except ReplyError as exc:
+                self.state.trace.failures[exc.kind] += 1
+                error = error or exc
+        if not decisions:
+            return None, error
+        counts = Counter(d.action for d in decisions)
+        best = max(counts.values())
+        return next(d for d in decisions if counts[d.action] == best), None
+
+    def _repair_text(self, error: ReplyError, view: StepView) -> str:
+        fields = dict(self.reply_fields(view))
+        return (f"Your reply could not be used ({error}). "
+                + output_format(self.config.prompt_variant, fields, view.options))
+
+    def _action(self, decision: Decision | None, view: StepView) -> Any:
+        if decision is None:
+            return _fallback(view.candidates)
+        if decision.action == STOP:
+            return np.array([0.0, 0.0, 1.0], dtype=np.float32)
+        if decision.action == ASK:
+            self.state.pending_question = decision.question
+            return Ask(decision.question)
+        chosen = next(c for c in view.candidates if c.id == decision.action)
+        return np.array([chosen.distance, chosen.heading, 0.0], dtype=np.float32)
+
+    def _log_step(self, view: StepView, decision: Decision | None) -> None:
+        """Append this step to the shared step history (the prompt's ``History``)."""
+        state = self.state
+        if decision is None:
+            fallback = _fallback(view.candidates)
+            what = f"could not decide; moved {fallback[0]:.1f} m at {math.degrees(fallback[1]):.0f} deg (fallback)"
+        elif decision.action == STOP:
+            what = "stopped" + (f" at goal {state.leg + 1}" if state.legs > 1 else "")
+            state.leg = min(state.leg + 1, state.legs - 1)
+        elif decision.action == ASK:
+            what = f'asked "{decision.question}"'
+        else:
+            chosen = next(c for c in view.candidates if c.id == decision.action)
+            what = f"moved to {chosen.id} ({chosen.phrase})"
+        state.history.append(f"step {view.step}: {what}.")
+
+    # -- what subclasses provide ---------------------------------------------------------
+
+    def build_prompt(self, view: StepView) -> Prompt:
+        """The user turn of this step (without the reply format)."""
+        raise NotImplementedError
+
+    def reply_fields(self, view: StepView) -> Mapping[str, str]:
+        """The reply's fields in order, name → description (``action`` last)."""
+        raise NotImplementedError
+
+    def remember(self, view: StepView, decision: Decision | None) -> None:
+        """Update the agent's memory from this step's decision."""
+
+    # -- shared prompt pieces ----------------------------------------------------------
+
+    def observation_sections(self, prompt: Prompt, view: StepView) -> None:
+        """What the agent perceives now: room and objects (gt) or views (vlm), the local
+        map, the reference image and the dialogue."""
+        from vlnverse.agents.prompts import candidate_cards, dialogue_text
+
+        if view.room_type is not None:
+            prompt.section("Current room", view.room_type)
+        if view.objects is not None:
+            prompt.section("What you see around you", "\n".join(o.describe() for o in view.objects))
+        if self.config.local_map:
+            local = build_local_map(view.panorama, self.config.waypoints)
+            prompt.section("Local map (top-down, you are @ facing up, # obstacle, . free, letters = candidates)",
+                           local.ascii(view.candidates))
+        if view.panorama.rgb is not None:
+            for index in sorted({c.view for c in view.candidates}):
+                prompt.image(f"view {index}", view.panorama.rgb[index])
+        if view.reference_image is not None:
+            prompt.section("Goal picture", "The picture below shows what the goal looks like; "
+                           "STOP where you see this view.")
+            prompt.image("goal", view.reference_image)
+        state = self.state
+        if view.dialogue and self.config.ask_oracle:
+            prompt.section("Dialogue with a guide who knows the house", dialogue_text(state.exchanges, state.questions_left))
+        prompt.section("Candidate places you can move to", candidate_cards(view.candidates, views=view.objects,
+                                                                            notes=self.candidate_notes(view)))
+
+    def candidate_notes(self, view: StepView) -> Mapping[str, str]:
+        """Extra text per candidate id (the map agent names the place it leads to)."""
+        return {}
+
+    def common_fields(self, view: StepView, memory: tuple[str, str]) -> dict[str, str]:
+        """Reply fields: ``thought`` (CoT), the agent's memory field, ``action``, ``question``."""
+        fields: dict[str, str] = {}
+        if self.cot:
+            fields["thought"] = "reason step by step about the instruction, what you see and your progress"
+        fields[memory[0]] = memory[1]
+        fields["action"] = "one option"
+        if ASK in view.options:
+            fields["question"] = "your question for the guide if the action is ASK, else empty"
+        return fields
+
+
+def _fallback(candidates: Sequence[Candidate]) -> np.ndarray:
+    """The documented fallback: nearest straight ahead (longer on a tie), else a turn."""
+    if not candidates:
+        return np.array([0.0, FALLBACK_TURN, 0.0], dtype=np.float32)
+    best = min(candidates, key=lambda c: (round(abs(c.heading), 6), -c.distance))
+    return np.array([best.distance, best.heading, 0.0], dtype=np.float32)
+
+
+def _json_action(action: Any) -> Any:
+    if isinstance(action, Ask):
+        return {"ask": action.question}
+    return [round(float(v), 4) for v in np.asarray(action).reshape(-1)]

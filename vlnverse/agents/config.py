@@ -1,0 +1,184 @@
+"""Frozen configs of the LLM waypoint agents (the ``--agent-config`` YAML).
+
+A YAML file such as::
+
+    llm: openai:qwen2.5-vl-7b?base_url=http://127.0.0.1:8000/v1&api_key_env=none
+    perception: gt
+    samples: 1
+    max_tokens_per_episode: 200000
+    waypoints: {spacing_deg: 30, max_candidates: 8}
+    panorama: {views: 12, image_size: 224}
+
+is built strictly (an unknown key is an error naming it) into the agent's config class.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from vlnverse.errors import ConfigError
+
+PERCEPTION_MODES = ("vlm", "gt")
+PROMPT_VARIANTS = ("json", "lines")
+MAX_CANDIDATES = 26  # ids are the letters A..Z
+
+
+def _positive(owner: str, **values: float) -> None:
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                or value <= 0:
+            raise ConfigError(f"{owner}.{name} must be a positive number, got {value!r}")
+
+
+@dataclass(frozen=True)
+class WaypointConfig:
+    """Candidate waypoints from the agent's own panoramic depth.
+
+    Attributes:
+        spacing_deg: Angle between candidate headings (360 / spacing headings; at most 26).
+        min_distance: Shortest candidate (m); a heading with less free space gives none.
+        max_distance: Longest candidate (m).
+        safety_margin: Kept between the body and the first obstacle along a heading (m).
+        body_radius: The robot's radius (m), known to the robot itself.
+        body_height: The robot's height (m): obstacles above it are ignored.
+        step_height: Obstacles lower than this are driven over (m).
+        merge_distance: Candidates whose end points are closer than this are merged (m).
+        max_candidates: Most candidates offered per step.
+    """
+
+    spacing_deg: float = 30.0
+    min_distance: float = 0.4
+    max_distance: float = 3.0
+    safety_margin: float = 0.25
+    body_radius: float = 0.30
+    body_height: float = 1.50
+    step_height: float = 0.10
+    merge_distance: float = 0.6
+    max_candidates: int = 8
+
+    def __post_init__(self) -> None:
+        _positive("waypoints", spacing_deg=self.spacing_deg, min_distance=self.min_distance,
+                  max_distance=self.max_distance, body_radius=self.body_radius,
+                  body_height=self.body_height, merge_distance=self.merge_distance)
+        if self.min_distance > self.max_distance:
+            raise ConfigError("waypoints.min_distance must not exceed max_distance")
+        if self.safety_margin < 0 or not 0 <= self.step_height < self.body_height:
+            raise ConfigError("waypoints: safety_margin must be >= 0 and 0 <= step_height < body_height")
+        if round(360.0 / self.spacing_deg) > MAX_CANDIDATES:
+            raise ConfigError(f"waypoints.spacing_deg gives more than {MAX_CANDIDATES} headings")
+        if not isinstance(self.max_candidates, int) or not 1 <= self.max_candidates <= MAX_CANDIDATES:
+            raise ConfigError(f"waypoints.max_candidates must be an integer in [1, {MAX_CANDIDATES}]")
+
+
+@dataclass(frozen=True)
+class PanoramaConfig:
+    """The agent's panoramic camera rig (views turn counter-clockwise from the heading).
+
+    Attributes:
+        views: Number of views, evenly spaced over 360 degrees.
+        image_size: Side of the square RGB / semantic / depth images (pixels).
+        hfov_deg: Horizontal field of view of each view.
+        camera_height: Mount height above the floor (m).
+        max_depth: Depth readings are clipped here (m).
+        depth_stride: Every ``depth_stride``-th pixel (both axes) is used for geometry.
+    """
+
+    views: int = 12
+    image_size: int = 224
+    hfov_deg: float = 90.0
+    camera_height: float = 1.25
+    max_depth: float = 10.0
+    depth_stride: int = 4
+
+    def __post_init__(self) -> None:
+        _positive("panorama", hfov_deg=self.hfov_deg, camera_height=self.camera_height,
+                  max_depth=self.max_depth)
+        for name in ("views", "image_size", "depth_stride"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"panorama.{name} must be a positive integer, got {value!r}")
+        if self.views * self.hfov_deg < 360.0:
+            raise ConfigError("panorama: views x hfov_deg must cover 360 degrees")
+
+    @property
+    def step_deg(self) -> float:
+        return 360.0 / self.views
+
+
+@dataclass(frozen=True)
+class LLMAgentConfig:
+    """Settings shared by every LLM waypoint agent.
+
+    Attributes:
+        llm: Model spec for :func:`vlnverse.llm.make_llm` (``openai:MODEL?…``, ``hf:PATH``,
+            ``replay:FILE``); used when the harness passes no client.
+        perception: ``vlm`` (panorama images go to the model) or ``gt`` (privileged text:
+            visible object categories per direction from the semantic sensor, room type).
+        prompt_variant: ``json`` (reply as a JSON object) or ``lines`` (``Key: value`` lines,
+            as NavGPT/MapGPT's string mode). Both are parsed either way.
+        samples: Completions per decision; the most frequent valid action wins.
+        temperature: Sampling temperature (0 = greedy).
+        max_reply_tokens: Cap on tokens per reply.
+        max_tokens_per_episode: Stop the episode (an agent error) once this many tokens
+            were used (0 = no cap).
+        history_window: Past steps listed verbatim in the prompt.
+        local_map: Add the top-down local map drawn from the agent's own depth.
+        ask_oracle: Dialogue episodes: offer the ASK action while questions remain.
+        waypoints: Candidate waypoint settings.
+        panorama: Camera rig settings.
+    """
+
+    llm: str = "none"
+    perception: str = "vlm"
+    prompt_variant: str = "json"
+    samples: int = 1
+    temperature: float = 0.0
+    max_reply_tokens: int = 600
+    max_tokens_per_episode: int = 0
+    history_window: int = 8
+    local_map: bool = True
+    ask_oracle: bool = True
+    waypoints: WaypointConfig = field(default_factory=WaypointConfig)
+    panorama: PanoramaConfig = field(default_factory=PanoramaConfig)
+
+    def __post_init__(self) -> None:
+        from vlnverse.llm.factory import parse_spec
+
+        parse_spec(self.llm)  # a malformed spec fails at construction, not mid-run
+        if self.perception not in PERCEPTION_MODES:
+            raise ConfigError(f"perception must be one of {PERCEPTION_MODES}, got {self.perception!r}")
+        if self.prompt_variant not in PROMPT_VARIANTS:
+            raise ConfigError(f"prompt_variant must be one of {PROMPT_VARIANTS}, got {self.prompt_variant!r}")
+        for name in ("samples", "max_reply_tokens"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        for name in ("max_tokens_per_episode", "history_window"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
+        if not 0.0 <= float(self.temperature) <= 2.0:
+            raise ConfigError(f"temperature must be in [0, 2], got {self.temperature!r}")
+        if not isinstance(self.waypoints, WaypointConfig) or not isinstance(self.panorama, PanoramaConfig):
+            raise ConfigError("waypoints and panorama must be mappings of their settings")
+
+    @property
+    def privileged(self) -> tuple[str, ...]:
+        """The privileged inputs this configuration reads (recorded in ``run.json``)."""
+        return ("semantic_categories", "room_type") if self.perception == "gt" else ()
+
+
+@dataclass(frozen=True)
+class MapHistoryConfig(LLMAgentConfig):
+    """``map_history`` settings: the shared ones plus the topological map's.
+
+    Attributes:
+        place_merge_distance: Observed or visited places closer than this are one place (m).
+    """
+
+    place_merge_distance: float = 0.75
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _positive("map_history", place_merge_distance=self.place_merge_distance)

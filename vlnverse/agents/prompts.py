@@ -1,0 +1,124 @@
+"""Observation → prompt helpers shared by every LLM agent.
+
+A :class:`Prompt` is an ordered list of titled text sections and labelled images; it
+becomes chat messages for the client and, with every image replaced by its label, the
+JSON form stored in the agent trace. The section helpers render the pieces every agent
+needs: instruction, candidate cards, step history, the local map, what the agent sees,
+the reference image (visual reference) and the dialogue state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from vlnverse.agents.gt_perception import ViewObjects
+from vlnverse.agents.waypoints import Candidate
+from vlnverse.llm.images import ImagePart
+from vlnverse.llm.types import ChatMessage
+
+STOP, ASK = "STOP", "ASK"
+
+
+@dataclass
+class Prompt:
+    """A user turn under construction (see the module docs)."""
+
+    parts: list[tuple[str, Any]] = field(default_factory=list)
+
+    def section(self, title: str, text: str) -> None:
+        """Add ``Title:`` followed by ``text`` (skipped when empty)."""
+        if text.strip():
+            self.parts.append(("text", f"{title}:\n{text.strip()}"))
+
+    def image(self, label: str, image: np.ndarray) -> None:
+        """Add ``Image <label>:`` and the image."""
+        self.parts.append(("text", f"Image {label}:"))
+        self.parts.append(("image", (label, ImagePart.from_array(np.ascontiguousarray(image), "low"))))
+
+    def messages(self, system: str) -> list[ChatMessage]:
+        """The chat messages: the system prompt and one user turn."""
+        parts: list[Any] = []
+        for kind, value in self.parts:
+            if kind == "image":
+                parts.append(value[1])
+            elif parts and isinstance(parts[-1], str):
+                parts[-1] += "\n\n" + value
+            else:
+                parts.append(value)
+        return [ChatMessage.system(system), ChatMessage("user", tuple(parts))]
+
+    def describe(self, system: str) -> list[dict[str, str]]:
+        """The trace form: text messages, each image replaced by ``<image LABEL>``."""
+        text = "\n\n".join(value if kind == "text" else f"<image {value[0]}>" for kind, value in self.parts)
+        return [{"role": "system", "content": system}, {"role": "user", "content": text}]
+
+
+def describe_messages(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
+    """Trace form of any chat messages (images as ``<image sha256:…>``)."""
+    return [{"role": m.role, "content": "\n".join(
+        p if isinstance(p, str) else f"<image sha256:{p.sha256[:12]}>" for p in m.parts)} for m in messages]
+
+
+def instruction_text(instruction: str, leg: int = 0, legs: int = 1,
+                     subgoals: Sequence[str] = ()) -> str:
+    """The instruction, with the current leg of a long-horizon episode."""
+    if legs <= 1:
+        return instruction
+    lines = [instruction, "", f"This is a sequence of {legs} goals; STOP at each goal in order."]
+    lines += [f"{'->' if i == leg else '  '} goal {i + 1}: {text}" for i, text in enumerate(subgoals)]
+    lines.append(f"You are now on goal {leg + 1} of {legs}.")
+    return "\n".join(lines)
+
+
+def candidate_cards(candidates: Sequence[Candidate], *, views: Sequence[ViewObjects] | None = None,
+                    notes: Mapping[str, str] | None = None) -> str:
+    """One line per candidate: ``B: forward-left, 1.2 m (view 1; sees: sofa 2.5 m) …``."""
+    lines = []
+    for c in candidates:
+        extras = [f"view {c.view}"]
+        if views is not None:
+            seen = ", ".join(f"{n} {d:.1f} m" for n, d in views[c.view].objects)
+            extras.append(f"sees: {seen or 'nothing notable'}")
+        line = f"{c.id}: {c.phrase} ({'; '.join(extras)})"
+        if notes and c.id in notes:
+            line += f" {notes[c.id]}"
+        lines.append(line)
+    return "\n".join(lines) or "(no free space around you: every direction is blocked)"
+
+
+def action_options(candidates: Sequence[Candidate], *, can_ask: bool) -> list[str]:
+    """The valid action words: candidate ids, STOP, and ASK when a question is allowed."""
+    return [c.id for c in candidates] + [STOP] + ([ASK] if can_ask else [])
+
+
+def history_text(entries: Sequence[str], window: int) -> str:
+    """The last ``window`` step entries (older ones are summarised by a count)."""
+    if not entries:
+        return "(this is the first step)"
+    shown = list(entries[-window:]) if window else []
+    skipped = len(entries) - len(shown)
+    head = [f"({skipped} earlier step(s) not shown)"] if skipped else []
+    return "\n".join(head + shown)
+
+
+def dialogue_text(exchanges: Sequence[tuple[str, str]], questions_left: int) -> str:
+    """Questions asked so far with the oracle's answers, and how many remain."""
+    lines = [f"Q: {q}\nA: {a}" for q, a in exchanges]
+    lines.append(f"You may ask {questions_left} more question(s) (action ASK with a question)."
+                 if questions_left else "You have no questions left.")
+    return "\n".join(lines)
+
+
+def output_format(variant: str, fields: Mapping[str, str], options: Sequence[str]) -> str:
+    """How to reply: the ordered fields, as a JSON object or as ``Key: value`` lines."""
+    names = ", ".join(options)
+    if variant == "json":
+        body = ", ".join(f'"{k}": "<{v}>"' for k, v in fields.items())
+        return (f"Reply with one JSON object and nothing else: {{{body}}}\n"
+                f"\"action\" must be exactly one of: {names}.")
+    lines = "\n".join(f"{k.replace('_', ' ').title()}: <{v}>" for k, v in fields.items())
+    return f"Reply in exactly these lines:\n{lines}\nThe action must be exactly one of: {names}."

@@ -1,0 +1,65 @@
+"""The decision trace of an LLM agent's episode (JSON-ready; the viewer and metrics read it).
+
+Shape::
+
+    {"steps": [{"step", "pose", "candidates", "messages", "reply", "parsed", "action",
+                "fallback", "repair", ...}],
+     "fallbacks", "repairs", "parse_failures", "failures": {kind: n},
+     "tokens": {"prompt", "completion"}, "cost_usd", "calls", "cached_calls",
+     "waypoints": [[x, y], ...]}
+
+``tokens`` count every answered call, cached or not; ``cost_usd`` is what was billed
+(cache hits cost nothing). ``waypoints`` are the decision locations (AORI).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from vlnverse.llm.types import LLMResponse
+
+
+@dataclass
+class AgentTrace:
+    """Counts and per-step records of one episode."""
+
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    fallbacks: int = 0
+    repairs: int = 0
+    failures: Counter = field(default_factory=Counter)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    calls: int = 0
+    cached_calls: int = 0
+    waypoints: list[list[float]] = field(default_factory=list)
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def count_call(self, response: LLMResponse) -> None:
+        """Add one answered call's usage and cost."""
+        self.calls += 1
+        self.prompt_tokens += response.usage.prompt_tokens
+        self.completion_tokens += response.usage.completion_tokens
+        if response.cached:
+            self.cached_calls += 1
+        elif response.cost_usd is not None:
+            self.cost_usd += float(response.cost_usd)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "steps": self.steps,
+            "fallbacks": self.fallbacks,
+            "repairs": self.repairs,
+            "parse_failures": sum(self.failures.values()),
+            "failures": dict(sorted(self.failures.items())),
+            "tokens": {"prompt": self.prompt_tokens, "completion": self.completion_tokens},
+            "cost_usd": round(self.cost_usd, 8),
+            "calls": self.calls,
+            "cached_calls": self.cached_calls,
+            "waypoints": self.waypoints,
+        }

@@ -1,0 +1,102 @@
+"""Candidate waypoints: where the agent could drive next, from its own panoramic depth.
+
+:class:`DepthWaypoints` is the non-learned predictor: headings at a fixed spacing, each
+as far as the free space goes minus a safety margin (capped to ``[min, max]`` metres),
+near-duplicates merged, at most N. Anything with ``predict(panorama) -> [Candidate]``
+(:class:`WaypointPredictor`) can replace it, e.g. a learned waypoint predictor.
+
+Ids are letters fixed by the heading slot (``A`` straight ahead, then counter-clockwise),
+so the same free space always gets the same id and an id never names two candidates.
+"""
+
+from __future__ import annotations
+
+import math
+import string
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from vlnverse.agents.config import WaypointConfig
+from vlnverse.agents.panorama import Panorama, direction_phrase, free_distances
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One reachable-looking place around the agent.
+
+    Attributes:
+        id: Stable letter id of its heading slot.
+        heading: Relative heading (radians, CCW positive, 0 = straight ahead).
+        distance: How far to drive (m).
+        view: Index of the panorama view looking toward it.
+    """
+
+    id: str
+    heading: float
+    distance: float
+    view: int
+
+    @property
+    def heading_deg(self) -> float:
+        return round(math.degrees(self.heading), 1)
+
+    @property
+    def phrase(self) -> str:
+        """``"forward-left, 1.2 m"``."""
+        return f"{direction_phrase(self.heading)}, {self.distance:.1f} m"
+
+    @property
+    def offset(self) -> np.ndarray:
+        """End point in the agent frame (x forward, y left)."""
+        return self.distance * np.array([math.cos(self.heading), math.sin(self.heading)])
+
+    def to_dict(self) -> dict[str, object]:
+        """The JSON form in traces."""
+        return {"id": self.id, "heading_deg": self.heading_deg, "distance_m": round(self.distance, 2),
+                "phrase": self.phrase}
+
+
+class WaypointPredictor(Protocol):
+    """Anything that proposes candidates from a panorama."""
+
+    def predict(self, panorama: Panorama) -> list[Candidate]:
+        """The candidates of this step, in id order."""
+
+
+class DepthWaypoints:
+    """Candidates from the free space seen in the panoramic depth (see the module docs)."""
+
+    def __init__(self, config: WaypointConfig | None = None) -> None:
+        self.config = config or WaypointConfig()
+        slots = round(360.0 / self.config.spacing_deg)
+        self.headings = np.remainder(np.radians(np.arange(slots) * 360.0 / slots) + math.pi,
+                                     2.0 * math.pi) - math.pi
+        self.ids = string.ascii_uppercase[:slots]
+
+    def free_space(self, panorama: Panorama) -> np.ndarray:
+        """Free travel distance of the body's centre along each heading slot (m)."""
+        cfg = self.config
+        obstacles = panorama.obstacle_points(cfg.step_height, cfg.body_height)
+        return free_distances(obstacles, self.headings, cfg.body_radius,
+                              cfg.max_distance + cfg.safety_margin)
+
+    def predict(self, panorama: Panorama) -> list[Candidate]:
+        cfg = self.config
+        reach = self.free_space(panorama) - cfg.safety_margin
+        reach = np.minimum(reach, cfg.max_distance)
+        order = np.argsort(-reach, kind="stable")  # longest first: merging keeps the far ones
+        kept: list[int] = []
+        for slot in order:
+            if reach[slot] < cfg.min_distance or len(kept) >= cfg.max_candidates:
+                break
+            end = self._end(slot, reach[slot])
+            if all(np.linalg.norm(end - self._end(k, reach[k])) >= cfg.merge_distance for k in kept):
+                kept.append(int(slot))
+        return [Candidate(self.ids[s], float(self.headings[s]), round(float(reach[s]), 2),
+                          panorama.view_toward(float(self.headings[s]))) for s in sorted(kept)]
+
+    def _end(self, slot: int, distance: float) -> np.ndarray:
+        h = self.headings[slot]
+        return distance * np.array([math.cos(h), math.sin(h)])
