@@ -206,3 +206,25 @@ def test_no_coarse_ticks_while_a_movable_is_awake(scene):
                    pose=Pose(2.2, 0.65, 0.0, 0.0)) as sim:
         coarse, _ = _coarse_moves(sim, Displacement(forward=0.25))
         assert coarse == 0 and not _dormant(sim, "crate_0")
+
+
+@pytest.mark.parametrize("mode", ["strict", "slide"])
+def test_slow_pushes_against_a_wall_accumulate_into_a_collision(scene, mode):
+    """0.15 m/s for 0.5 s is 0.075 m per action: no single action reaches 0.1 m, but the
+    obstacle has displaced the agent by 0.15 m after the second consecutive push."""
+    with make_sim(scene, mode, Pose(5.70, 3.0, 0.0, 0.0)) as sim:  # touching the wall at x = 6
+        first = sim.execute(VelocityCommand(0.15, 0.0, 0.5))
+        assert not first.collision and first.displacement < 0.1
+        second = sim.execute(VelocityCommand(0.15, 0.0, 0.5))
+        assert second.collision and second.displacement >= 0.1
+        assert second.contacts.categories == ("wall",) and sim.collisions == 1
+
+
+def test_the_carried_deviation_ends_with_the_contact(scene):
+    with make_sim(scene, "slide", Pose(5.70, 3.0, 0.0, 0.0)) as sim:
+        sim.execute(VelocityCommand(0.15, 0.0, 0.5))
+        sim.execute(Displacement(turn=math.pi))  # turn away: the agent leaves the wall
+        sim.execute(Displacement(forward=0.5))
+        sim.execute(Displacement(turn=math.pi))
+        report = sim.execute(VelocityCommand(0.05, 0.0, 0.5))  # 0.025 m, free space
+        assert not report.collision and report.displacement < 0.05 and sim.collisions == 0

@@ -1,7 +1,8 @@
 """Physics settings, including the evaluation modes Strict, Slide and Tel-Hop (paper §5.3).
 
 - ``strict``: full physics; a noticeable collision (an obstacle displacing the agent by at
-  least ``collision_threshold`` from its commanded motion) fails the episode.
+  least ``collision_threshold`` from its commanded motion, accumulated over consecutive
+  actions in contact, see :mod:`vlnverse.sim.simulator`) fails the episode.
 - ``slide``: full physics; the agent slides along obstacles, collisions are counted and
   the episode goes on (the paper's online-training setting, ``ALLOW_SLIDING``).
 - ``tel_hop``: the agent teleports to the end of each action; an end pose in collision is

@@ -4,6 +4,14 @@ This is where the Strict / Slide / Tel-Hop rules live, once for every backend:
 :meth:`Simulator.execute` runs an action through the physics-aware controller (or, in
 Tel-Hop, teleports), measures how far the reached pose is from the commanded motion,
 and reports collisions in scene terms (object ids and categories).
+
+Strict / Slide: the paper's collision is "an obstacle displacing the agent by 0.1 m"
+(§5.3). The deviation from the commanded motion (a planar vector: reached minus commanded
+position) is accumulated over consecutive actions in contact, whatever the action space: an agent pushed slowly against a wall
+(0.15 m/s for 0.5 s, 0.075 m short per action) collides on its second push, exactly as a
+discrete 0.25 m step into the wall does at once, while contact jitter (turning in place
+against a wall) cancels out. The sum starts again after a collision event, after an
+action without contact, after a teleport and on reset.
 """
 
 from __future__ import annotations
@@ -76,6 +84,7 @@ class Simulator:
         self.controller = MotionController(self.agent, self.physics)
         self.time = 0.0
         self.collisions = 0
+        self._pushed = np.zeros(2)  # deviation carried over consecutive in-contact actions (m)
         self._cache: dict[str, tuple[float, np.ndarray]] = {}
         self._groups_version = -1
         self._groups: list[tuple[CameraRequest, list[tuple[str, CameraSpec]]]] = []
@@ -133,6 +142,7 @@ class Simulator:
         self.controller.reset()
         self.time = 0.0
         self.collisions = 0
+        self._pushed = np.zeros(2)
         self._cache.clear()
 
     @property
@@ -263,15 +273,17 @@ class Simulator:
         if plan.ticks == 0:
             return StepReport(plan.commanded_pose, start, 0.0, False)
         result = self.backend.move(plan.velocities)
-        deviation = float(np.max(np.hypot(result.poses[:, 0] - plan.poses[:, 0],
-                                           result.poses[:, 1] - plan.poses[:, 1])))
+        offsets = self._pushed + (result.poses[:, :2] - plan.poses[:, :2])
+        deviation = float(np.max(np.hypot(offsets[:, 0], offsets[:, 1])))
+        collision = deviation >= self.physics.collision_threshold
+        self._pushed = offsets[-1] if result.contacts and not collision else np.zeros(2)
         sim_time = plan.ticks * self.physics.control_dt
         self.time += sim_time
         return StepReport(
             commanded_pose=plan.commanded_pose,
             reached_pose=self.pose,
             displacement=deviation,
-            collision=deviation >= self.physics.collision_threshold,
+            collision=collision,
             contacts=self.resolve_contacts(result.contacts),
             sim_time=sim_time,
         )
@@ -279,6 +291,7 @@ class Simulator:
     def _hop(self, command: MotionCommand, start: Pose) -> StepReport:
         plan = self.controller.plan(command, start)
         self.controller.reset()
+        self._pushed = np.zeros(2)
         target = plan.commanded_pose
         backend = self.backend
         backend.set_agent_pose(target)

@@ -146,7 +146,9 @@ class StepReport:
     Attributes:
         commanded_pose: Where the action would have put the agent in free space.
         reached_pose: Where the agent actually is afterwards.
-        displacement: Planar distance between the two (metres).
+        displacement: How far an obstacle displaced the agent from its commanded motion
+            (metres): under Strict / Slide the largest offset of this action, counted
+            from the offset carried over preceding actions in contact; under Tel-Hop the snap.
         collision: Whether this action counts as a collision event.
         contacts: The touched objects.
         snapped: True when Tel-Hop moved the agent to the nearest free location.
