@@ -194,3 +194,19 @@ def test_render_rgb_array(two_rooms):
     frame = env.render()
     assert frame.shape == (224, 224, 3) and frame.dtype == np.uint8 and frame.std() > 5
     env.close()
+
+
+def test_a_start_inside_a_sealed_pillar_goes_to_reachable_floor(tmp_path, caplog):
+    from tests.scene.builders import room_with_sealed_boxes
+
+    scene = room_with_sealed_boxes(tmp_path / "sealed.usda")
+    env = NavEnv(scene, sensors=(), start=(2.0, 2.0, 0.0), goal=(5.0, 1.0))
+    with caplog.at_level("WARNING", logger="vlnverse.envs.nav_env"):
+        _, info = env.reset(seed=0)
+    occ = env.occupancy
+    assert info["start_snap"] >= 0.8 - 1e-6  # out of the 1 m pillar, plus the agent radius
+    assert occ.component_of(info["pose"][:3]) == occ.largest_component
+    assert "not navigable" in caplog.text and math.isfinite(info["geodesic_distance"])
+    _, info = env.reset(seed=0, options={"start": (1.0, 1.0, 0.0)})
+    assert info["start_snap"] == 0.0
+    env.close()

@@ -110,6 +110,47 @@ def rotated_thin_wall(path: Path, yaw_deg: float = 30.0) -> Path:
     return path
 
 
+def two_platforms(path: Path) -> Path:
+    """Two open 3x6 m floors (no walls) 1 m apart: both reachable floor, not joined."""
+    stage = new_stage(path)
+    add_box(stage, "/World/FloorWest", (1.5, 3.0, -0.05), (3.0, 6.0, 0.1))
+    add_box(stage, "/World/FloorEast", (5.5, 3.0, -0.05), (3.0, 6.0, 0.1))
+    stage.GetRootLayer().Save()
+    return path
+
+
+def two_rooms_with_a_door(path: Path) -> Path:
+    """A 6x6 m space split at x = 3 by a wall with a 0.9 m doorway at its north end (no room prims)."""
+    stage = new_stage(path)
+    add_box(stage, "/World/Floor", (3.0, 3.0, -0.05), (6.0, 6.0, 0.1))
+    add_walls_around(stage, "/World/Walls", 0.0, 0.0, 6.0, 6.0)
+    add_box(stage, "/World/Walls/Middle", (3.0, 2.55, 1.25), (0.1, 5.1, 2.5))
+    stage.GetRootLayer().Save()
+    return path
+
+
+def room_with_sealed_boxes(path: Path) -> Path:
+    """A 6x4 m living room with a sealed 1 m pillar up to the ceiling and a closed fridge
+    (0.8 x 0.7 x 1.8 m): both are closed boxes whose insides have floor under them."""
+    stage = new_stage(path)
+    room = add_room(stage, "living_room_0", "living_room", 0.0, 0.0, 6.0, 4.0)
+    add_walls_around(stage, "/World/Walls", 0.0, 0.0, 6.0, 4.0)
+    add_box(stage, f"{room}/Pillar", (2.0, 2.0, 1.3), (1.0, 1.0, 2.6))
+    label(add_box(stage, f"{room}/Fridge", (5.2, 3.25, 0.9), (0.8, 0.7, 1.8)).GetPrim(), "refrigerator")
+    stage.GetRootLayer().Save()
+    return path
+
+
+def table_without_floor(path: Path) -> Path:
+    """Only a 1.5 x 1.0 m table (top at 0.75 m on four legs): no floor anywhere."""
+    stage = new_stage(path)
+    label(add_box(stage, "/World/Table/Top", (0.0, 0.0, 0.725), (1.5, 1.0, 0.05)).GetPrim(), "table")
+    for i, (x, y) in enumerate(((-0.7, -0.45), (0.7, -0.45), (-0.7, 0.45), (0.7, 0.45))):
+        add_box(stage, f"/World/Table/Leg{i}", (x, y, 0.35), (0.05, 0.05, 0.7))
+    stage.GetRootLayer().Save()
+    return path
+
+
 def yup_centimetre_copy(src: Path, dst: Path) -> Path:
     """The stage of ``src`` (Z-up metres) re-expressed as a Y-up centimetre stage."""
     stage = new_stage(dst, up_axis="Y", meters_per_unit=0.01)

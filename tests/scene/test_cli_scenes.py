@@ -55,8 +55,8 @@ def test_path_json_and_picture(tmp_path):
 
 
 def test_path_unreachable_is_null(tmp_path):
-    scene = b.rotated_thin_wall(tmp_path / "w.usda", 30.0)
-    result = json.loads(run_cli("scenes", "path", scene, "--start", "1,5", "--goal", "5,1", "--json").stdout)
+    scene = b.two_platforms(tmp_path / "p.usda")
+    result = json.loads(run_cli("scenes", "path", scene, "--start", "1,5", "--goal", "6,1", "--json").stdout)
     assert result == {"geodesic_distance": None, "path": [], "reachable": False}
 
 

@@ -38,16 +38,38 @@ def test_taller_agent_is_blocked_by_the_lamp(tmp_path):
 @pytest.mark.parametrize("yaw", [0.0, 17.0, 30.0, 45.0, 62.5, 89.0])
 def test_rotated_thin_wall_is_never_missed(tmp_path, yaw):
     occ = build_occupancy(load_scene(b.rotated_thin_wall(tmp_path / "w.usda", yaw)))
-    # the wall splits the room: two navigable components and two free regions
-    assert len(occ.component_areas) == 2
+    # the wall seals the room into two halves: one is kept, the other is not reachable floor
     from scipy import ndimage
 
     _, free_regions = ndimage.label(occ.free)
-    assert free_regions == 2
-    # a point on either side of the wall centre line is in a different component
+    assert free_regions == 1 and len(occ.component_areas) == 1
+    # the two sides of the wall centre line are never joined: exactly one of them is floor
     normal = np.array([-math.sin(math.radians(yaw)), math.cos(math.radians(yaw))])
     a, c = np.array([3.0, 3.0]) + 1.0 * normal, np.array([3.0, 3.0]) - 1.0 * normal
-    assert occ.component_of(a) != occ.component_of(c) and min(occ.component_of(a), occ.component_of(c)) >= 0
+    assert occ.is_navigable(a) != occ.is_navigable(c)
+
+
+def test_sealed_boxes_are_not_floor(tmp_path):
+    occ = build_occupancy(load_scene(b.room_with_sealed_boxes(tmp_path / "s.usda")))
+    for inside in ((2.0, 2.0), (1.7, 1.7), (5.2, 3.25)):  # pillar centre and corner area, fridge
+        assert not occ.is_free(inside) and not occ.is_navigable(inside)
+    assert occ.free_area_m2 == pytest.approx(6 * 4 - 1.0 - 0.8 * 0.7, abs=0.05)
+    assert len(occ.component_areas) == 1
+    # a point inside the pillar is no path end: the nearest floor is outside it
+    p = occ.nearest_navigable((2.0, 2.0, 0.0))
+    assert occ.is_navigable(p) and max(abs(p[0] - 2.0), abs(p[1] - 2.0)) >= 0.5 + 0.3 - 1e-6
+
+
+def test_a_scene_without_floor_warns_with_the_level_chosen(tmp_path, caplog):
+    scene = load_scene(b.table_without_floor(tmp_path / "t.usda"))
+    with caplog.at_level("WARNING", logger="vlnverse.scene.occupancy"):
+        levels = floor_levels(scene)
+    assert levels == [pytest.approx(0.75, abs=1e-3)]
+    assert "no floor" in caplog.text and "z = 0.75" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="vlnverse.scene.occupancy"):
+        floor_levels(load_scene(b.box_room(tmp_path / "r.usda")))
+    assert "no floor" not in caplog.text
 
 
 def test_nearest_navigable_and_sampling(tmp_path):
@@ -64,7 +86,7 @@ def test_nearest_navigable_and_sampling(tmp_path):
 def test_room_map_and_segmentation(tmp_path):
     occ = build_occupancy(load_scene(b.box_room(tmp_path / "r.usda")))
     assert occ.room_at((2.0, 1.5)) == 0 and occ.rooms[0].room_type == "bedroom"
-    seg = build_occupancy(load_scene(b.rotated_thin_wall(tmp_path / "w.usda", 30.0)))
+    seg = build_occupancy(load_scene(b.two_rooms_with_a_door(tmp_path / "w.usda")))
     assert len(seg.rooms) == 2 and {r.room_type for r in seg.rooms} == {"unknown"}
 
 

@@ -6,7 +6,8 @@ collision feedback a real robot's bumper gives, not privileged), plus ``referenc
 ``oracle_answer`` (dialogue) when those are enabled. ``info`` always carries ``pose``,
 ``room_type`` (of the room the agent stands in; privileged),
 ``collision``, ``displacement``, ``collisions``, ``geodesic_distance``, ``oracle_action``,
-``fail_reason``, the sub-goal bookkeeping (``subgoal_index``, ``subgoals_total``,
+``fail_reason``, ``start_snap`` (metres the start was moved at reset because it was not
+navigable: to the nearest navigable point of the largest component), the sub-goal bookkeeping (``subgoal_index``, ``subgoals_total``,
 ``subgoal_results``, ``subgoal_stop``) and the dialogue counters (``questions_asked``,
 ``questions_remaining``), plus the commanded pose, touched objects and success; the
 ``info`` of ``reset`` also has ``semantic_categories``, the category of each semantic id
@@ -277,6 +278,7 @@ class NavEnv(gym.Env):
         self._fields: list = []
         self._oracle: Oracle | None = None
         self._distance = math.inf
+        self._start_snap = 0.0
         self._path_length = 0.0
         self._active = 0
         self._subgoal_results: list[dict[str, Any]] = []
@@ -453,8 +455,14 @@ class NavEnv(gym.Env):
         x, y, yaw = self.episode.start
         self._reference = self._reference_image() if self.observe_reference else None
         start = np.array([x, y, occ.floor_height])
+        self._start_snap = 0.0
         if not occ.is_navigable(start):
-            start = np.asarray(occ.nearest_navigable(start), dtype=np.float64)
+            # A start off the floor (in a wall, in furniture) goes to reachable floor: the
+            # nearest navigable point of the largest component, never a sealed pocket.
+            start = np.asarray(occ.nearest_navigable(start, component=occ.largest_component), dtype=np.float64)
+            self._start_snap = float(math.hypot(start[0] - x, start[1] - y))
+            logger.warning("episode %s: start (%.2f, %.2f) is not navigable; moved %.2f m to (%.2f, %.2f)",
+                           self.episode.episode_id, x, y, self._start_snap, start[0], start[1])
         self.sim.reset(Pose(float(start[0]), float(start[1]), float(occ.floor_height), float(yaw)))
         goals = self.episode.goals
         self._fields = [self.navigator.distance_field(np.asarray(g.position[:2])) for g in goals]
@@ -698,6 +706,7 @@ class NavEnv(gym.Env):
             "contacts": report.contacts.object_ids if report else (),
             "contact_categories": report.contacts.categories if report else (),
             "snapped": bool(report.snapped) if report else False,
+            "start_snap": self._start_snap,
             "geodesic_distance": distance,
             "distance_to_goal": float(np.linalg.norm(pose.xy - goal)),
             "room_type": self._room_type(pose),

@@ -2,10 +2,19 @@
 
 A cell is *free* when there is floor under it (an upward surface within ``step_height`` of
 the floor level), no colliding geometry intersects the slab
-``[floor + step_height, floor + agent_height]`` over it, and it is not in an enclosed
-pocket smaller than the agent's footprint (such as the inside of a wall). The *navigable* map is the free
-map eroded by the agent radius (exact Euclidean distance transform), so any navigable
-point is a collision-free centre for the agent's cylinder.
+``[floor + step_height, floor + agent_height]`` over it, and it is reachable floor: it is
+not in a pocket smaller than the agent's footprint, nor in a region enclosed by collision
+geometry on every side (the inside of a wall, a hollow pillar, a fridge, a sealed box or a
+room without an opening), whatever its size. The largest free region is always kept (a
+house is enclosed by its outer walls); any other region survives only where its border
+opens onto space that has neither floor nor geometry (an open edge). The *navigable* map
+is the free map eroded by the agent radius (exact Euclidean distance transform), so any
+navigable point is a collision-free centre for the agent's cylinder.
+
+The lowest floor level is where colliding upward surfaces of at least
+``MIN_FLOOR_AREA_M2`` lie lowest. A scene without a floor (only furniture) would make a
+table top that level; :func:`floor_levels` warns, naming the level it chose, when
+colliding geometry reaches more than ``FLOATING_FLOOR_M`` below it.
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ MIN_FLOOR_AREA_M2 = 1.0  # an upward surface level must cover this much to count
 MAX_CELLS = 20_000_000  # memory cap (about 15 bytes per cell)
 DOOR_GAP_M = 0.5  # free cells this close to a room, but outside every room floor, join it
 UPWARD_COS = 0.9
+FLOATING_FLOOR_M = 0.5  # geometry this far below the lowest level: that level is no floor
 
 
 @dataclass(frozen=True)
@@ -224,6 +234,11 @@ def floor_levels(scene: Scene, config: OccupancyConfig = OccupancyConfig()) -> l
             levels.append(float(height))
     if not levels:
         raise SceneError(f"{scene.path}: no floor surface of at least {MIN_FLOOR_AREA_M2} m²")
+    depth = levels[0] - float(tris[:, :, 2].min())
+    if depth > FLOATING_FLOOR_M:
+        log.warning("%s: colliding geometry reaches %.2f m below the lowest walkable level (z = %.2f m): "
+                    "the scene seems to have no floor, so a raised surface (a table top?) is used as the "
+                    "floor", scene.path, depth, levels[0])
     return levels
 
 
@@ -256,7 +271,8 @@ def build_occupancy(scene: Scene, agent_radius: float = 0.30, agent_height: floa
     zmin, zmax = colliding[:, :, 2].min(axis=1), colliding[:, :, 2].max(axis=1)
     in_slab = colliding[(zmax >= slab[0]) & (zmin <= slab[1])]
     rasterize(in_slab, blocked, origin, resolution, z_range=slab, into_solid=True)
-    free = _drop_pockets(has_floor & ~blocked, np.pi * agent_radius**2 / resolution**2)
+    free = _drop_enclosed(_drop_pockets(has_floor & ~blocked, np.pi * agent_radius**2 / resolution**2),
+                          open_edge=~has_floor & ~blocked)
     clearance = _clearance(free, resolution)
     navigable = free & (clearance >= agent_radius - 1e-9)
     components, _ = ndimage.label(navigable, structure=np.ones((3, 3), dtype=int))
@@ -294,6 +310,26 @@ def _drop_pockets(free: np.ndarray, min_cells: float) -> np.ndarray:
     small = sizes < min_cells
     small[0] = False
     return free & ~small[labels]
+
+
+def _drop_enclosed(free: np.ndarray, open_edge: np.ndarray) -> np.ndarray:
+    """Keep the largest free region and the regions whose border touches an open edge
+    (no floor and no geometry); drop the rest: regions walled in by collision geometry."""
+    labels, count = ndimage.label(free)
+    if count <= 1:
+        return free
+    sizes = np.bincount(labels.ravel())
+    sizes[0] = 0
+    keep = np.zeros(count + 1, dtype=bool)
+    keep[int(np.argmax(sizes))] = True
+    opening = np.pad(open_edge, 1, constant_values=True)  # beyond the grid is open too
+    near_open = ndimage.binary_dilation(opening)[1:-1, 1:-1]
+    keep[np.unique(labels[near_open & free])] = True
+    keep[0] = False
+    dropped = count - int(keep.sum())
+    if dropped:
+        log.debug("occupancy: dropped %d free region(s) enclosed by collision geometry", dropped)
+    return free & keep[labels]
 
 
 def _choose_level(levels: list[float], level: int | None, z: float | None, scene: Scene) -> float:
