@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "vlnverse.cli.datagen",
     "vlnverse.cli.eval",
     "vlnverse.cli.demo",
+    "vlnverse.cli.train",
 )
 
 

@@ -40,6 +40,24 @@ def register(subparsers) -> None:
     stats.add_argument("--json", action="store_true", help="print one JSON object")
     stats.set_defaults(handler=_stats)
 
+    pre = sub.add_parser("prerender", help="render observations along the oracle's actions (offline training data)",
+                         description="Render RGB/depth (and optionally semantic) frames along the oracle's actions "
+                                     "of a split into chunked shards. Re-running resumes.")
+    pre.add_argument("dataset", type=Path, help="dataset folder")
+    pre.add_argument("--out", required=True, type=Path, help="frames folder")
+    pre.add_argument("--split", default="train", help="split (default: train)")
+    pre.add_argument("--task", default=None, help="only this task (default: every task of the split)")
+    pre.add_argument("--rgb-size", type=int, default=224, help="RGB resolution (default: 224)")
+    pre.add_argument("--depth-size", type=int, default=256, help="depth resolution (default: 256)")
+    pre.add_argument("--semantic", action="store_true", help="also store instance segmentation")
+    pre.add_argument("--physics", default="slide", help="physics the oracle walks under (default: slide)")
+    pre.add_argument("--max-steps", type=int, default=200, help="step cap per episode (default: 200)")
+    pre.add_argument("--chunk-frames", type=int, default=256, help="frames per chunk file (default: 256)")
+    pre.add_argument("--no-compress", action="store_true", help="raw .npy chunks (memory-mapped when read)")
+    pre.add_argument("--workers", type=int, default=1, help="scene-parallel processes (default: 1)")
+    pre.add_argument("--json", action="store_true", help="print one JSON object")
+    pre.set_defaults(handler=_prerender)
+
 
 def _select(args):
     from vlnverse.tasks.dataset import EpisodeDataset
@@ -114,3 +132,20 @@ def _stats(args) -> int:
             print("checksums: " + ("ok" if not stats["corrupt_files"] else f"{len(stats['corrupt_files'])} bad: "
                                    + ", ".join(stats["corrupt_files"][:5])))
     return 1 if args.verify and stats["corrupt_files"] else 0
+
+
+def _prerender(args) -> int:
+    from vlnverse.learning.prerender import PrerenderConfig, prerender
+
+    config = PrerenderConfig(dataset=str(args.dataset), out=str(args.out), split=args.split, task=args.task,
+                             rgb_size=args.rgb_size, depth_size=args.depth_size, semantic=args.semantic,
+                             physics=args.physics, max_steps=args.max_steps, chunk_frames=args.chunk_frames,
+                             compress=not args.no_compress, workers=args.workers)
+    summary = prerender(config).to_dict()
+    if args.json:
+        print_json(summary)
+    else:
+        print_table(f"pre-rendered {args.split} → {args.out}", ("scenes", "episodes", "frames", "MiB", "frames/s"),
+                    [(summary["scenes"], summary["episodes"], summary["frames"], round(summary["bytes"] / 2**20, 2),
+                      summary["frames_per_second"])])
+    return 0

@@ -28,6 +28,8 @@ AGENTS.register("text_history", "vlnverse.agents.text_history:TextHistoryAgent")
 AGENTS.register("text_history_cot", "vlnverse.agents.text_history:TextHistoryCoTAgent")
 AGENTS.register("map_history", "vlnverse.agents.map_history:MapHistoryAgent")
 AGENTS.register("map_history_cot", "vlnverse.agents.map_history:MapHistoryCoTAgent")
+AGENTS.register("seq2seq", "vlnverse.learning.agent:Seq2SeqAgent")
+AGENTS.register("cma", "vlnverse.learning.agent:CMAAgent")
 
 
 def agent_factory(name: str) -> Any:

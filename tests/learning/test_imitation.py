@@ -1,0 +1,68 @@
+"""Imitation training: a run killed after an epoch and re-run equals an uninterrupted one;
+its agent.yaml evaluates through the harness; the CLI trains with a preset."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from vlnverse.learning.imitation import ImitationConfig, train_imitation  # noqa: E402
+from vlnverse.learning.models import ModelConfig  # noqa: E402
+
+TINY = ModelConfig(embedding_dim=8, instruction_hidden=8, rgb_dim=16, depth_dim=8, hidden=32, action_embedding=8,
+                   attention_dim=16, channels=(4, 8, 8))
+
+
+class Killed(Exception):
+    pass
+
+
+def config(train_frames, fine_dataset, out, **changes) -> ImitationConfig:
+    frames_config, _ = train_frames
+    base = ImitationConfig(kind="cma", dataset=str(fine_dataset), out=str(out), frames=frames_config.out,
+                           epochs=2, batch_size=1, lr=1e-3, rgb_size=32, depth_size=32, val_split=None, model=TINY)
+    return dataclasses.replace(base, **changes)
+
+
+def test_resume_after_kill_equals_uninterrupted(train_frames, fine_dataset, tmp_path):
+    whole = train_imitation(config(train_frames, fine_dataset, tmp_path / "whole"))
+
+    def kill(stats):
+        if stats.epoch == 1:
+            raise Killed
+
+    interrupted = config(train_frames, fine_dataset, tmp_path / "killed")
+    with pytest.raises(Killed):
+        train_imitation(interrupted, on_epoch_end=kill)
+    resumed = train_imitation(interrupted)
+    assert [e.epoch for e in resumed.history] == [1, 2]
+    assert [e.loss for e in resumed.history] == [e.loss for e in whole.history]
+    a = torch.load(whole.history[-1].checkpoint, weights_only=False)["model"]
+    b = torch.load(resumed.history[-1].checkpoint, weights_only=False)["model"]
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert (tmp_path / "killed" / "curves.png").stat().st_size > 0
+    assert any((tmp_path / "killed" / "tb").iterdir())
+    with pytest.raises(Exception, match="another configuration"):
+        train_imitation(dataclasses.replace(interrupted, lr=5e-4))
+
+
+def test_cli_trains_validates_and_agent_yaml_evaluates(train_frames, fine_dataset, tmp_path, capsys):
+    from vlnverse.cli import main
+
+    frames_config, _ = train_frames
+    out = tmp_path / "run"
+    code = main(["train", "seq2seq", "--dataset", str(fine_dataset), "--out", str(out), "--epochs", "1",
+                 "--val-split", "val_unseen", "--val-episodes", "1", "--no-progress", "--json"])
+    assert code == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["best_epoch"] == 1 and summary["history"][0]["val_sr"] is not None
+    code = main(["eval", "--dataset", str(fine_dataset), "--split", "val_unseen", "--agent", "seq2seq",
+                 "--agent-config", str(out / "agent.yaml"), "--physics", "tel_hop", "--episodes", "1",
+                 "--max-steps", "20", "--plots", "0", "--out", str(tmp_path / "eval"), "--json"])
+    assert code == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["summary"]["episodes"] == 1 and result["summary"]["errors"]["count"] == 0

@@ -1,0 +1,60 @@
+"""Pre-rendering: frames equal a fresh render at the stored poses; resume; raw chunks."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+
+from vlnverse.learning.frames import FrameStore
+from vlnverse.learning.prerender import RECORD, prerender
+
+
+def fresh_render(config, scene_file: str, pose: np.ndarray) -> dict:
+    from vlnverse.envs.nav_env import NavEnv
+    from vlnverse.sim.types import Pose
+
+    env = NavEnv(scene_file, sensors=config.sensors())
+    try:
+        env.reset(seed=0)
+        env.sim.reset(Pose(*map(float, pose)))
+        return env.sim.observe()
+    finally:
+        env.close()
+
+
+def test_frames_equal_a_fresh_render(train_frames):
+    config, summary = train_frames
+    store = FrameStore(config.out, "train")
+    assert summary.frames == sum(e.length for e in store.episodes) > 16  # several chunks
+    assert summary.bytes > 0 and summary.frames_per_second > 0
+    episode = store.episode(len(store) - 1)
+    record = store.records[store.episodes[-1].scene_id]
+    assert episode["actions"][-1] == 0  # the oracle's final STOP
+    assert set(episode["actions"][:-1]) <= {1, 2, 3}
+    for index in (0, len(episode["actions"]) // 2, len(episode["actions"]) - 1):
+        fresh = fresh_render(config, record["scene_file"], episode["poses"][index])
+        np.testing.assert_array_equal(episode["rgb"][index], fresh["rgb"])
+        np.testing.assert_array_equal(episode["semantic"][index], fresh["semantic"])
+        np.testing.assert_array_equal(episode["depth"][index], fresh["depth"].astype(np.float16))
+
+
+def test_rerun_resumes_and_raw_chunks_memory_map(train_frames, tmp_path):
+    config, first = train_frames
+    again = prerender(config)
+    assert [s.status for s in again.scenes] == ["resumed"] and again.frames == first.frames
+
+    raw = dataclasses.replace(config, out=str(tmp_path / "raw"), compress=False, semantic=False, depth_dtype="float32")
+    prerender(raw)
+    compressed, plain = FrameStore(config.out, "train"), FrameStore(raw.out, "train")
+    a, b = compressed.episode(0), plain.episode(0)
+    np.testing.assert_array_equal(a["rgb"], b["rgb"])
+    np.testing.assert_array_equal(a["actions"], b["actions"])
+    scene = plain.episodes[0].scene_id
+    assert isinstance(plain._chunk(scene, "rgb", 0), np.memmap)
+    # a scene record of another config is not trusted: that scene renders again
+    record_file = tmp_path / "raw" / "train" / scene / RECORD
+    record = json.loads(record_file.read_text())
+    record_file.write_text(json.dumps({**record, "config_hash": "other"}))
+    assert [s.status for s in prerender(raw).scenes] == ["rendered"]

@@ -1,0 +1,104 @@
+"""``vlnverse train``: imitation of the oracle (Seq2Seq, CMA) on pre-rendered frames."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from vlnverse.cli.output import print_json, print_table
+
+MODELS = ("seq2seq", "cma")
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "train", help="train a learned baseline (Seq2Seq/CMA imitation)",
+        description="Teacher-forced imitation of the oracle on pre-rendered frames (rendered first when "
+                    "missing). Checkpoints every epoch; re-running the same command resumes.")
+    parser.add_argument("model", choices=MODELS, help="model to train")
+    parser.add_argument("--dataset", required=True, type=Path, help="dataset folder")
+    parser.add_argument("--split", default="train", help="training split (default: train)")
+    parser.add_argument("--task", default=None, help="only this task (default: every task of the split)")
+    parser.add_argument("--out", required=True, type=Path, help="output folder")
+    parser.add_argument("--preset", choices=("smoke", "paper"), default="smoke",
+                        help="smoke (CPU minutes) or paper (the paper's settings); default smoke")
+    parser.add_argument("--epochs", type=int, default=None, help="epochs (default: the preset's)")
+    parser.add_argument("--batch-size", type=int, default=None, help="episodes per batch (default: the preset's)")
+    parser.add_argument("--lr", type=float, default=None, help="AdamW learning rate (default: the preset's)")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto (default: cpu)")
+    parser.add_argument("--amp", action="store_true", help="mixed precision on CUDA")
+    parser.add_argument("--frames", type=Path, default=None, help="pre-rendered frames folder (default: OUT/frames)")
+    parser.add_argument("--val-split", default="val_unseen", help="split validated every epoch ('none': skip)")
+    parser.add_argument("--val-episodes", type=int, default=None, help="validate on a sample of N episodes")
+    parser.add_argument("--no-inflection", action="store_true", help="no inflection weighting of the loss")
+    parser.add_argument("--workers", type=int, default=1, help="processes for pre-rendering and validation")
+    parser.add_argument("--loader-workers", type=int, default=0, help="DataLoader worker processes")
+    parser.add_argument("--seed", type=int, default=0, help="seed (default: 0)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--json", action="store_true", help="print one JSON summary")
+    parser.set_defaults(handler=_train)
+
+
+def build_config(args: argparse.Namespace):
+    """The :class:`ImitationConfig` of the preset with the command line's overrides."""
+    from vlnverse.config import config_from_mapping
+    from vlnverse.learning.imitation import ImitationConfig
+    from vlnverse.learning.presets import preset
+
+    data = preset(args.preset)
+    data.update(kind=args.model, dataset=str(args.dataset), out=str(args.out), split=args.split, task=args.task,
+                device=args.device, amp=args.amp, workers=args.workers, loader_workers=args.loader_workers,
+                seed=args.seed, inflection_weighting=not args.no_inflection,
+                val_split=None if args.val_split.lower() == "none" else args.val_split)
+    for name in ("epochs", "batch_size", "lr", "val_episodes", "frames"):
+        value = getattr(args, name)
+        if value is not None:
+            data[name] = str(value) if isinstance(value, Path) else value
+    return config_from_mapping(ImitationConfig, data, where="train")
+
+
+def _train(args: argparse.Namespace) -> int:
+    from vlnverse.learning.imitation import train_imitation
+
+    config = build_config(args)
+    if args.no_progress or args.json:
+        result = train_imitation(config)
+    else:
+        result = _with_progress(config, train_imitation)
+    rows = [(e.epoch, e.loss, e.accuracy, _pct(e.val_sr), _pct(e.val_spl), round(e.samples / e.seconds, 1))
+            for e in result.history]
+    summary = {"out": str(result.out), "agent_config": str(result.agent_config),
+               "best_epoch": result.best.epoch if result.best else None,
+               "samples_per_second": round(result.samples_per_second, 2),
+               "history": [e.__dict__ for e in result.history]}
+    if args.json:
+        print_json(summary)
+        return 0
+    print_table(f"{config.kind} imitation → {result.out}", ("epoch", "loss", "step acc", "val SR %", "val SPL %",
+                                                            "samples/s"), rows)
+    print(f"best epoch {summary['best_epoch']}; evaluate it with: vlnverse eval --dataset {config.dataset} "
+          f"--agent {config.kind} --agent-config {result.agent_config} --out OUT")
+    return 0
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}"
+
+
+def _with_progress(config, train):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn()) as bar:
+        tasks: dict[str, int] = {}
+
+        def progress(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = bar.add_task(phase, total=total or None)
+            bar.update(tasks[phase], completed=done, total=total or None)
+
+        def epoch_done(stats) -> None:
+            bar.console.print(f"epoch {stats.epoch}: loss {stats.loss:.3f}, step acc {stats.accuracy:.3f}, "
+                              f"val SR {_pct(stats.val_sr)} SPL {_pct(stats.val_spl)}")
+
+        return train(config, progress=progress, on_epoch_end=epoch_done)

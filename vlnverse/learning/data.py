@@ -1,0 +1,73 @@
+"""Pre-rendered episodes as torch tensors: a ``Dataset`` and the padding collate function."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from vlnverse.learning.frames import FrameStore
+from vlnverse.learning.models.config import START_ACTION
+from vlnverse.learning.torch_support import require_torch
+from vlnverse.tasks.formats.vocab import build_vocab, encode
+
+torch = require_torch()
+
+
+def vocabulary(store: FrameStore) -> dict[str, Any]:
+    """The VLN-CE-style vocabulary of a split's instructions."""
+    return build_vocab(e.instruction for e in store.episodes)
+
+
+def inflection_coefficient(store: FrameStore) -> float:
+    """VLN-CE's inflection weight: steps per inflection (an action differing from the last)."""
+    steps = inflections = 0
+    for scene_id in store.records:
+        actions = store.steps(scene_id)["actions"]
+        for ep in (e for e in store.episodes if e.scene_id == scene_id):
+            a = actions[ep.start:ep.start + ep.length]
+            steps += len(a)
+            inflections += 1 + int(np.count_nonzero(a[1:] != a[:-1]))
+    return steps / inflections if inflections else 1.0
+
+
+class EpisodeTensors(torch.utils.data.Dataset):
+    """Episode ``i`` of a :class:`FrameStore` as tensors (frames, actions, instruction tokens)."""
+
+    def __init__(self, store: FrameStore, vocab: dict[str, Any], max_tokens: int) -> None:
+        self.store, self.vocab, self.max_tokens = store, vocab, max_tokens
+
+    def __len__(self) -> int:
+        return len(self.store)
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        ep = self.store.episode(index)
+        return {"rgb": torch.from_numpy(np.ascontiguousarray(ep["rgb"])),
+                "depth": torch.from_numpy(np.asarray(ep["depth"], dtype=np.float32)),
+                "actions": torch.from_numpy(np.asarray(ep["actions"], dtype=np.int64)),
+                "tokens": torch.tensor(encode(ep["instruction"], self.vocab, self.max_tokens), dtype=torch.int64)}
+
+
+def collate(items: Sequence[dict[str, Any]], inflection: float = 1.0) -> dict[str, Any]:
+    """Pad episodes to the longest: ``mask`` marks real steps, ``weights`` carry the
+    inflection weighting, ``prev_actions`` the teacher's previous action (START first)."""
+    steps = max(len(item["actions"]) for item in items)
+    batch = len(items)
+
+    def pad(name: str) -> Any:
+        first = items[0][name]
+        out = torch.zeros((batch, steps, *first.shape[1:]), dtype=first.dtype)
+        for i, item in enumerate(items):
+            out[i, :len(item[name])] = item[name]
+        return out
+
+    actions = torch.zeros(batch, steps, dtype=torch.int64)
+    mask = torch.zeros(batch, steps, dtype=torch.bool)
+    for i, item in enumerate(items):
+        actions[i, :len(item["actions"])] = item["actions"]
+        mask[i, :len(item["actions"])] = True
+    prev = torch.cat([torch.full((batch, 1), START_ACTION, dtype=torch.int64), actions[:, :-1]], dim=1)
+    weights = torch.where(actions != prev, torch.tensor(inflection), torch.tensor(1.0)) * mask
+    return {"rgb": pad("rgb"), "depth": pad("depth"), "actions": actions, "prev_actions": prev, "mask": mask,
+            "weights": weights, "tokens": torch.stack([item["tokens"] for item in items])}

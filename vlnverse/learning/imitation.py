@@ -1,0 +1,374 @@
+"""Offline imitation of the oracle (paper §5.2): teacher forcing on pre-rendered frames.
+
+``train_imitation`` pre-renders the training split if needed (resumable), then trains for
+``epochs`` epochs with AdamW. After every epoch it writes ``checkpoints/epoch_NNN.pt`` and
+``checkpoints/latest.pt`` (model, optimizer, RNG states, history), validates the epoch's
+checkpoint through the evaluation harness (SR/SPL on ``val_split``), and refreshes the
+learning curves (``curves.png``, TensorBoard events in ``tb/``), ``history.json`` and
+``agent.yaml`` (the best checkpoint, for ``vlnverse eval --agent KIND --agent-config``).
+A re-run with the same config continues after the last finished epoch; since the data order
+of every epoch is drawn from its own seed and the RNG states are restored, a run killed and
+re-run ends with the weights of an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from vlnverse.config import config_to_dict
+from vlnverse.errors import ConfigError
+from vlnverse.fileio import atomic_open, write_json_atomic, write_text_atomic
+from vlnverse.learning.models.config import ModelConfig
+from vlnverse.learning.prerender import PrerenderConfig, prerender
+
+log = logging.getLogger(__name__)
+
+CHECKPOINTS = "checkpoints"
+LATEST = "latest.pt"
+
+
+@dataclass(frozen=True)
+class ImitationConfig:
+    """A teacher-forcing run.
+
+    Attributes:
+        kind: ``seq2seq`` or ``cma``.
+        dataset: Dataset folder.
+        out: Output folder.
+        split: Training split.
+        task: Task to train on (``None``: every task of the split).
+        frames: Pre-rendered frames folder (default ``OUT/frames``; rendered when missing).
+        epochs: Training epochs.
+        batch_size: Episodes per batch (paper: 2).
+        lr: AdamW learning rate (paper: 1e-4).
+        weight_decay: AdamW weight decay.
+        inflection_weighting: Weight steps where the teacher's action changes by VLN-CE's
+            coefficient (steps per inflection of the training data).
+        seed: Seeds initialization, data order and evaluation.
+        device: ``cpu``, ``cuda[:N]`` or ``auto``.
+        amp: Mixed precision (bfloat16 autocast) on CUDA.
+        data_parallel: Wrap the model in ``torch.nn.DataParallel`` when several GPUs are visible.
+        loader_workers: DataLoader worker processes.
+        val_split: Split validated after every epoch (``None``: no validation).
+        val_episodes: Validate on a seeded sample of this many episodes (``None``: all).
+        val_physics: Physics mode of the validation runs.
+        max_steps: Step cap of pre-rendered and validation episodes (paper: 200).
+        workers: Processes for pre-rendering and validation.
+        prerender: Frame settings (resolution; ``dataset``/``out``/``split`` are filled in).
+        model: Model hyper-parameters (``kind``/``vocab_size``/sizes are filled in).
+    """
+
+    kind: str
+    dataset: str
+    out: str
+    split: str = "train"
+    task: str | None = None
+    frames: str | None = None
+    epochs: int = 10
+    batch_size: int = 2
+    lr: float = 1e-4
+    weight_decay: float = 0.01
+    inflection_weighting: bool = True
+    seed: int = 0
+    device: str = "cpu"
+    amp: bool = False
+    data_parallel: bool = True
+    loader_workers: int = 0
+    val_split: str | None = "val_unseen"
+    val_episodes: int | None = None
+    val_physics: str = "tel_hop"
+    max_steps: int = 200
+    workers: int = 1
+    rgb_size: int = 224
+    depth_size: int = 256
+    model: ModelConfig = field(default_factory=ModelConfig)
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("seq2seq", "cma"):
+            raise ConfigError(f"unknown model {self.kind!r}; valid: seq2seq, cma")
+        for name in ("epochs", "batch_size", "max_steps", "workers", "rgb_size", "depth_size"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        if not self.lr > 0:
+            raise ConfigError(f"lr must be positive, got {self.lr!r}")
+
+    @property
+    def frames_dir(self) -> Path:
+        return Path(self.frames) if self.frames else Path(self.out) / "frames"
+
+    def prerender_config(self, split: str) -> PrerenderConfig:
+        return PrerenderConfig(dataset=self.dataset, out=str(self.frames_dir), split=split, task=self.task,
+                               rgb_size=self.rgb_size, depth_size=self.depth_size, max_steps=self.max_steps,
+                               workers=self.workers)
+
+    def fingerprint(self) -> str:
+        """What decides the trained weights (not how many epochs, nor where or how fast)."""
+        data = config_to_dict(self)
+        for name in ("epochs", "out", "frames", "device", "loader_workers", "workers", "val_episodes",
+                     "val_split", "val_physics", "amp", "data_parallel"):
+            data.pop(name)
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@dataclass
+class EpochStats:
+    """One epoch's figures (a row of ``history.json``)."""
+
+    epoch: int
+    loss: float
+    accuracy: float
+    samples: int
+    seconds: float
+    val_sr: float | None = None
+    val_spl: float | None = None
+    checkpoint: str = ""
+
+
+@dataclass
+class ImitationResult:
+    """A finished (or resumed-and-finished) run."""
+
+    out: Path
+    history: list[EpochStats]
+    best: EpochStats | None
+    agent_config: Path
+
+    @property
+    def samples_per_second(self) -> float:
+        seconds = sum(e.seconds for e in self.history)
+        return sum(e.samples for e in self.history) / seconds if seconds else 0.0
+
+
+def train_imitation(config: ImitationConfig, *, progress: Callable[[str, int, int], None] | None = None,
+                    on_epoch_end: Callable[[EpochStats], None] | None = None) -> ImitationResult:
+    """Train (or finish training) the model ``config`` describes; see the module docs.
+
+    Args:
+        config: The run.
+        progress: Called with ``(phase, done, total)`` while pre-rendering and per batch.
+        on_epoch_end: Called after each epoch's checkpoint is written.
+
+    Raises:
+        ConfigError: ``out`` holds a run of another configuration; bad settings.
+        DatasetError: the dataset or split is missing.
+    """
+    from vlnverse.learning.data import EpisodeTensors, collate, inflection_coefficient, vocabulary
+    from vlnverse.learning.frames import FrameStore
+    from vlnverse.learning.models import build_model
+    from vlnverse.learning.torch_support import (
+        require_torch,
+        resolve_device,
+        rng_state,
+        seed_everything,
+        set_rng_state,
+    )
+
+    torch = require_torch()
+    out = Path(config.out)
+    _claim(out, config)
+    prerender(config.prerender_config(config.split),
+              progress=(lambda s: progress("prerender", s.frames, 0)) if progress else None)
+    store = FrameStore(config.frames_dir, config.split)
+    vocab = vocabulary(store)
+    model_config = dataclasses.replace(config.model, kind=config.kind, vocab_size=len(vocab["word_list"]),
+                                       rgb_size=config.rgb_size, depth_size=config.depth_size)
+    device = resolve_device(config.device)
+    seed_everything(config.seed)
+    model = build_model(model_config).to(device)
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=config.lr,
+                                  weight_decay=config.weight_decay)
+    inflection = inflection_coefficient(store) if config.inflection_weighting else 1.0
+    history: list[EpochStats] = []
+    latest = out / CHECKPOINTS / LATEST
+    if latest.is_file():
+        state = torch.load(latest, map_location=device, weights_only=False)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        set_rng_state(state["rng"])
+        history = [EpochStats(**row) for row in state["history"]]
+        log.info("resuming %s after epoch %d", out, len(history))
+    runner = model
+    if device.type == "cuda" and config.data_parallel and torch.cuda.device_count() > 1:
+        runner = torch.nn.DataParallel(model, dim=0)
+    dataset = EpisodeTensors(store, vocab, model_config.max_instruction_tokens)
+    sensors = config.prerender_config(config.split).sensors()
+    logger = _CurveLogger(out, len(history))
+    try:
+        for epoch in range(len(history) + 1, config.epochs + 1):
+            order = torch.Generator().manual_seed(config.seed * 100_003 + epoch)
+            loader = torch.utils.data.DataLoader(dataset, batch_size=config.batch_size, shuffle=True, generator=order,
+                                                 collate_fn=functools.partial(collate, inflection=inflection),
+                                                 num_workers=config.loader_workers)
+            batches = len(loader)
+            stats = _train_epoch(runner, loader, optimizer, device, config, epoch,
+                                 (lambda done, n=batches: progress("train", done, n)) if progress else None)
+            path = out / CHECKPOINTS / f"epoch_{epoch:03d}.pt"
+            stats.checkpoint = str(path.resolve())
+            payload = {"kind": config.kind, "model_config": config_to_dict(model_config), "vocab": vocab["word_list"],
+                       "sensors": sensors, "depth_dtype": config.prerender_config(config.split).depth_dtype,
+                       "model": model.state_dict(), "epoch": epoch}
+            _save(torch, payload, path)
+            if config.val_split:
+                stats.val_sr, stats.val_spl = validate(config, path, epoch)
+            history.append(stats)
+            _save(torch, {**payload, "optimizer": optimizer.state_dict(), "rng": rng_state(),
+                          "history": [dataclasses.asdict(e) for e in history]}, latest)
+            logger.log(stats)
+            _write_outputs(out, config, history)
+            if on_epoch_end:
+                on_epoch_end(stats)
+    finally:
+        logger.close()
+    best = best_epoch(history)
+    return ImitationResult(out, history, best, out / "agent.yaml")
+
+
+def _claim(out: Path, config: ImitationConfig) -> None:
+    """Record the run's fingerprint in ``OUT/train.json``; refuse another config's folder."""
+    path = out / "train.json"
+    if path.is_file():
+        previous = json.loads(path.read_text(encoding="utf-8"))
+        if previous.get("fingerprint") != config.fingerprint():
+            raise ConfigError(f"{out} holds a training run of another configuration; use another --out")
+    write_json_atomic(path, {"fingerprint": config.fingerprint(), "config": config_to_dict(config)})
+
+
+def _train_epoch(model: Any, loader: Any, optimizer: Any, device: Any, config: ImitationConfig, epoch: int,
+                 progress: Callable[[int], None] | None) -> EpochStats:
+    from vlnverse.learning.torch_support import require_torch
+
+    torch = require_torch()
+    model.train()
+    started = time.perf_counter()
+    total_loss = total_weight = correct = count = 0.0
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if config.amp and device.type == "cuda" else contextlib.nullcontext()
+    for done, batch in enumerate(loader, start=1):
+        batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+        with autocast:
+            logits = teacher_forced_logits(model, batch)
+            losses = torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), batch["actions"].flatten(),
+                                                       reduction="none")
+            weights = batch["weights"].flatten()
+            loss = (losses * weights).sum() / weights.sum()
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        mask = batch["mask"]
+        total_loss += float((losses * weights).sum().detach())
+        total_weight += float(weights.sum())
+        correct += float(((logits.argmax(-1) == batch["actions"]) & mask).sum())
+        count += float(mask.sum())
+        if progress:
+            progress(done)
+    return EpochStats(epoch, total_loss / max(total_weight, 1e-9), correct / max(count, 1.0), int(count),
+                      time.perf_counter() - started)
+
+
+def teacher_forced_logits(model: Any, batch: dict[str, Any]) -> Any:
+    """Action logits (B, T, 4) of whole padded episodes under teacher forcing."""
+    core = getattr(model, "module", model)
+    instruction = core.encode_instruction(batch["tokens"])
+    state = core.initial_state(batch["tokens"].shape[0], batch["tokens"].device)
+    logits, _ = core(instruction, batch["rgb"], batch["depth"], batch["prev_actions"], state)
+    return logits
+
+
+def _save(torch: Any, payload: dict[str, Any], path: Path) -> None:
+    with atomic_open(path, "wb") as handle:
+        torch.save(payload, handle)
+
+
+def validate(config: ImitationConfig, checkpoint: Path, epoch: int) -> tuple[float, float]:
+    """SR and SPL of ``checkpoint`` on the validation split, through the eval harness."""
+    from vlnverse.eval.harness import EvalConfig, evaluate
+
+    result = evaluate(EvalConfig(
+        dataset=config.dataset, out=str(Path(config.out) / "val" / f"epoch_{epoch:03d}"), agent=config.kind,
+        agent_config={"checkpoint": str(checkpoint.resolve()), "device": "cpu"}, split=config.val_split,
+        task=config.task or "all", physics=(config.val_physics,), episodes=config.val_episodes, seed=config.seed,
+        max_steps=config.max_steps, plots=0, bootstrap=1, workers=config.workers))
+    rows = [r["metrics"] for r in result.records if r.get("metrics")]
+    if not rows:
+        return 0.0, 0.0
+    return (sum(float(r["SR"]) for r in rows) / len(rows), sum(float(r["SPL"]) for r in rows) / len(rows))
+
+
+def best_epoch(history: list[EpochStats]) -> EpochStats | None:
+    """The best epoch: highest validation SR, then SPL, then the latest (last epoch without validation)."""
+    if not history:
+        return None
+    return max(reversed(history), key=lambda e: (e.val_sr or 0.0, e.val_spl or 0.0))
+
+
+def _write_outputs(out: Path, config: ImitationConfig, history: list[EpochStats]) -> None:
+    write_json_atomic(out / "history.json", [dataclasses.asdict(e) for e in history])
+    best = best_epoch(history)
+    agent = {"checkpoint": best.checkpoint, "device": "cpu"}
+    write_text_atomic(out / "agent.yaml", f"# vlnverse eval --agent {config.kind} --agent-config {out / 'agent.yaml'}\n"
+                      f"# best epoch {best.epoch} (val SR {best.val_sr}, SPL {best.val_spl})\n"
+                      + yaml.safe_dump(agent, sort_keys=True))
+    plot_curves(out / "curves.png", history, title=f"{config.kind} imitation")
+
+
+def plot_curves(path: Path, history: list[EpochStats], title: str) -> None:
+    """Loss, step accuracy and validation SR/SPL per epoch as one PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    epochs = [e.epoch for e in history]
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    axes[0].plot(epochs, [e.loss for e in history], marker="o", label="loss")
+    axes[0].plot(epochs, [e.accuracy for e in history], marker="s", label="step accuracy")
+    axes[0].set_xlabel("epoch")
+    axes[0].legend()
+    if any(e.val_sr is not None for e in history):
+        axes[1].plot(epochs, [100 * (e.val_sr or 0) for e in history], marker="o", label="val SR %")
+        axes[1].plot(epochs, [100 * (e.val_spl or 0) for e in history], marker="s", label="val SPL %")
+        axes[1].legend()
+    axes[1].set_xlabel("epoch")
+    fig.suptitle(title)
+    fig.tight_layout()
+    with atomic_open(path, "wb") as handle:
+        fig.savefig(handle, format="png", dpi=90)
+    plt.close(fig)
+
+
+class _CurveLogger:
+    """TensorBoard event files in ``OUT/tb`` (skipped with a warning when tensorboard is missing)."""
+
+    def __init__(self, out: Path, start_epoch: int) -> None:
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+        except ImportError:
+            log.warning("tensorboard is not installed; no event files (pip install 'vlnverse[train]')")
+            self.writer = None
+            return
+        self.writer = SummaryWriter(str(out / "tb"), purge_step=start_epoch + 1)
+
+    def log(self, stats: EpochStats) -> None:
+        if self.writer is None:
+            return
+        for name in ("loss", "accuracy", "val_sr", "val_spl"):
+            value = getattr(stats, name)
+            if value is not None:
+                self.writer.add_scalar(f"imitation/{name}", value, stats.epoch)
+        self.writer.flush()
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()

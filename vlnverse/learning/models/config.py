@@ -1,0 +1,69 @@
+"""Model hyper-parameters (VLN-CE's defaults where the paper is silent)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vlnverse.errors import ConfigError
+
+NUM_ACTIONS = 4  # STOP, FORWARD, LEFT, RIGHT (VLN-CE's discrete set)
+START_ACTION = NUM_ACTIONS  # the "previous action" of an episode's first step
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """A Seq2Seq or CMA policy.
+
+    Attributes:
+        kind: ``seq2seq`` or ``cma``.
+        vocab_size: Instruction vocabulary size (``<pad>`` = 0, ``<unk>`` = 1).
+        embedding_dim: Word embedding size (GloVe 6B-50d in VLN-CE).
+        instruction_hidden: Instruction LSTM size (CMA: per direction of a BiLSTM).
+        rgb_dim, depth_dim: Size of the pooled RGB / depth features.
+        hidden: Recurrent state size (VLN-CE: 512).
+        action_embedding: Previous-action embedding size (paper: 32).
+        attention_dim: CMA's attention key/query size.
+        rgb_size, depth_size: Input resolutions (square).
+        channels: Channels of the from-scratch CNN encoders' three conv layers.
+        rgb_encoder, depth_encoder: ``cnn`` (small CNN from scratch) or ``module:attr`` of a
+            factory ``f(config) -> nn.Module`` mapping ``(N, C, H, W)`` to ``(N, C', h, w)``
+            (e.g. a torchvision ResNet trunk).
+        encoder_checkpoint: A ``.pt`` state dict loaded into ``rgb_encoder.*`` /
+            ``depth_encoder.*`` before training (pretrained weights).
+        freeze_encoders: Keep the visual encoders fixed (as VLN-CE does with pretrained ones).
+        word_embeddings: A ``.npy`` ``(vocab_size, embedding_dim)`` matrix (e.g. GloVe rows in
+            vocabulary order) to start the word embeddings from.
+        max_instruction_tokens: Instructions are cut to this many tokens.
+    """
+
+    kind: str = "seq2seq"
+    vocab_size: int = 2
+    embedding_dim: int = 50
+    instruction_hidden: int = 128
+    rgb_dim: int = 256
+    depth_dim: int = 128
+    hidden: int = 512
+    action_embedding: int = 32
+    attention_dim: int = 128
+    rgb_size: int = 224
+    depth_size: int = 256
+    channels: tuple[int, int, int] = (32, 64, 64)
+    rgb_encoder: str = "cnn"
+    depth_encoder: str = "cnn"
+    encoder_checkpoint: str | None = None
+    freeze_encoders: bool = False
+    word_embeddings: str | None = None
+    max_instruction_tokens: int = 200
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("seq2seq", "cma"):
+            raise ConfigError(f"unknown model {self.kind!r}; valid: seq2seq, cma")
+        for name in ("vocab_size", "embedding_dim", "instruction_hidden", "rgb_dim", "depth_dim", "hidden",
+                     "action_embedding", "attention_dim", "rgb_size", "depth_size", "max_instruction_tokens"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"model {name} must be a positive integer, got {value!r}")
+        channels = tuple(self.channels)
+        if len(channels) != 3 or any(not isinstance(c, int) or c < 1 for c in channels):
+            raise ConfigError(f"model channels must be three positive integers, got {self.channels!r}")
+        object.__setattr__(self, "channels", channels)

@@ -1,0 +1,136 @@
+"""The encoders both policies share: instruction LSTM, RGB and depth CNNs.
+
+VLN-CE uses GloVe embeddings, an ImageNet ResNet-50 for RGB and the DD-PPO point-goal
+ResNet-50 for depth. Those weights cannot be fetched here, so the visual encoders default
+to small CNNs trained from scratch; ``rgb_encoder``/``depth_encoder`` name another trunk
+and ``encoder_checkpoint`` loads pretrained weights (see :class:`ModelConfig`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vlnverse.learning.models.config import ModelConfig
+from vlnverse.learning.torch_support import require_torch
+from vlnverse.registry import load_entry_point
+
+torch = require_torch()
+nn = torch.nn
+
+#: The spatial grid the visual features are pooled to (CMA attends over its cells).
+GRID = 4
+
+
+class InstructionEncoder(nn.Module):
+    """Word embeddings and an LSTM: per-token features and one sentence vector.
+
+    ``bidirectional`` gives CMA's BiLSTM (features of size ``2 * hidden``).
+    """
+
+    def __init__(self, config: ModelConfig, *, bidirectional: bool) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(config.vocab_size, config.embedding_dim, padding_idx=0)
+        if config.word_embeddings:
+            import numpy as np
+
+            weights = torch.as_tensor(np.load(config.word_embeddings), dtype=torch.float32)
+            self.embedding.weight.data.copy_(weights)
+        self.lstm = nn.LSTM(config.embedding_dim, config.instruction_hidden, batch_first=True,
+                            bidirectional=bidirectional)
+        self.output_size = config.instruction_hidden * (2 if bidirectional else 1)
+
+    def forward(self, tokens: Any) -> tuple[Any, Any, Any]:
+        """``tokens`` (B, L) → features (B, L', D), mask (B, L') and the final state (B, D)."""
+        lengths = (tokens != 0).sum(dim=1).clamp(min=1)
+        width = int(lengths.max())
+        tokens = tokens[:, :width]
+        packed = nn.utils.rnn.pack_padded_sequence(self.embedding(tokens), lengths.cpu(), batch_first=True,
+                                                   enforce_sorted=False)
+        output, (h_n, _) = self.lstm(packed)
+        features, _ = nn.utils.rnn.pad_packed_sequence(output, batch_first=True, total_length=width)
+        final = torch.cat([h_n[-2], h_n[-1]], dim=1) if self.lstm.bidirectional else h_n[-1]
+        mask = torch.arange(width, device=tokens.device)[None, :] < lengths[:, None]
+        return features, mask, final
+
+
+def small_cnn(in_channels: int, channels: tuple[int, int, int]) -> Any:
+    """Three stride-2 convolutions: (N, C, H, W) → (N, channels[-1], H/8, W/8)."""
+    a, b, c = channels
+    return nn.Sequential(
+        nn.Conv2d(in_channels, a, 5, stride=2, padding=2), nn.ReLU(inplace=True),
+        nn.Conv2d(a, b, 3, stride=2, padding=1), nn.ReLU(inplace=True),
+        nn.Conv2d(b, c, 3, stride=2, padding=1), nn.ReLU(inplace=True),
+    )
+
+
+class VisualEncoder(nn.Module):
+    """A CNN trunk, pooled to a ``GRID × GRID`` map: its cells (for attention) and a vector.
+
+    Args:
+        config: The model config.
+        modality: ``rgb`` (uint8 HWC in) or ``depth`` (float [0, 1] HW1 in).
+        out_dim: Size of the pooled vector.
+    """
+
+    def __init__(self, config: ModelConfig, modality: str, out_dim: int) -> None:
+        super().__init__()
+        self.modality = modality
+        in_channels = 3 if modality == "rgb" else 1
+        spec = config.rgb_encoder if modality == "rgb" else config.depth_encoder
+        self.trunk = small_cnn(in_channels, config.channels) if spec == "cnn" else load_entry_point(spec)(config)
+        size = config.rgb_size if modality == "rgb" else config.depth_size
+        with torch.no_grad():
+            channels = self.trunk(torch.zeros(1, in_channels, size, size)).shape[1]
+        self.pool = nn.AdaptiveAvgPool2d(GRID)
+        self.channels = int(channels)
+        self.project = nn.Sequential(nn.Flatten(), nn.Linear(self.channels * GRID * GRID, out_dim), nn.ReLU(inplace=True))
+
+    def forward(self, frames: Any) -> tuple[Any, Any]:
+        """``frames`` (N, H, W, C) → cells (N, GRID², channels) and the vector (N, out_dim)."""
+        x = frames.permute(0, 3, 1, 2).float()
+        if self.modality == "rgb":
+            x = x / 255.0
+        grid = self.pool(self.trunk(x))
+        return grid.flatten(2).transpose(1, 2), self.project(grid)
+
+
+class RecurrentPolicy(nn.Module):
+    """What Seq2Seq and CMA share: the three encoders and per-step visual features."""
+
+    def __init__(self, config: ModelConfig, *, bidirectional: bool) -> None:
+        super().__init__()
+        self.config = config
+        self.instruction_encoder = InstructionEncoder(config, bidirectional=bidirectional)
+        self.rgb_encoder = VisualEncoder(config, "rgb", config.rgb_dim)
+        self.depth_encoder = VisualEncoder(config, "depth", config.depth_dim)
+
+    def encode_frames(self, rgb: Any, depth: Any) -> tuple[Any, Any, Any, Any]:
+        """(B, T, H, W, C) frames → RGB cells (B, T, K, C), RGB vector (B, T, D), and the same for depth."""
+        batch, steps = rgb.shape[:2]
+        rgb_cells, rgb_vector = self.rgb_encoder(rgb.flatten(0, 1))
+        depth_cells, depth_vector = self.depth_encoder(depth.flatten(0, 1))
+        return (rgb_cells.unflatten(0, (batch, steps)), rgb_vector.unflatten(0, (batch, steps)),
+                depth_cells.unflatten(0, (batch, steps)), depth_vector.unflatten(0, (batch, steps)))
+
+
+def load_encoder_weights(model: Any, path: str) -> None:
+    """Load ``rgb_encoder.*`` / ``depth_encoder.*`` entries of a state dict into ``model``."""
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    state = state.get("state_dict", state)
+    wanted = {k: v for k, v in state.items() if k.startswith(("rgb_encoder.", "depth_encoder."))}
+    missing = model.load_state_dict(wanted, strict=False)
+    from vlnverse.errors import ConfigError
+
+    if not wanted:
+        raise ConfigError(f"encoder checkpoint {path} holds no rgb_encoder.* / depth_encoder.* weights")
+    if missing.unexpected_keys:
+        raise ConfigError(f"encoder checkpoint {path}: unexpected keys {missing.unexpected_keys[:3]}")
+
+
+def prepare_encoders(model: Any, config: ModelConfig) -> None:
+    """Apply ``encoder_checkpoint`` and ``freeze_encoders``."""
+    if config.encoder_checkpoint:
+        load_encoder_weights(model, config.encoder_checkpoint)
+    if config.freeze_encoders:
+        for module in (model.rgb_encoder, model.depth_encoder):
+            module.requires_grad_(False)

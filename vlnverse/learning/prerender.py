@@ -1,0 +1,340 @@
+"""Pre-rendering (paper §5.2): observations along the oracle's actions of a dataset split.
+
+Each episode of the split is played in the simulator by the oracle (``info["oracle_action"]``,
+the shortest-path follower of VLN-CE's teacher) until it stops; every step's observation
+(RGB, depth, optionally semantics), the oracle action taken from it and the agent pose are
+kept. One scene is one unit of work, as in datagen: a worker renders a scene's episodes and
+writes, in order, the frame chunks ``<split>/<scene>/<sensor>-<k>.npy|npz`` and then the
+scene record ``<split>/<scene>/frames.json``. A re-run skips scenes whose record matches the
+config, so a killed run re-run ends with the files of an uninterrupted one.
+
+Chunks hold ``chunk_frames`` consecutive frames of the scene. ``compress=True`` writes
+zlib-compressed ``.npz`` chunks (decompressed one chunk at a time when read); ``False``
+writes raw ``.npy`` chunks that :mod:`vlnverse.learning.frames` memory-maps.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as futures
+import hashlib
+import io
+import json
+import logging
+import multiprocessing
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vlnverse import __version__
+from vlnverse.config import config_to_dict
+from vlnverse.errors import ConfigError, DatasetError
+from vlnverse.fileio import write_bytes_atomic, write_json_atomic
+
+log = logging.getLogger(__name__)
+
+RECORD = "frames.json"
+INDEX = "prerender.json"
+DEPTH_DTYPES = ("float16", "float32")
+
+
+@dataclass(frozen=True)
+class PrerenderConfig:
+    """What to render and how to store it.
+
+    Attributes:
+        dataset: Dataset folder.
+        out: Frame store folder (one sub-folder per split).
+        split: Dataset split to render.
+        task: Task to render (``None``: every task of the split).
+        rgb_size: RGB resolution (square, pixels; paper C.2.1: 224).
+        depth_size: Depth resolution (square, pixels; paper: 256), normalized to [0, 1] over 0-10 m.
+        semantic: Also store instance-segmentation frames (at the RGB resolution).
+        physics: Physics mode the oracle walks under (``slide`` as VLN-CE's sliding agent).
+        max_steps: Step cap per episode (paper: 200).
+        chunk_frames: Frames per chunk file.
+        compress: zlib-compressed ``.npz`` chunks (else memory-mappable ``.npy``).
+        depth_dtype: ``float16`` (half the bytes) or ``float32`` (the env's values exactly).
+        workers: Scene-parallel worker processes.
+        backend: Simulator backend.
+    """
+
+    dataset: str
+    out: str
+    split: str = "train"
+    task: str | None = None
+    rgb_size: int = 224
+    depth_size: int = 256
+    semantic: bool = False
+    physics: str = "slide"
+    max_steps: int = 200
+    chunk_frames: int = 256
+    compress: bool = True
+    depth_dtype: str = "float16"
+    workers: int = 1
+    backend: str = "bullet"
+
+    def __post_init__(self) -> None:
+        for name in ("rgb_size", "depth_size", "max_steps", "chunk_frames", "workers"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"prerender {name} must be a positive integer, got {value!r}")
+        if self.depth_dtype not in DEPTH_DTYPES:
+            raise ConfigError(f"prerender depth_dtype must be one of {', '.join(DEPTH_DTYPES)}, got {self.depth_dtype!r}")
+        from vlnverse.sim.physics import PHYSICS_MODES
+
+        if self.physics not in PHYSICS_MODES:
+            raise ConfigError(f"unknown physics {self.physics!r}; valid: {', '.join(PHYSICS_MODES)}")
+
+    def sensors(self) -> dict[str, dict[str, Any]]:
+        """The sensor rig the frames are rendered with (also what a learned agent observes)."""
+        rig: dict[str, dict[str, Any]] = {
+            "rgb": {"kind": "rgb", "width": self.rgb_size, "height": self.rgb_size},
+            "depth": {"kind": "depth", "width": self.depth_size, "height": self.depth_size, "normalize": True},
+        }
+        if self.semantic:
+            rig["semantic"] = {"kind": "semantic", "width": self.rgb_size, "height": self.rgb_size}
+        return rig
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What decides the frames (not where they go, nor how many workers render them)."""
+        data = config_to_dict(self)
+        for name in ("out", "workers", "dataset"):
+            data.pop(name)
+        data["dataset_id"] = _dataset_id(self.dataset)
+        data["vlnverse"] = __version__
+        return data
+
+    @property
+    def config_hash(self) -> str:
+        return hashlib.sha256(json.dumps(self.fingerprint(), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _dataset_id(path: str) -> str:
+    """The dataset's identity: its manifest checksum (so a regenerated dataset re-renders)."""
+    manifest = Path(path) / "manifest.json"
+    if not manifest.is_file():
+        raise DatasetError(f"{path} is not a dataset folder (no manifest.json)")
+    return hashlib.sha256(manifest.read_bytes()).hexdigest()[:16]
+
+
+@dataclass
+class SceneFrames:
+    """A rendered scene's outcome.
+
+    Attributes:
+        scene_id: The scene.
+        status: ``rendered`` or ``resumed``.
+        record: The scene record (``frames.json``).
+        seconds: Wall time in this run.
+    """
+
+    scene_id: str
+    status: str
+    record: dict[str, Any]
+    seconds: float = 0.0
+
+    @property
+    def frames(self) -> int:
+        return int(self.record["frames"])
+
+
+@dataclass
+class PrerenderSummary:
+    """A pre-render run: per-scene outcomes, frames, bytes and throughput."""
+
+    out: Path
+    scenes: list[SceneFrames] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def frames(self) -> int:
+        return sum(s.frames for s in self.scenes)
+
+    @property
+    def rendered_frames(self) -> int:
+        return sum(s.frames for s in self.scenes if s.status == "rendered")
+
+    @property
+    def bytes(self) -> int:
+        return sum(int(s.record["bytes"]) for s in self.scenes)
+
+    @property
+    def frames_per_second(self) -> float:
+        return self.rendered_frames / self.seconds if self.seconds > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"out": str(self.out), "scenes": len(self.scenes), "episodes": sum(len(s.record["episodes"]) for s in self.scenes),
+                "frames": self.frames, "rendered_frames": self.rendered_frames, "bytes": self.bytes,
+                "seconds": round(self.seconds, 3), "frames_per_second": round(self.frames_per_second, 2),
+                "resumed_scenes": sum(s.status == "resumed" for s in self.scenes)}
+
+
+def scene_dir(out: str | Path, split: str, scene_id: str) -> Path:
+    return Path(out) / split / scene_id
+
+
+def chunk_name(sensor: str, index: int, compress: bool) -> str:
+    return f"{sensor}-{index:05d}.{'npz' if compress else 'npy'}"
+
+
+def completed(folder: Path, config_hash: str) -> dict[str, Any] | None:
+    """The record of a scene finished with ``config_hash`` whose chunks all exist, or None."""
+    try:
+        record = json.loads((folder / RECORD).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    if record.get("config_hash") != config_hash or any(not (folder / f).is_file() for f in record["files"]):
+        return None
+    return record
+
+
+def walk_oracle(env: Any, episode: Any, max_steps: int) -> Iterator[tuple[dict[str, Any], int]]:
+    """``(observation, oracle action)`` pairs of the oracle walking ``episode`` in ``env``;
+    the last action is the final STOP (or the step at which the episode ended otherwise)."""
+    obs, info = env.reset(options={"episode": episode})
+    for _ in range(max_steps):
+        action = int(info["oracle_action"])
+        yield obs, action
+        obs, _, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            return
+
+
+class _ChunkWriter:
+    """Buffers frames of one sensor and writes them ``chunk_frames`` at a time."""
+
+    def __init__(self, folder: Path, sensor: str, config: PrerenderConfig) -> None:
+        self.folder, self.sensor, self.config = folder, sensor, config
+        self.buffer: list[np.ndarray] = []
+        self.files: list[str] = []
+        self.bytes = 0
+
+    def add(self, frame: np.ndarray) -> None:
+        self.buffer.append(frame)
+        if len(self.buffer) == self.config.chunk_frames:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.buffer:
+            return
+        name = chunk_name(self.sensor, len(self.files), self.config.compress)
+        stream = io.BytesIO()
+        array = np.stack(self.buffer)
+        if self.config.compress:
+            np.savez_compressed(stream, frames=array)
+        else:
+            np.save(stream, array)
+        write_bytes_atomic(self.folder / name, stream.getvalue())
+        self.files.append(name)
+        self.bytes += stream.tell()
+        self.buffer = []
+
+
+def _frame(sensor: str, value: np.ndarray, config: PrerenderConfig) -> np.ndarray:
+    if sensor == "depth":
+        return np.asarray(value, dtype=config.depth_dtype)
+    return np.asarray(value)
+
+
+def render_scene(scene_id: str, scene_file: str, episodes: list[Any], config: PrerenderConfig) -> SceneFrames:
+    """Render one scene's episodes and write its chunks and record (the worker function)."""
+    from vlnverse.envs.nav_env import NavEnv
+
+    started = time.perf_counter()
+    folder = scene_dir(config.out, config.split, scene_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    sensors = config.sensors()
+    writers = {name: _ChunkWriter(folder, name, config) for name in sensors}
+    actions: list[int] = []
+    poses: list[np.ndarray] = []
+    records = []
+    env = NavEnv(scene_file, backend=config.backend, physics=config.physics, sensors=sensors,
+                 max_episode_steps=config.max_steps)
+    try:
+        for episode in episodes:
+            start = len(actions)
+            for obs, action in walk_oracle(env, episode, config.max_steps):
+                for name, writer in writers.items():
+                    writer.add(_frame(name, obs[name], config))
+                actions.append(action)
+                poses.append(np.asarray(env.unwrapped.sim.pose.as_array(), dtype=np.float64))
+            records.append({"episode_id": episode.episode_id, "task": episode.task,
+                            "instruction": episode.instruction.text, "start": start, "length": len(actions) - start,
+                            "stopped": bool(actions and actions[-1] == 0)})
+    finally:
+        env.close()
+    for writer in writers.values():
+        writer.flush()
+    arrays = io.BytesIO()
+    np.savez(arrays, actions=np.asarray(actions, dtype=np.int64), poses=np.asarray(poses, dtype=np.float64).reshape(-1, 4))
+    write_bytes_atomic(folder / "steps.npz", arrays.getvalue())
+    files = [f for w in writers.values() for f in w.files] + ["steps.npz"]
+    record = {"scene_id": scene_id, "scene_file": scene_file, "config_hash": config.config_hash,
+              "frames": len(actions), "chunk_frames": config.chunk_frames, "compress": config.compress,
+              "sensors": {name: len(w.files) for name, w in writers.items()}, "files": files,
+              "bytes": sum(w.bytes for w in writers.values()) + arrays.tell(), "episodes": records}
+    write_json_atomic(folder / RECORD, record)
+    return SceneFrames(scene_id, "rendered", record, time.perf_counter() - started)
+
+
+def _scene_jobs(config: PrerenderConfig) -> list[tuple[str, str, list[Any]]]:
+    from vlnverse.tasks.dataset import EpisodeDataset
+
+    dataset = EpisodeDataset.open(config.dataset)
+    by_scene: dict[str, tuple[str, list[Any]]] = {}
+    for episode in dataset.episodes(config.split, config.task):
+        scene_file, chosen = by_scene.setdefault(episode.scene_id, (str(dataset.scene_file(episode)), []))
+        chosen.append(episode)
+    return [(scene_id, scene_file, episodes) for scene_id, (scene_file, episodes) in sorted(by_scene.items())]
+
+
+def _run_job(job: tuple[str, str, list[Any]], config: PrerenderConfig) -> SceneFrames:
+    return render_scene(*job, config)
+
+
+def _execute(jobs: list[tuple[str, str, list[Any]]], config: PrerenderConfig) -> Iterator[SceneFrames]:
+    if config.workers == 1 or len(jobs) <= 1:
+        for job in jobs:
+            yield _run_job(job, config)
+        return
+    context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+    with futures.ProcessPoolExecutor(max_workers=min(config.workers, len(jobs)), mp_context=context) as pool:
+        for future in futures.as_completed([pool.submit(_run_job, job, config) for job in jobs]):
+            yield future.result()
+
+
+def prerender(config: PrerenderConfig, progress: Callable[[SceneFrames], None] | None = None) -> PrerenderSummary:
+    """Render (or finish rendering) the frames of ``config.split``; returns what was done.
+
+    Raises:
+        DatasetError: the dataset is missing, or the split/task has no episodes.
+    """
+    started = time.perf_counter()
+    jobs = _scene_jobs(config)
+    split_dir = Path(config.out) / config.split
+    split_dir.mkdir(parents=True, exist_ok=True)
+    for stale in split_dir.rglob(".*.tmp"):
+        stale.unlink(missing_ok=True)
+    outcomes: dict[str, SceneFrames] = {}
+    todo = []
+    for job in jobs:
+        record = completed(scene_dir(config.out, config.split, job[0]), config.config_hash)
+        if record is not None:
+            outcomes[job[0]] = SceneFrames(job[0], "resumed", record)
+        else:
+            todo.append(job)
+    for outcome in _execute(todo, config):
+        outcomes[outcome.scene_id] = outcome
+        log.info("pre-rendered %s: %d frames in %.1f s", outcome.scene_id, outcome.frames, outcome.seconds)
+        if progress:
+            progress(outcome)
+    summary = PrerenderSummary(Path(config.out), [outcomes[job[0]] for job in jobs], time.perf_counter() - started)
+    write_json_atomic(split_dir / INDEX, {"config": config_to_dict(config), "config_hash": config.config_hash,
+                                          "sensors": config.sensors(), "scenes": [s.scene_id for s in summary.scenes],
+                                          "summary": summary.to_dict()})
+    return summary
