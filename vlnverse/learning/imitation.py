@@ -49,7 +49,9 @@ class ImitationConfig:
         out: Output folder.
         split: Training split.
         task: Task to train on (``None``: every task of the split).
-        frames: Pre-rendered frames folder (default ``OUT/frames``; rendered when missing).
+        frames: A pre-rendered frames folder to train on as it is (its resolution wins over
+            ``rgb_size``/``depth_size``). ``None``: the split is pre-rendered into ``OUT/frames``
+            at ``rgb_size``/``depth_size`` (resuming what is there).
         epochs: Training epochs.
         batch_size: Episodes per batch (paper: 2).
         lr: AdamW learning rate (paper: 1e-4).
@@ -66,7 +68,7 @@ class ImitationConfig:
         val_physics: Physics mode of the validation runs.
         max_steps: Step cap of pre-rendered and validation episodes (paper: 200).
         workers: Processes for pre-rendering and validation.
-        prerender: Frame settings (resolution; ``dataset``/``out``/``split`` are filled in).
+        rgb_size, depth_size: Resolution of the frames pre-rendered into ``OUT/frames``.
         model: Model hyper-parameters (``kind``/``vocab_size``/sizes are filled in).
     """
 
@@ -179,12 +181,14 @@ def train_imitation(config: ImitationConfig, *, progress: Callable[[str, int, in
     torch = require_torch()
     out = Path(config.out)
     _claim(out, config)
-    prerender(config.prerender_config(config.split),
-              progress=(lambda s: progress("prerender", s.frames, 0)) if progress else None)
+    if config.frames is None:
+        prerender(config.prerender_config(config.split),
+                  progress=(lambda s: progress("prerender", s.frames, 0)) if progress else None)
     store = FrameStore(config.frames_dir, config.split)
+    frames = store.config
     vocab = vocabulary(store)
     model_config = dataclasses.replace(config.model, kind=config.kind, vocab_size=len(vocab["word_list"]),
-                                       rgb_size=config.rgb_size, depth_size=config.depth_size)
+                                       rgb_size=frames["rgb_size"], depth_size=frames["depth_size"])
     device = resolve_device(config.device)
     seed_everything(config.seed)
     model = build_model(model_config).to(device)
@@ -204,7 +208,7 @@ def train_imitation(config: ImitationConfig, *, progress: Callable[[str, int, in
     if device.type == "cuda" and config.data_parallel and torch.cuda.device_count() > 1:
         runner = torch.nn.DataParallel(model, dim=0)
     dataset = EpisodeTensors(store, vocab, model_config.max_instruction_tokens)
-    sensors = config.prerender_config(config.split).sensors()
+    sensors = {name: spec for name, spec in store.sensors.items() if name in ("rgb", "depth")}
     logger = _CurveLogger(out, len(history))
     try:
         for epoch in range(len(history) + 1, config.epochs + 1):
@@ -218,7 +222,7 @@ def train_imitation(config: ImitationConfig, *, progress: Callable[[str, int, in
             path = out / CHECKPOINTS / f"epoch_{epoch:03d}.pt"
             stats.checkpoint = str(path.resolve())
             payload = {"kind": config.kind, "model_config": config_to_dict(model_config), "vocab": vocab["word_list"],
-                       "sensors": sensors, "depth_dtype": config.prerender_config(config.split).depth_dtype,
+                       "sensors": sensors, "depth_dtype": frames["depth_dtype"],
                        "model": model.state_dict(), "epoch": epoch}
             _save(torch, payload, path)
             if config.val_split:
