@@ -31,7 +31,8 @@ class ScriptedModel(LLMClient):
     def send(self, request: LLMRequest) -> LLMResponse:
         prompt = request.messages[-1].text
         self.prompts.append(prompt)
-        options = re.findall(r"exactly one of: ([A-Z, ]+)\.", prompt)[-1].split(", ")
+        found = re.findall(r"exactly one of: ([A-Z, ]+)\.", prompt)
+        options = found[-1].split(", ") if found else []
         step = len(re.findall(r"^step \d+:", prompt, re.M))
         return LLMResponse(text=self.policy(step, options, prompt), model=self.model,
                            usage=Usage(len(prompt) // 4, 20), cost_usd=0.001, key=request.key)

@@ -155,3 +155,29 @@ def test_the_harness_runs_an_agent_and_records_privileged_perception(dataset, tm
     assert run_file["privileged"] == ["room_type", "semantic_categories"]
     (record,) = result.records
     assert record["fail_reason"] == "stop" and record["agent_trace"]["calls"] == 2
+
+
+def test_a_thin_multi_call_agent_builds_on_consult_and_choose(dataset):
+    from vlnverse.agents.text_history import TextHistoryAgent
+    from vlnverse.llm.types import ChatMessage
+
+    class Advised(TextHistoryAgent):
+        """One advisor call, then the usual decision (the shape of the debate agents)."""
+
+        def decide(self, view):
+            advice = self.consult([ChatMessage.user(f"Advise on: {view.instruction}")], "advisor").text
+            self.state.memory = f"Advisor said: {advice[:40]}"
+            return super().decide(view)
+
+    def policy(step, options, prompt):
+        return "go on" if prompt.startswith("Advise on") else reply("STOP")
+
+    model = ScriptedModel(policy)
+    ds, episode = episode_of(dataset, "coarse")
+    agent = Advised({"perception": "gt", **SMALL}, llm=model)
+    env = NavEnv(str(ds.scene_file(episode)), physics="tel_hop", action_space="waypoint", sensors=agent.sensors)
+    record, _ = run_episode(env, agent, episode, physics="tel_hop")
+    env.close()
+    (step,) = record["agent_trace"]["steps"]
+    assert record["agent_trace"]["calls"] == 2 and step["consultations"][0]["purpose"] == "advisor"
+    assert "Advisor said: go on" in step["messages"][1]["content"]

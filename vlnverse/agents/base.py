@@ -18,7 +18,10 @@ One step of :class:`LLMWaypointAgent`:
 6. **Remember**: the subclass updates its memory (summary, map, plan) from the decision.
 
 Subclasses set :attr:`system_prompt` and implement :meth:`build_prompt`,
-:meth:`reply_fields` and :meth:`remember`. Agents hold no module-level state: one
+:meth:`reply_fields` and :meth:`remember`; agents that call the model several times per
+step (experts, debates, tools) override :meth:`LLMWaypointAgent.decide`, making the
+intermediate calls with :meth:`~LLMWaypointAgent.consult` and the final one with
+:meth:`~LLMWaypointAgent.choose`. Agents hold no module-level state: one
 instance runs one episode at a time, many instances may run in threads.
 """
 
@@ -143,6 +146,7 @@ class LLMWaypointAgent(Agent):
         self.sensors = dict(make_rig(self.config.panorama, kinds).items())
         self.privileged = self.config.privileged
         self.state: EpisodeState | None = None
+        self.record: dict[str, Any] = {}  # the trace record of the step being decided
 
     # -- the model ---------------------------------------------------------------------
 
@@ -195,18 +199,29 @@ class LLMWaypointAgent(Agent):
         if state is None:
             raise ConfigError(f"agent {self.name}: act() before reset()")
         view = self._perceive(observation)
-        prompt = self.build_prompt(view)
-        fields = dict(self.reply_fields(view))
-        prompt.section("Reply format", output_format(self.config.prompt_variant, fields, view.options))
-        decision, record = self._decide(prompt, view)
+        self.record = {"step": view.step, "pose": [round(float(v), 3) for v in view.pose[[0, 1, 3]]],
+                       "candidates": [c.to_dict() for c in view.candidates], "options": list(view.options),
+                       "bump": view.bump, "fallback": False, "repair": False}
+        decision = self.decide(view)
         action = self._action(decision, view)
-        record.update(action=_json_action(action))
-        state.trace.steps.append(record)
+        self.record["action"] = _json_action(action)
+        state.trace.steps.append(self.record)
         state.trace.waypoints.append([round(float(view.pose[0]), 3), round(float(view.pose[1]), 3)])
         self.remember(view, decision)
         self._log_step(view, decision)
         state.step += 1
         return action
+
+    def decide(self, view: StepView) -> Decision | None:
+        """This step's decision: one prompt (:meth:`build_prompt`) through :meth:`choose`.
+
+        Agents with several model calls per step (experts, debates, tools) override this,
+        use :meth:`consult` for the intermediate calls and :meth:`choose` for the last.
+        """
+        prompt = self.build_prompt(view)
+        prompt.section("Reply format", output_format(self.config.prompt_variant,
+                                                     dict(self.reply_fields(view)), view.options))
+        return self.choose(prompt, view)
 
     def trace(self) -> Mapping[str, Any] | None:
         return self.state.trace.to_dict() if self.state is not None else None
@@ -241,14 +256,20 @@ class LLMWaypointAgent(Agent):
             reference_image=None if reference is None else np.asarray(reference), bump=bump,
             dialogue="oracle_answer" in observation)
 
-    def _decide(self, prompt: Prompt, view: StepView) -> tuple[Decision | None, dict[str, Any]]:
-        state = self.state
+    def consult(self, messages: Sequence[ChatMessage], purpose: str) -> Any:
+        """An intermediate model call of this step (counted, and kept in the step's trace
+        under ``consultations``); returns the response."""
+        response = self._complete(messages)
+        self.record.setdefault("consultations", []).append(
+            {"purpose": purpose, "messages": describe_messages(messages), "reply": response.text})
+        return response
+
+    def choose(self, prompt: Prompt, view: StepView) -> Decision | None:
+        """Ask for the action: vote over the samples, one repair prompt, then the fallback
+        (None; see the module docs). Fills the step's trace record."""
+        state, record = self.state, self.record
         messages = prompt.messages(self.system_prompt)
-        record: dict[str, Any] = {
-            "step": view.step, "pose": [round(float(v), 3) for v in view.pose[[0, 1, 3]]],
-            "candidates": [c.to_dict() for c in view.candidates],
-            "messages": prompt.describe(self.system_prompt), "options": list(view.options),
-            "bump": view.bump, "fallback": False, "repair": False}
+        record["messages"] = prompt.describe(self.system_prompt)
         response = self._complete(messages)
         record["reply"] = response.text
         decision, error = self._vote(response.choices, view.options)
@@ -267,7 +288,7 @@ class LLMWaypointAgent(Agent):
             record["parsed"] = {"error": error.kind, "message": str(error)}
         else:
             record["parsed"] = decision.to_dict()
-        return decision, record
+        return decision
 
     def _vote(self, replies: Sequence[str], options: Sequence[str]) -> tuple[Decision | None, ReplyError | None]:
         """The most frequent valid action among ``replies`` (first reply wins ties)."""

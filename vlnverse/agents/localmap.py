@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from vlnverse.agents.config import WaypointConfig
-from vlnverse.agents.panorama import Panorama, free_distances
+from vlnverse.agents.panorama import Panorama
 from vlnverse.agents.waypoints import Candidate
 
 UNKNOWN, FREE, OBSTACLE = 0, 1, 2
@@ -71,11 +71,16 @@ def build_local_map(panorama: Panorama, config: WaypointConfig, *, radius: float
     grid = np.full((size, size), UNKNOWN, dtype=np.int8)
     local = LocalMap(grid, resolution)
     obstacles = panorama.obstacle_points(config.step_height, config.body_height)
-    headings = np.radians(np.arange(0.0, 360.0, RAY_SPACING_DEG))
-    reach = free_distances(obstacles, headings, resolution / 2.0, radius * 1.5)
+    bins = round(360.0 / RAY_SPACING_DEG)
+    reach = np.full(bins, radius * 1.5)  # the nearest obstacle in each direction (visibility)
+    if len(obstacles):
+        angle = np.arctan2(obstacles[:, 1], obstacles[:, 0])
+        index = np.round(angle / np.radians(RAY_SPACING_DEG)).astype(int) % bins
+        np.minimum.at(reach, index, np.hypot(obstacles[:, 0], obstacles[:, 1]))
+    headings = np.radians(np.arange(bins) * RAY_SPACING_DEG)
     steps = np.arange(0.0, radius * 1.5, resolution / 2.0)
     for heading, distance in zip(headings, reach, strict=True):
-        along = steps[steps <= distance]
+        along = steps[steps < distance]
         points = np.stack([along * np.cos(heading), along * np.sin(heading)], axis=1)
         _mark(local, points, FREE)
     _mark(local, obstacles, OBSTACLE)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -18,6 +18,7 @@ from vlnverse.agents.config import PanoramaConfig
 from vlnverse.errors import SimulationError
 
 KINDS = ("rgb", "depth", "semantic")
+OBSTACLE_CELL = 0.05  # metres: obstacle points are thinned to one per square of this side
 
 
 def view_name(kind: str, index: int) -> str:
@@ -74,6 +75,7 @@ class Panorama:
     depth: tuple[np.ndarray, ...]
     rgb: tuple[np.ndarray, ...] | None = None
     semantic: tuple[np.ndarray, ...] | None = None
+    _memo: dict = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_observation(cls, observation: Mapping[str, Any], config: PanoramaConfig) -> Panorama:
@@ -125,14 +127,28 @@ class Panorama:
 
     def obstacle_points(self, step_height: float, body_height: float) -> np.ndarray:
         """``(N, 2)`` agent-frame points of surfaces the body would hit (between the step
-        height and the body's top)."""
-        stride = self.config.depth_stride
-        chunks = []
-        for view in range(self.config.views):
-            x, y, z, hit = self._rays(view, stride)
-            keep = hit & (z > step_height) & (z < body_height)
-            chunks.append(np.stack([x[keep], y[keep]], axis=1))
-        return np.concatenate(chunks) if chunks else np.zeros((0, 2))
+        height and the body's top), thinned to one per :data:`OBSTACLE_CELL` square.
+        Computed once per panorama and band."""
+        key = (step_height, body_height)
+        if key not in self._memo:
+            chunks = []
+            for view in range(self.config.views):
+                x, y, z, hit = self._rays(view, self.config.depth_stride)
+                keep = hit & (z > step_height) & (z < body_height)
+                chunks.append(np.stack([x[keep], y[keep]], axis=1))
+            self._memo[key] = _thin(np.concatenate(chunks))
+        return self._memo[key]
+
+
+def _thin(points: np.ndarray) -> np.ndarray:
+    """One point per occupied :data:`OBSTACLE_CELL` square (the cell centre)."""
+    if len(points) == 0:
+        return points
+    cells = np.floor(points / OBSTACLE_CELL).astype(np.int64)
+    keys = np.unique((cells[:, 0] << 32) + (cells[:, 1] & 0xFFFFFFFF))
+    rows, cols = keys >> 32, (keys & 0xFFFFFFFF).astype(np.int64)
+    cols = np.where(cols >= 1 << 31, cols - (1 << 32), cols)
+    return (np.stack([rows, cols], axis=1) + 0.5) * OBSTACLE_CELL
 
 
 def free_distances(obstacles: np.ndarray, headings: np.ndarray, body_radius: float,
