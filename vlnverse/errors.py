@@ -69,6 +69,22 @@ class ReplayMissError(LLMError):
     """A replay transcript holds no (further) response for a request; names its hash."""
 
 
+class LLMBudgetExceeded(LLMError):
+    """A token or USD budget is spent; no further calls are made.
+
+    ``scope`` is ``"run"`` (the eval run's budget: the run stops cleanly and resumes
+    later) or ``"episode"`` (the agent config's per-episode cap: that episode ends).
+    Agents must let it propagate rather than turn it into a fallback action.
+    """
+
+    def __init__(self, message: str, scope: str = "run") -> None:
+        super().__init__(message)
+        self.scope = scope
+
+    def __reduce__(self):
+        return type(self), (str(self), self.scope)
+
+
 class DependencyNotInstalled(VLNVerseError, ImportError):
     """An optional dependency is missing; the message gives the install command."""
 

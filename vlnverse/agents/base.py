@@ -52,7 +52,7 @@ from vlnverse.agents.prompts import (
 from vlnverse.agents.trace import AgentTrace
 from vlnverse.agents.waypoints import Candidate, DepthWaypoints, WaypointPredictor
 from vlnverse.config import config_from_mapping
-from vlnverse.errors import ConfigError, LLMError
+from vlnverse.errors import ConfigError, LLMBudgetExceeded, LLMError
 from vlnverse.eval.agent import Agent, Ask, EpisodeInfo
 from vlnverse.llm.types import ChatMessage
 
@@ -62,8 +62,12 @@ DEFAULT_QUESTION_BUDGET = 3
 FALLBACK_TURN = math.pi / 2
 
 
-class EpisodeBudgetExceeded(LLMError):
-    """The agent's per-episode token cap (``max_tokens_per_episode``) is spent."""
+class EpisodeBudgetExceeded(LLMBudgetExceeded):
+    """The agent's per-episode token cap (``max_tokens_per_episode``) is spent (the
+    harness ends the episode with ``fail_reason = "llm_budget"``)."""
+
+    def __init__(self, message: str, scope: str = "episode") -> None:
+        super().__init__(message, scope)
 
 
 @dataclass(frozen=True)

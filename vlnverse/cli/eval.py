@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from vlnverse.cli.output import print_json
 from vlnverse.errors import ConfigError
+
+BUDGET_STOP_EXIT = 3
+"""Exit status of a run stopped by its LLM budget (its finished records are kept)."""
 
 
 def register(subparsers) -> None:
@@ -41,6 +45,28 @@ def register(subparsers) -> None:
                         help="trajectory pictures per task and physics mode (default: 6)")
     parser.add_argument("--scenes-dir", type=Path, default=None,
                         help="folder the dataset's scene paths are relative to (default: from the manifest)")
+    llm = parser.add_argument_group("LLM agents")
+    llm.add_argument("--llm", default=None, metavar="SPEC",
+                     help="the agent's model: openai:MODEL[?base_url=...&api_key_env=...], hf:PATH or "
+                          "replay:FILE (built in the workers; the API key is read from the environment)")
+    llm.add_argument("--llm-cache", type=Path, default=None, metavar="DIR",
+                     help="answer repeated requests from this cache (a repeated run makes no calls)")
+    llm.add_argument("--llm-record", type=Path, default=None, metavar="FILE",
+                     help="append every call to this JSONL transcript (replay it with --llm replay:FILE)")
+    llm.add_argument("--budget-tokens", type=int, default=None, metavar="N",
+                     help="billed tokens this run may use; when spent it stops cleanly (re-run to continue)")
+    llm.add_argument("--budget-usd", type=float, default=None, metavar="X",
+                     help="billed US dollars this run may spend; when spent it stops cleanly")
+    llm.add_argument("--concurrency", type=int, default=1, metavar="K",
+                     help="episodes each worker runs at once while it waits for the model (default: 1)")
+    llm.add_argument("--oracle-llm", default=None, metavar="SPEC",
+                     help="dialogue episodes: the oracle's model (default: the template oracle)")
+    trace = parser.add_argument_group("trace metrics (agents that trace waypoints or a debate)")
+    trace.add_argument("--aori", action="append", default=[], metavar="NAME=VALUE",
+                       help="an AORI parameter (view_radius, voxel_size, overlap_threshold, eta, w_c, w_d, "
+                            "revisit_count, map_size); repeatable")
+    trace.add_argument("--debate-max-rounds", type=int, default=3, metavar="R",
+                       help="R_max of the debate metrics DR/JOR/MPTR (default: 3)")
     parser.add_argument("--no-progress", action="store_true", help="do not draw the progress bar")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.set_defaults(handler=_eval)
@@ -65,6 +91,10 @@ def _eval(args: argparse.Namespace) -> int:
         ray_address=args.ray_address, seed=args.seed, max_steps=args.max_steps,
         success_distance=args.success_distance, plots=args.plots, instruction_view=args.instruction_view,
         scenes_dir=str(args.scenes_dir) if args.scenes_dir else None,
+        llm=args.llm, llm_cache=str(args.llm_cache) if args.llm_cache else None,
+        llm_record=str(args.llm_record) if args.llm_record else None, budget_tokens=args.budget_tokens,
+        budget_usd=args.budget_usd, concurrency=args.concurrency, oracle_llm=args.oracle_llm,
+        metrics=trace_metrics_config(args.aori, args.debate_max_rounds),
     )
     progress: list[RunProgress] = []
 
@@ -83,12 +113,38 @@ def _eval(args: argparse.Namespace) -> int:
             progress[0].__exit__(None, None, None)
     if args.json:
         print_json({"summary": result.summary, "out": str(result.out), "evaluated": result.evaluated,
-                    "resumed": result.resumed})
-        return 0
-    print_summary([(args.agent, result.summary)])
+                    "resumed": result.resumed, "stopped": result.stopped})
+        return BUDGET_STOP_EXIT if result.stopped else 0
+    if result.records:
+        print_summary([(args.agent, result.summary)])
     print(f"{result.evaluated} evaluated, {result.resumed} resumed · report {result.summary_markdown} · "
           f"episodes {result.index_html}")
+    if result.stopped:
+        print(f"stopped: {result.stopped}; {len(result.records)} record(s) kept. Re-run the same command "
+              "(with a larger budget if needed) to continue.")
+        return BUDGET_STOP_EXIT
     return 0
+
+
+def trace_metrics_config(aori: list[str], debate_max_rounds: int) -> Any:
+    """The metrics settings of ``--aori NAME=VALUE`` and ``--debate-max-rounds``."""
+    import dataclasses
+
+    from vlnverse.eval.metrics import MetricsConfig
+    from vlnverse.eval.trace_metrics import AORIParams
+
+    kinds = {f.name: f.type for f in dataclasses.fields(AORIParams)}
+    values: dict[str, Any] = {}
+    for text in aori:
+        name, sep, value = text.partition("=")
+        name = name.strip()
+        if not sep or name not in kinds:
+            raise ConfigError(f"--aori {text!r}: expected NAME=VALUE with NAME one of {', '.join(kinds)}")
+        try:
+            values[name] = int(value) if name == "revisit_count" else float(value)
+        except ValueError:
+            raise ConfigError(f"--aori {text!r}: {value!r} is not a number") from None
+    return MetricsConfig(aori=AORIParams(**values), debate_max_rounds=debate_max_rounds)
 
 
 def print_summary(runs: list) -> None:

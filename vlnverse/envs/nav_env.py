@@ -15,7 +15,8 @@ navigable: to the nearest navigable point of the largest component), the sub-goa
 
 Datasets: ``NavEnv(dataset=DIR, split=..., task=...)`` plays the dataset's episodes in
 their stored order, one per ``reset()``; ``reset(seed=...)`` restarts that order,
-``options={"episode_id": ...}`` picks one. The scene is switched when an episode's scene
+``options={"episode_id": ...}`` picks one, and ``options={"reference_image": FILE}`` gives a
+visual-reference episode its goal image from a file. The scene is switched when an episode's scene
 differs from the loaded one (the backend is reused while it stays the same).
 
 Long-horizon (sequential) episodes: the goals are sub-goals reached in order. A STOP on a
@@ -61,7 +62,7 @@ from gymnasium import spaces
 from vlnverse.config import config_from_mapping
 from vlnverse.envs.episode import INSTRUCTION_VIEWS, Goal, NavEpisode, goal_from
 from vlnverse.envs.oracle import Oracle
-from vlnverse.errors import ConfigError, InvalidActionError, SimulationError
+from vlnverse.errors import ConfigError, DatasetError, InvalidActionError, SimulationError
 from vlnverse.scene.navigation import DistanceField
 from vlnverse.scene.types import Scene
 from vlnverse.sim.actions import make_action_space
@@ -453,7 +454,7 @@ class NavEnv(gym.Env):
             self._load_scene(self.episode.scene)
         occ = self.occupancy
         x, y, yaw = self.episode.start
-        self._reference = self._reference_image() if self.observe_reference else None
+        self._reference = self._reference_image((options or {}).get("reference_image")) if self.observe_reference else None
         start = np.array([x, y, occ.floor_height])
         self._start_snap = 0.0
         if not occ.is_navigable(start):
@@ -619,11 +620,20 @@ class NavEnv(gym.Env):
 
     # -- task extras -------------------------------------------------------------------------
 
-    def _reference_image(self) -> np.ndarray:
-        """The episode's reference image: the dataset's, else rendered at the final goal."""
+    def _reference_image(self, given: Any = None) -> np.ndarray:
+        """The episode's reference image: ``given`` (an image file, as the ``reference_image``
+        reset option), else the dataset's, else rendered at the final goal."""
         source = self.episode.source
         image = None
-        if source is not None and self.dataset is not None and source.reference_image:
+        if given is not None:
+            from PIL import Image
+
+            try:
+                with Image.open(given) as picture:
+                    image = np.asarray(picture.convert("RGB"))
+            except OSError as exc:
+                raise DatasetError(f"cannot read reference image {given}: {exc}") from exc
+        elif source is not None and self.dataset is not None and source.reference_image:
             image = self.dataset.reference_image(source)
         if image is None:
             image = self._render_reference()

@@ -89,7 +89,7 @@ class Agent:
         """Start a new episode."""
 
     def act(self, observation: Mapping[str, Any]) -> Any:
-        """The next action (an element of ``episode.action_space``)."""
+        """The next action: an element of ``episode.action_space``, or :class:`Ask`."""
         raise TypeError(f"{type(self).__name__} does not implement act()")
 
     def observe_info(self, info: Mapping[str, Any]) -> None:

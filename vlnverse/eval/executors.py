@@ -20,13 +20,21 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from vlnverse.errors import ConfigError, DependencyNotInstalled
-from vlnverse.eval.worker import EvalWorker, RunSpec, WorkItem, WorkResult, run_process_worker
+from vlnverse.eval.worker import (
+    EvalWorker,
+    RunSpec,
+    WorkItem,
+    WorkResult,
+    run_process_worker,
+    run_serial_items,
+)
 
 logger = logging.getLogger(__name__)
 
 EXECUTORS = ("local", "ray")
 IN_FLIGHT_PER_WORKER = 2
-"""Items queued per worker: it starts the next one while its last result travels back."""
+"""Items queued per worker running one episode at a time: it starts the next one while its
+last result travels back (a worker running K at once gets K + 1)."""
 MIN_ITEMS_TO_SHARE = 3
 """A worker joins another's group only while it has this many items left."""
 POLL_S = 0.2
@@ -92,36 +100,40 @@ class AffinityScheduler:
 
 
 def dispatch(items: Sequence[WorkItem], workers: int, submit: Callable[[int, WorkItem], None],
-             receive: Callable[[], tuple[int, WorkResult]], on_result: OnResult) -> None:
-    """Run ``items`` on ``workers`` workers, keeping :data:`IN_FLIGHT_PER_WORKER` of them
-    in flight on each: ``submit(worker, item)`` sends one, ``receive()`` waits for the next
-    ``(worker, result)``, and that worker gets its next item before ``on_result`` runs."""
+             receive: Callable[[], tuple[int, WorkResult]], on_result: OnResult, *,
+             concurrency: int = 1) -> None:
+    """Run ``items`` on ``workers`` workers, keeping ``concurrency + 1`` of them in flight
+    on each (:data:`IN_FLIGHT_PER_WORKER` for one at a time): ``submit(worker, item)`` sends
+    one, ``receive()`` waits for the next ``(worker, result)``, and that worker gets its
+    next item before ``on_result`` runs. Once a result says the run's budget is spent,
+    nothing more is sent; the items in flight are waited for."""
     scheduler = AffinityScheduler(items)
     in_flight = 0
+    stopped = False
 
     def feed(worker: int) -> None:
         nonlocal in_flight
-        item = scheduler.next_for(worker)
+        item = None if stopped else scheduler.next_for(worker)
         if item is not None:
             submit(worker, item)
             in_flight += 1
 
-    for _ in range(IN_FLIGHT_PER_WORKER):
+    for _ in range(max(IN_FLIGHT_PER_WORKER, concurrency + 1)):
         for worker in range(workers):
             feed(worker)
     while in_flight:
         worker, result = receive()
         in_flight -= 1
+        stopped = stopped or result.stopped is not None
         feed(worker)
         on_result(result)
 
 
 def run_serial(spec: RunSpec, items: Sequence[WorkItem], on_result: OnResult) -> None:
-    """Run every item in this process, one after another."""
+    """Run every item in this process (``spec.concurrency`` at once, on threads)."""
     worker = EvalWorker(spec)
     try:
-        for item in items:
-            on_result(worker.run(item))
+        run_serial_items(worker, items, on_result)
     finally:
         worker.close()
 
@@ -148,7 +160,7 @@ def run_local_pool(spec: RunSpec, items: Sequence[WorkItem], on_result: OnResult
             process.start()
             processes.append(process)
         dispatch(items, workers, lambda worker, item: inboxes[worker].put(item),
-                 lambda: receive_result(results, processes), on_result)
+                 lambda: receive_result(results, processes), on_result, concurrency=spec.concurrency)
     finally:
         stop_processes(processes, inboxes)
 
@@ -215,7 +227,7 @@ def run_ray(spec: RunSpec, items: Sequence[WorkItem], on_result: OnResult, worke
                  **(init_kwargs or {}))
         started = True
     try:
-        actor_class = ray.remote(num_cpus=1)(EvalWorker)
+        actor_class = ray.remote(num_cpus=1, max_concurrency=spec.concurrency)(EvalWorker)
         actors = [actor_class.remote(spec) for _ in range(workers)]
         pending: dict[Any, int] = {}
 
@@ -226,7 +238,7 @@ def run_ray(spec: RunSpec, items: Sequence[WorkItem], on_result: OnResult, worke
             done, _ = ray.wait(list(pending), num_returns=1)
             return pending.pop(done[0]), ray.get(done[0])
 
-        dispatch(items, workers, submit, receive, on_result)
+        dispatch(items, workers, submit, receive, on_result, concurrency=spec.concurrency)
         ray.get([actor.close.remote() for actor in actors])
         for actor in actors:
             ray.kill(actor)

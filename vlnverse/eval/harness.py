@@ -6,13 +6,17 @@ The output folder holds:
   (:mod:`vlnverse.eval.store`); a re-run with the same settings skips finished ones;
 - ``run.json`` — the settings that decide the results (a re-run with other settings into
   the same folder is refused, so records of two runs never mix);
-- ``summary.json`` / ``summary.md`` — Tables 5 and 6 (:mod:`vlnverse.eval.report`);
+- ``summary.json`` / ``summary.md`` — Tables 5 and 6 (:mod:`vlnverse.eval.report`), with the
+  run's LLM usage and trace metrics when there are any;
+- ``llm_budget.json`` — what this invocation billed, when it has a token/USD budget (a run
+  that spends its budget stops cleanly; re-running the command continues it);
 - ``plots/*.png`` and ``index.html`` — trajectory pictures of a sample of episodes and a
   sortable page listing every episode (:mod:`vlnverse.eval.html_index`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -29,15 +33,18 @@ from vlnverse.errors import ConfigError
 from vlnverse.eval.executors import EXECUTORS, import_ray, run_items
 from vlnverse.eval.html_index import write_index
 from vlnverse.eval.metrics import MetricsConfig
+from vlnverse.eval.registry import agent_factory, takes_llm
 from vlnverse.eval.report import summarize, summary_markdown
 from vlnverse.eval.store import ResultStore, record_key
 from vlnverse.eval.worker import RunSpec, WorkItem, WorkResult, build_agent
 from vlnverse.fileio import write_json_atomic, write_text_atomic
+from vlnverse.llm.factory import check_llm_spec, describe_llm_spec
 from vlnverse.sim.physics import PHYSICS_MODES
 
 logger = logging.getLogger(__name__)
 
 RUN_FILE = "run.json"
+BUDGET_FILE = "llm_budget.json"
 EPISODES_FILE = "episodes.jsonl"
 PLOTS_DIR = "plots"
 
@@ -68,6 +75,15 @@ class EvalConfig:
         bootstrap: Bootstrap resamples of the confidence intervals.
         instruction_view: Long-horizon observation: ``full`` (the whole chained
             instruction, the paper's; default) or ``leg`` (the active leg only).
+        llm: The agent's model, a :func:`vlnverse.llm.make_llm` spec (built in the workers).
+        llm_cache: Response cache folder (a repeated run makes no calls).
+        llm_record: JSONL transcript of every call (for ``replay:FILE``).
+        budget_tokens: Billed tokens this invocation may use (None: no limit).
+        budget_usd: Billed USD this invocation may spend (None: no limit).
+        concurrency: Episodes each worker runs at once (overlapping the model's latency).
+        oracle_llm: The dialogue oracle's model spec (None: the template oracle).
+        metrics: Scoring settings other than ``success_distance`` (trace-metric
+            parameters: AORI, the debate's ``R_max``).
     """
 
     dataset: str
@@ -89,6 +105,14 @@ class EvalConfig:
     scenes_dir: str | None = None
     bootstrap: int = 1000
     instruction_view: str = "full"
+    llm: str | None = None
+    llm_cache: str | None = None
+    llm_record: str | None = None
+    budget_tokens: int | None = None
+    budget_usd: float | None = None
+    concurrency: int = 1
+    oracle_llm: str | None = None
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
 
     def __post_init__(self) -> None:
         physics = tuple(self.physics)
@@ -100,7 +124,7 @@ class EvalConfig:
         object.__setattr__(self, "physics", physics)
         if self.executor not in EXECUTORS:
             raise ConfigError(f"unknown executor {self.executor!r}; valid: {', '.join(EXECUTORS)}")
-        for name in ("workers",):
+        for name in ("workers", "concurrency"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
@@ -118,6 +142,16 @@ class EvalConfig:
         if self.instruction_view not in INSTRUCTION_VIEWS:
             raise ConfigError(f"instruction_view must be one of {', '.join(INSTRUCTION_VIEWS)}, "
                               f"got {self.instruction_view!r}")
+        if self.budget_tokens is not None and (not isinstance(self.budget_tokens, int) or self.budget_tokens < 1):
+            raise ConfigError(f"budget_tokens must be a positive integer, got {self.budget_tokens!r}")
+        if self.budget_usd is not None and not (isinstance(self.budget_usd, (int, float))
+                                                and math.isfinite(self.budget_usd) and self.budget_usd > 0):
+            raise ConfigError(f"budget_usd must be a positive number, got {self.budget_usd!r}")
+        if (self.budget_tokens is not None or self.budget_usd is not None) and self.llm is None:
+            raise ConfigError("a token/USD budget needs a model (--llm)")
+        for name in ("llm", "oracle_llm"):
+            if getattr(self, name) is not None:
+                check_llm_spec(getattr(self, name))
 
     def fingerprint(self, dataset_id: str) -> dict[str, Any]:
         """The settings that decide each episode's result (not which episodes, nor how
@@ -125,7 +159,29 @@ class EvalConfig:
         return {"dataset": dataset_id, "agent": self.agent, "agent_config": json.loads(
             json.dumps(dict(self.agent_config), sort_keys=True, default=str)), "seed": self.seed,
             "max_steps": self.max_steps, "success_distance": float(self.success_distance),
-            "backend": self.backend, "instruction_view": self.instruction_view, "vlnverse": __version__}
+            "backend": self.backend, "instruction_view": self.instruction_view, "vlnverse": __version__, **self._extra_fingerprint()}
+
+    def _extra_fingerprint(self) -> dict[str, Any]:
+        """The models that decide results (backend and model name only: no options, keys
+        or URLs) and non-default trace-metric parameters, present only when set, so runs
+        without them keep their fingerprint."""
+        out: dict[str, Any] = {}
+        if self.metrics != MetricsConfig():
+            out["metrics"] = json.loads(json.dumps(dataclasses.asdict(self.metrics), default=str))
+        for name in ("llm", "oracle_llm"):
+            spec = getattr(self, name)
+            if spec is not None:
+                described = describe_llm_spec(spec)
+                out[name] = f"{described['backend']}:{described['target']}" if described else "none"
+        return out
+
+    def budget_ledger(self, out: Path) -> Any:
+        """The run's budget ledger in ``out`` (None without a budget)."""
+        if self.budget_tokens is None and self.budget_usd is None:
+            return None
+        from vlnverse.llm.budget import BudgetLedger
+
+        return BudgetLedger(out / BUDGET_FILE, max_tokens=self.budget_tokens, max_usd=self.budget_usd)
 
 
 @dataclass
@@ -139,6 +195,8 @@ class EvalResult:
         evaluated: Records produced by this call.
         resumed: Records found finished from an earlier call.
         timings: Per evaluated record: ``{"env", "agent", "total", "harness"}`` seconds.
+        stopped: Why the run stopped before finishing its selection (its LLM budget is
+            spent), or None.
     """
 
     out: Path
@@ -147,6 +205,7 @@ class EvalResult:
     evaluated: int
     resumed: int
     timings: list[dict[str, float]] = field(default_factory=list)
+    stopped: str | None = None
 
     @property
     def summary_markdown(self) -> Path:
@@ -246,7 +305,15 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
            "split": config.split, "task": config.task, "physics": list(config.physics),
            "episodes": config.episodes, "seed": config.seed, "max_steps": config.max_steps,
            "success_distance": float(config.success_distance), "backend": config.backend,
-           "instruction_view": config.instruction_view}
+           "instruction_view": config.instruction_view, "concurrency": config.concurrency,
+           "trace_metrics": {"debate_max_rounds": config.metrics.debate_max_rounds,
+                             **{f"aori.{k}": v for k, v in dataclasses.asdict(config.metrics.aori).items()}}}
+    if config.llm is not None:
+        run.update({"llm": describe_llm_spec(config.llm), "llm_cache": config.llm_cache,
+                    "llm_record": config.llm_record, "budget_tokens": config.budget_tokens,
+                    "budget_usd": config.budget_usd})
+    if config.oracle_llm is not None:
+        run["oracle_llm"] = describe_llm_spec(config.oracle_llm)
 
     episodes = select_episodes(dataset, config.split, config.task, config.episodes, config.seed)
     items = plan_items(dataset, episodes, config.physics, config.plots)
@@ -256,19 +323,34 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
     finished = [r for r in store.records() if record_key(r) in wanted]
     if on_start:
         on_start(len(items), finished)
+    ledger = config.budget_ledger(out)
+    if ledger is not None:
+        ledger.reset()
     spec = RunSpec(agent=agent if agent is not None else config.agent,
                    agent_config=dict(config.agent_config), seed=config.seed, backend=config.backend,
-                   max_steps=config.max_steps, metrics=MetricsConfig(success_distance=float(config.success_distance)),
+                   max_steps=config.max_steps,
+                   metrics=dataclasses.replace(config.metrics, success_distance=float(config.success_distance)),
                    plots_dir=str((out / PLOTS_DIR).resolve()) if config.plots else None,
+                   llm=config.llm, llm_cache=config.llm_cache, llm_record=config.llm_record, budget=ledger,
+                   concurrency=config.concurrency, oracle_llm=config.oracle_llm,
                    instruction_view=config.instruction_view)
+    if isinstance(spec.agent, str) and config.llm is not None and not takes_llm(agent_factory(spec.agent)):
+        raise ConfigError(f"agent {spec.agent} does not take a model; drop --llm")
+    # The model client is built in the workers only, so the agent is checked without one.
     probe = build_agent(spec) if isinstance(spec.agent, str) else spec.agent
     run["privileged"] = sorted(getattr(probe, "privileged", ()))  # what a fair comparison must know
     if isinstance(spec.agent, str):
         probe.close()  # unknown names and bad settings failed above, before any work
     write_json_atomic(out / RUN_FILE, {"fingerprint": fingerprint, "run": run})
     timings: list[dict[str, float]] = []
+    stopped: list[str] = []
 
     def collect(result: WorkResult) -> None:
+        if result.record is None:
+            if result.stopped and not stopped:
+                stopped.append(result.stopped)
+                logger.warning("stopping: %s", result.stopped)
+            return
         if store.append(result.record):
             t = result.timing
             timings.append({"env": t.env, "agent": t.agent, "total": t.total, "harness": t.harness})
@@ -282,4 +364,5 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
                   ray_address=config.ray_address)
     records = [store.get(key) for key in (item.key for item in items) if key in store]
     summary = write_reports(out, records, run, n_boot=config.bootstrap, seed=config.seed)
-    return EvalResult(out, summary, records, len(timings), len(finished), timings)
+    return EvalResult(out, summary, records, len(timings), len(finished), timings,
+                      stopped[0] if stopped else None)

@@ -40,26 +40,40 @@ def agent_factory(name: str) -> Any:
 
 
 def make_agent(name: str, config: Mapping[str, Any] | None = None, *, llm: Any = None) -> Agent:
-    """Build the agent ``name`` with its config mapping (and ``llm``, a client, for
-    agents that take a model; None lets such an agent build its own from its config).
+    """Build the agent ``name`` with its config mapping and, for agents that take a model,
+    the model client ``llm`` (agents take it as ``factory(config, *, llm=...)``; None lets
+    such an agent build its own from its config).
 
     Raises:
         RegistryError: unknown name (the message lists the valid ones).
-        ConfigError: bad config (unknown key, invalid value), or a config for an agent
-            that takes none.
+        ConfigError: bad config (unknown key, invalid value), a config for an agent
+            that takes none, or a model for an agent that takes none.
     """
     factory = agent_factory(name)
     config = dict(config or {})
+    extra = {} if llm is None else {"llm": llm}
+    if llm is not None and not takes_llm(factory):
+        raise ConfigError(f"agent {name} does not take a model; drop --llm")
     config_class = getattr(factory, "config_class", None)
-    model = {"llm": llm} if llm is not None else {}
     if config_class is not None:
-        return as_agent(factory(config_from_mapping(config_class, config, where=f"agent {name}"), **model))
-    if config:
+        return as_agent(factory(config_from_mapping(config_class, config, where=f"agent {name}"), **extra))
+    if config or extra:
         try:
-            return as_agent(factory(**config))
+            return as_agent(factory(**config, **extra))
         except TypeError as exc:
             raise ConfigError(f"agent {name}: {exc}") from exc
     return as_agent(factory())
+
+
+def takes_llm(factory: Any) -> bool:
+    """Whether ``factory`` accepts a model client as its ``llm`` keyword argument."""
+    import inspect
+
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
+    return "llm" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
 def load_agent_config(path: str | Path | None) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from vlnverse.eval.aggregate import aggregate_metrics
+from vlnverse.eval.llm_report import llm_totals, trace_metrics_markdown, usage_markdown
 
 TABLE5_TASKS = ("fine", "coarse")
 TABLE6_TASKS = ("visual_reference", "dialogue", "long_horizon")
@@ -68,7 +69,7 @@ def summarize(records: Iterable[Mapping[str, Any]], run: Mapping[str, Any], *, n
     groups = aggregate_metrics(rows, group_by=("task", "split", "physics"), n_boot=n_boot, seed=seed)
     overall = aggregate_metrics(rows, group_by=("task", "physics"), n_boot=n_boot, seed=seed)
     errors = [r for r in rows if r.get("fail_reason") == "error"]
-    return {
+    out = {
         "run": dict(run),
         "episodes": len(rows),
         "errors": {
@@ -79,6 +80,10 @@ def summarize(records: Iterable[Mapping[str, Any]], run: Mapping[str, Any], *, n
         "groups": [g.to_dict() for g in groups],
         "overall": [g.to_dict() for g in overall],
     }
+    totals = llm_totals(rows)
+    if totals is not None:
+        out["llm"] = totals
+    return out
 
 
 def _cell(metric: Mapping[str, Any] | None, name: str) -> str:
@@ -186,6 +191,8 @@ def summary_markdown(summary: Mapping[str, Any], *, label: str | None = None) ->
         lines += [f"### Episodes that ended in an error: {errors['count']}", ""]
         lines += [f"- `{e['episode_id']}` ({e['physics']}): {e['error']}" for e in errors.get("examples", [])]
         lines.append("")
+    lines += usage_markdown(summary.get("llm"))
+    lines += trace_metrics_markdown(summary)
     lines += _details(summary)
     return "\n".join(lines)
 

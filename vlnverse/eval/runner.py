@@ -12,11 +12,22 @@ end the episode early.
 
 Failures of the agent are data, not crashes: an exception from the agent, or an action
 the env rejects, ends the episode with ``fail_reason = "error"`` and the error message;
-the episode is scored on what it did so far (no STOP, so SR = 0).
+the episode is scored on what it did so far (no STOP, so SR = 0). A malformed agent trace
+(its trace metrics cannot be computed) fails that episode the same way
+(``error_source = "trace"``).
+
+LLM agents: with a :class:`~vlnverse.llm.budget.UsageMeter` the record gets the episode's
+``llm`` usage (calls, cache hits, tokens, billed and list cost), which also feeds the
+``tokens``/``cost`` metrics. An episode whose per-episode cap is spent ends with
+``fail_reason = "llm_budget"``; one interrupted by the *run's* budget is not a result at
+all: :class:`~vlnverse.errors.LLMBudgetExceeded` propagates so it is run again when the
+run resumes. An :class:`~vlnverse.eval.agent.Ask` action asks the dialogue oracle.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import logging
 import math
 import time
@@ -27,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from vlnverse.errors import InvalidActionError
+from vlnverse.errors import InvalidActionError, LLMBudgetExceeded, MetricsError
 from vlnverse.eval.agent import Agent, Ask, EpisodeInfo
 from vlnverse.eval.metrics import EpisodeRecord, MetricsConfig, compute_episode_metrics
 
@@ -103,6 +114,8 @@ def run_episode(
     seed: int = 0,
     metrics: MetricsConfig | None = None,
     reference_image: str | None = None,
+    env_lock: Any = None,
+    usage: Any = None,
 ) -> tuple[dict[str, Any], EpisodeTiming]:
     """Run ``agent`` through ``episode`` in ``env`` and return its record and timing.
 
@@ -114,11 +127,21 @@ def run_episode(
         physics: The env's physics mode (recorded).
         seed: The run seed; the env reset and the agent get :func:`episode_seed`.
         metrics: Scoring settings.
-        reference_image: Absolute path of the visual-reference image, if any.
+        reference_image: Absolute path of the visual-reference image, if any (the env
+            observes it when built with ``reference_image=True``).
+        env_lock: A lock held around every env call (a worker running several episodes
+            at once keeps its env work on one core); None: no lock.
+        usage: The episode's :class:`~vlnverse.llm.budget.UsageMeter` (reset here), if any.
 
     Returns:
         ``(record, timing)``; the record is JSON-ready (see :mod:`vlnverse.eval.store`).
+
+    Raises:
+        LLMBudgetExceeded: the run's LLM budget ran out during the episode (no record).
     """
+    env_lock = env_lock if env_lock is not None else contextlib.nullcontext()
+    if usage is not None:
+        usage.reset_counts()
     metrics = metrics or MetricsConfig()
     base = env.unwrapped
     t_start = time.perf_counter()
@@ -135,9 +158,13 @@ def run_episode(
         extra={"question_budget": episode.question_budget} if episode.question_budget is not None else {},
     )
 
-    t0 = time.perf_counter()
-    obs, info = env.reset(seed=ep_seed % (2**31), options={"episode": _env_episode(episode, radius)})
-    timing.env += time.perf_counter() - t0
+    options: dict[str, Any] = {"episode": _env_episode(episode, radius)}
+    if reference_image and getattr(base, "observe_reference", False):
+        options["reference_image"] = reference_image
+    with env_lock:
+        t0 = time.perf_counter()
+        obs, info = env.reset(seed=ep_seed % (2**31), options=options)
+        timing.env += time.perf_counter() - t0
     poses = [np.asarray(info["pose"], dtype=np.float64)]
     leg_distances = [float(info["geodesic_distance"])]
     actions: list[Any] = []
@@ -153,6 +180,10 @@ def run_episode(
         nonlocal error, error_source, fail_reason
         error = f"{type(exc).__name__}: {exc}"
         error_source, fail_reason = source, "error"
+        if isinstance(exc, LLMBudgetExceeded):
+            if exc.scope == "run":
+                raise exc
+            fail_reason = "llm_budget"
         logger.warning("episode %s (%s): %s error: %s", episode.episode_id, physics, source, error)
         logger.debug("%s", traceback.format_exc())
 
@@ -173,12 +204,13 @@ def run_episode(
             fail("agent", exc)
             break
         try:
-            t0 = time.perf_counter()
-            if isinstance(action, Ask):
-                obs, _, terminated, truncated, info = base.ask(action.question)
-            else:
-                obs, _, terminated, truncated, info = env.step(action)
-            timing.env += time.perf_counter() - t0
+            with env_lock:
+                t0 = time.perf_counter()
+                if isinstance(action, Ask):
+                    obs, _, terminated, truncated, info = base.ask(action.question)
+                else:
+                    obs, _, terminated, truncated, info = env.step(action)
+                timing.env += time.perf_counter() - t0
         except InvalidActionError as exc:
             fail("invalid_action", exc)
             break
@@ -213,6 +245,16 @@ def run_episode(
     except Exception as exc:  # noqa: BLE001 - a broken trace loses the trace only
         logger.warning("episode %s: agent trace failed: %s", episode.episode_id, exc)
     trace = dict(trace) if isinstance(trace, Mapping) else None
+    refused = getattr(usage, "refused", None)
+    if refused is not None and refused.scope == "run":
+        raise refused  # the agent went on after the refusal, but the run stops here
+    llm = usage.summary() if usage is not None else None
+    if llm is not None and llm["calls"]:
+        tokens: Any = {"prompt": llm["prompt_tokens"], "completion": llm["completion_tokens"]}
+        cost = llm["cost_usd"]
+    else:
+        tokens = (trace or {}).get("tokens")
+        cost = (trace or {}).get("cost", (trace or {}).get("cost_usd"))
 
     pose_arr = np.array(poses)
     positions = pose_arr[:, :3]
@@ -226,10 +268,17 @@ def run_episode(
         positions=positions, goals=goals, geodesic_distance=episode.geodesic_distance,
         actions=tuple(actions), stops=tuple(stops), collisions=np.array(collisions, dtype=np.float64),
         reference_path=reference, goal_distances=goal_distances, fail_reason=fail_reason,
-        agent_trace=trace, tokens=(trace or {}).get("tokens"), cost=(trace or {}).get("cost"),
+        agent_trace=trace, tokens=tokens, cost=cost,
         episode_id=episode.episode_id, task=episode.task, split=episode.split, physics=physics,
     )
-    scores = compute_episode_metrics(record, metrics).to_dict()
+    try:
+        scores = compute_episode_metrics(record, metrics).to_dict()
+    except MetricsError as exc:  # a malformed trace fails this episode, not the run
+        if trace is None:
+            raise
+        fail("trace", exc)
+        record = dataclasses.replace(record, agent_trace=None, fail_reason=fail_reason)
+        scores = compute_episode_metrics(record, metrics).to_dict()
     for key in ("episode_id", "task", "split", "physics", "fail_reason", "geodesic"):
         scores.pop(key, None)
     timing.total = time.perf_counter() - t_start
@@ -260,4 +309,6 @@ def run_episode(
         "error_source": error_source,
         "agent_trace": trace,
     }
+    if llm is not None:
+        out["llm"] = llm
     return out, timing

@@ -2,14 +2,22 @@
 
 A :class:`RunSpec` (everything every episode of a run shares) and a :class:`WorkItem`
 (one episode under one physics mode) are plain picklable values. An :class:`EvalWorker`
-builds the agent once and keeps the last few envs (one per scene and physics mode), so a
-worker loads each scene once while it works through that scene's episodes.
+keeps a few envs per (scene, physics, task kind), so a worker loads each scene once while
+it works through that scene's episodes.
+
+LLM agents: the worker builds the run's model client (``RunSpec.llm``: a
+:func:`vlnverse.llm.make_llm` spec, with the cache and transcript wrappers) — in the
+worker, never in the parent — and hands each agent a :class:`~vlnverse.llm.budget.UsageMeter`
+around it. With ``concurrency`` K > 1 the worker runs K episodes at once on threads, each
+with its own agent and env, so the waits for the model overlap; env work (reset, step,
+building envs) takes one lock, so it stays on one core.
 """
 
 from __future__ import annotations
 
 import logging
 import pickle
+import threading
 import traceback
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -17,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vlnverse.errors import ConfigError, LLMBudgetExceeded
 from vlnverse.eval.agent import Agent, as_agent
 from vlnverse.eval.metrics import MetricsConfig
 from vlnverse.eval.runner import EpisodeTiming, run_episode
@@ -24,7 +33,7 @@ from vlnverse.eval.runner import EpisodeTiming, run_episode
 logger = logging.getLogger(__name__)
 
 ENV_CACHE_SIZE = 2
-"""Envs a worker keeps alive (scene x physics); items arrive grouped, so 2 covers a switch."""
+"""Idle envs a worker keeps per concurrent episode (items arrive grouped, so 2 covers a switch)."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +52,12 @@ class RunSpec:
         occupancy_resolution: Grid resolution of the navigation maps (m).
         instruction_view: What long-horizon agents read (see
             :data:`vlnverse.envs.episode.INSTRUCTION_VIEWS`).
+        llm: The agents' model, a :func:`vlnverse.llm.make_llm` spec (None: no model).
+        llm_cache: On-disk response cache folder (None: no cache).
+        llm_record: JSONL transcript every call is appended to (None: none).
+        budget: The run's LLM budget ledger (None: no budget).
+        concurrency: Episodes a worker runs at once.
+        oracle_llm: The dialogue oracle's model spec (None: the template oracle).
     """
 
     agent: Any
@@ -54,6 +69,12 @@ class RunSpec:
     plots_dir: str | None = None
     occupancy_resolution: float = 0.05
     instruction_view: str = "full"
+    llm: str | None = None
+    llm_cache: str | None = None
+    llm_record: str | None = None
+    budget: Any = None
+    concurrency: int = 1
+    oracle_llm: str | None = None
 
 
 @dataclass(frozen=True)
@@ -78,13 +99,22 @@ class WorkItem:
     def key(self) -> tuple[str, str]:
         return str(self.episode["episode_id"]), self.physics
 
+    @property
+    def task(self) -> str:
+        return str(self.episode.get("task", ""))
+
 
 @dataclass(frozen=True)
 class WorkResult:
-    """A finished item: its ``episodes.jsonl`` record and where the time went."""
+    """A finished item: its ``episodes.jsonl`` record and where the time went.
 
-    record: dict[str, Any]
+    ``record`` is None when the run's LLM budget ran out during the episode; ``stopped``
+    then says why (the item is left for the resumed run).
+    """
+
+    record: dict[str, Any] | None
     timing: EpisodeTiming
+    stopped: str | None = None
 
 
 def env_cache_size(backend: str) -> int:
@@ -95,74 +125,222 @@ def env_cache_size(backend: str) -> int:
     return 1 if resolve_backend(backend) == "isaac" else ENV_CACHE_SIZE
 
 
-def build_agent(spec: RunSpec) -> Agent:
-    """The run's agent (a fresh one from the registry, or the given object)."""
+def build_agent(spec: RunSpec, llm: Any = None) -> Agent:
+    """The run's agent (a fresh one from the registry, or the given object), given ``llm``."""
     if isinstance(spec.agent, str):
         from vlnverse.eval.registry import make_agent
 
-        return make_agent(spec.agent, spec.agent_config)
+        return make_agent(spec.agent, spec.agent_config, llm=llm)
+    if llm is not None:
+        raise ConfigError("an agent given as an object cannot be given a model (--llm); register it by name")
     return as_agent(spec.agent)
 
 
+def build_llm(spec: RunSpec) -> Any:
+    """The run's shared model client (None without ``spec.llm``)."""
+    if spec.llm is None:
+        return None
+    from vlnverse.llm import make_llm
+
+    client = make_llm(spec.llm, cache_dir=spec.llm_cache, record=spec.llm_record)
+    if client is not None and spec.budget is not None and spec.budget.max_usd is not None:
+        from vlnverse.llm.types import Usage
+
+        if client.cost(Usage(1000, 1000)) is None:
+            client.close()
+            raise ConfigError(f"--budget-usd needs the price of model {client.model!r}, which the price "
+                              "table lacks; use --budget-tokens, or add the model to the price table")
+    return client
+
+
+def _episode_caps(agent: Agent) -> tuple[int | None, float | None]:
+    """The agent config's per-episode LLM caps (``max_tokens_per_episode``,
+    ``max_usd_per_episode``; 0 or absent: none)."""
+    config = getattr(agent, "config", None)
+    return (getattr(config, "max_tokens_per_episode", None) or None,
+            getattr(config, "max_usd_per_episode", None) or None)
+
+
+@dataclass
+class _Slot:
+    """One concurrent episode's agent and usage meter."""
+
+    agent: Agent
+    meter: Any = None
+
+
 class EvalWorker:
-    """Runs work items with one agent and a small cache of envs.
+    """Runs work items, up to ``spec.concurrency`` at once, each with its own agent and env.
 
     Raises (from :meth:`run`): errors building an env (missing scene, bad config) are
     raised, since they are not the agent's fault and would fail every episode alike.
     """
 
     def __init__(self, spec: RunSpec) -> None:
+        if not isinstance(spec.concurrency, int) or spec.concurrency < 1:
+            raise ConfigError(f"concurrency must be a positive integer, got {spec.concurrency!r}")
+        if spec.concurrency > 1 and env_cache_size(spec.backend) == 1:
+            raise ConfigError(f"the {spec.backend} backend runs one env per process; use --concurrency 1")
         self.spec = spec
-        self.agent = build_agent(spec)
-        self._envs: OrderedDict[tuple[str, str], Any] = OrderedDict()
+        self.llm = build_llm(spec)
+        self._busy_envs = 0
+        self._lock = threading.Lock()
+        self.env_lock = threading.Lock()
+        self._slots: list[_Slot] = []
+        self._all_slots: list[_Slot] = []
+        self._idle_envs: OrderedDict[int, tuple[tuple[Any, ...], Any]] = OrderedDict()
+        try:
+            self._slots.append(self._new_slot())  # a bad agent or config fails here, once
+        except BaseException:
+            self.close()
+            raise
 
-    def env(self, scene_file: str, physics: str) -> Any:
-        """The env of ``scene_file`` under ``physics`` (built on first use, LRU-cached)."""
-        key = (scene_file, physics)
-        if key in self._envs:
-            self._envs.move_to_end(key)
-            return self._envs[key]
+    @property
+    def agent(self) -> Agent:
+        """The first slot's agent (its action space and sensors are the run's)."""
+        return self._all_slots[0].agent
+
+    def _new_slot(self) -> _Slot:
+        if self.llm is None:
+            slot = _Slot(build_agent(self.spec))
+        else:
+            from vlnverse.llm.budget import UsageMeter
+
+            meter = UsageMeter(self.llm, ledger=self.spec.budget)
+            slot = _Slot(build_agent(self.spec, llm=meter), meter)
+            meter.max_tokens, meter.max_usd = _episode_caps(slot.agent)
+        self._all_slots.append(slot)
+        return slot
+
+    def _take_slot(self) -> _Slot:
+        with self._lock:
+            if self._slots:
+                return self._slots.pop()
+        slot = self._new_slot()
+        return slot
+
+    def _env_key(self, item: WorkItem) -> tuple[Any, ...]:
+        return item.scene_file, item.physics, item.task == "dialogue", item.task == "visual_reference"
+
+    def _take_env(self, item: WorkItem) -> Any:
+        """An idle env for ``item`` (built under the env lock when none is idle)."""
+        key = self._env_key(item)
+        with self._lock:
+            for env_id, (env_key, env) in self._idle_envs.items():
+                if env_key == key:
+                    del self._idle_envs[env_id]
+                    self._busy_envs += 1
+                    return env
         from vlnverse.envs.nav_env import NavEnv
 
-        while len(self._envs) >= env_cache_size(self.spec.backend):
-            old_key, old = self._envs.popitem(last=False)
-            old.close()
-        env = NavEnv(scene_file, backend=self.spec.backend, physics=physics,
-                     action_space=self.agent.action_space, sensors=self.agent.sensors,
-                     max_episode_steps=self.spec.max_steps,
-                     occupancy_resolution=self.spec.occupancy_resolution,
-                     instruction_view=self.spec.instruction_view)
-        self._envs[key] = env
+        scene_file, physics, dialogue, reference = key
+        with self.env_lock:
+            self._close_idle(spare=1)
+            env = NavEnv(scene_file, backend=self.spec.backend, physics=physics,
+                         action_space=self.agent.action_space, sensors=self.agent.sensors,
+                         max_episode_steps=self.spec.max_steps,
+                         occupancy_resolution=self.spec.occupancy_resolution, dialogue=dialogue,
+                         reference_image=reference, oracle_llm=self.spec.oracle_llm if dialogue else None,
+                         instruction_view=self.spec.instruction_view)
+        with self._lock:
+            self._busy_envs += 1
         return env
 
+    def _close_idle(self, spare: int = 0) -> None:
+        """Close the oldest idle envs until ``spare`` more fit in the worker's env budget
+        (call with the env lock held)."""
+        with self._lock:
+            room = env_cache_size(self.spec.backend) * self.spec.concurrency - self._busy_envs - spare
+            old = [self._idle_envs.popitem(last=False)[1][1] for _ in range(max(0, len(self._idle_envs) - room))]
+        for env in old:
+            env.close()
+
+    def _give_back(self, item: WorkItem, env: Any) -> None:
+        with self._lock:
+            self._busy_envs -= 1
+            self._idle_envs[id(env)] = (self._env_key(item), env)
+        with self.env_lock:
+            self._close_idle()
+
     def run(self, item: WorkItem) -> WorkResult:
-        """Evaluate one item (agent failures are recorded in the result, not raised)."""
+        """Evaluate one item (agent failures are recorded in the result, not raised);
+        safe to call from up to ``spec.concurrency`` threads at once."""
         from vlnverse.tasks.episode import Episode
 
         episode = Episode.from_dict(item.episode)
-        env = self.env(item.scene_file, item.physics)
-        record, timing = run_episode(
-            env, self.agent, episode, physics=item.physics, seed=self.spec.seed,
-            metrics=self.spec.metrics, reference_image=item.reference_image,
-        )
-        record["plot"] = None
-        if item.plot and self.spec.plots_dir:
-            from vlnverse.eval.plots import plot_filename, save_episode_plot
-
-            name = plot_filename(record)
+        slot = self._take_slot()
+        env = None
+        try:
+            env = self._take_env(item)
             try:
+                record, timing = run_episode(
+                    env, slot.agent, episode, physics=item.physics, seed=self.spec.seed,
+                    metrics=self.spec.metrics, reference_image=item.reference_image,
+                    env_lock=self.env_lock, usage=slot.meter,
+                )
+            except LLMBudgetExceeded as exc:
+                logger.info("episode %s (%s) left for later: %s", episode.episode_id, item.physics, exc)
+                return WorkResult(None, EpisodeTiming(), stopped=str(exc))
+            record["plot"] = None
+            if item.plot and self.spec.plots_dir:
+                record["plot"] = self._plot(env, record)
+            return WorkResult(record, timing)
+        finally:
+            if env is not None:
+                self._give_back(item, env)
+            with self._lock:
+                self._slots.append(slot)
+
+    def _plot(self, env: Any, record: dict[str, Any]) -> str | None:
+        from vlnverse.eval.plots import plot_filename, save_episode_plot
+
+        name = plot_filename(record)
+        try:
+            with self.env_lock:
                 save_episode_plot(Path(self.spec.plots_dir) / name, env.scene, env.occupancy, record)
-                record["plot"] = f"{Path(self.spec.plots_dir).name}/{name}"
-            except Exception as exc:  # noqa: BLE001 - a picture is not worth an episode
-                logger.warning("episode %s: trajectory plot failed: %s", episode.episode_id, exc)
-        return WorkResult(record, timing)
+        except Exception as exc:  # noqa: BLE001 - a picture is not worth an episode
+            logger.warning("episode %s: trajectory plot failed: %s", record["episode_id"], exc)
+            return None
+        return f"{Path(self.spec.plots_dir).name}/{name}"
 
     def close(self) -> None:
-        """Close the envs and the agent."""
-        while self._envs:
-            _, env = self._envs.popitem()
+        """Close the envs, the agents and the model client."""
+        while self._idle_envs:
+            _, (_, env) = self._idle_envs.popitem()
             env.close()
-        self.agent.close()
+        for slot in self._all_slots:
+            slot.agent.close()
+        self._all_slots.clear()
+        if self.llm is not None:
+            self.llm.close()
+
+
+def run_serial_items(worker: EvalWorker, items: Any, on_result: Any) -> None:
+    """Run ``items`` on ``worker`` with its concurrency, calling ``on_result(result)`` from
+    this thread as each finishes; no new item starts once a result says the budget is spent."""
+    import concurrent.futures as cf
+
+    source = iter(items)
+    stopped = False
+    with cf.ThreadPoolExecutor(worker.spec.concurrency, thread_name_prefix="vlnverse-episode") as pool:
+        pending = {pool.submit(worker.run, item) for item in _take(source, worker.spec.concurrency)}
+        while pending:
+            done, pending = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+            results = [future.result() for future in done]
+            stopped = stopped or any(r.stopped for r in results)
+            if not stopped:
+                pending |= {pool.submit(worker.run, item) for item in _take(source, len(done))}
+            for result in results:
+                on_result(result)
+
+
+def _take(source: Any, n: int) -> list[Any]:
+    out = []
+    for item in source:
+        out.append(item)
+        if len(out) == n:
+            break
+    return out
 
 
 # -- local process pool: one EvalWorker per process, fed one item at a time ------------------
@@ -172,11 +350,21 @@ def run_process_worker(worker_id: int, spec: RunSpec, inbox: Any, results: Any) 
     """Process main of the local pool: run the items from ``inbox`` until ``None``, putting
     ``(worker_id, result)`` on ``results``. An error (the worker or an env cannot be built)
     is put there instead, to be raised in the parent, and ends the process."""
+    import concurrent.futures as cf
+
     worker = None
     try:
         worker = EvalWorker(spec)
-        for item in iter(inbox.get, None):
-            results.put((worker_id, worker.run(item)))
+
+        def run_one(item: WorkItem) -> None:
+            try:
+                results.put((worker_id, worker.run(item)))
+            except Exception as exc:  # noqa: BLE001 - raised again in the parent
+                results.put((worker_id, picklable_error(exc)))
+
+        with cf.ThreadPoolExecutor(spec.concurrency, thread_name_prefix="vlnverse-episode") as pool:
+            for item in iter(inbox.get, None):
+                pool.submit(run_one, item)
     except KeyboardInterrupt:
         pass  # Ctrl-C reached the parent too, which stops the run
     except Exception as exc:  # noqa: BLE001 - raised again in the parent

@@ -120,15 +120,12 @@ def make_llm(
         cls = LLM_BACKENDS.get(backend)
     except RegistryError as exc:
         raise ConfigError(f"invalid LLM spec {spec!r}: {exc}; expected {SPEC_FORMS}") from exc
+    check_llm_spec(spec)
     allowed = _spec_options(cls)
-    kwargs: dict[str, Any] = {}
-    for key, value in spec_options.items():
-        if key not in allowed:
-            valid = ", ".join(sorted(allowed)) or "none"
-            raise ConfigError(
-                f"LLM spec {spec!r}: unknown option {key!r} for {backend}; valid: {valid}"
-            )
-        kwargs[key] = _coerce(value, *allowed[key], f"LLM spec {spec!r} option {key}")
+    kwargs: dict[str, Any] = {
+        key: _coerce(value, *allowed[key], f"LLM spec {spec!r} option {key}")
+        for key, value in spec_options.items()
+    }
     kwargs.update(options)
     try:
         client: LLMClient = cls(target, **kwargs)
@@ -139,3 +136,47 @@ def make_llm(
     if record is not None:
         client = RecordingClient(client, record)
     return client
+
+
+def check_llm_spec(spec: str) -> None:
+    """Validate a spec's form, backend and option names without building a client
+    (the eval parent checks ``--llm`` so; the workers build it).
+
+    Raises:
+        ConfigError: malformed spec, unknown backend or unknown option.
+    """
+    parsed = parse_spec(spec)
+    if parsed is None:
+        return
+    backend, _, options = parsed
+    try:
+        cls = LLM_BACKENDS.get(backend)
+    except RegistryError as exc:
+        raise ConfigError(f"invalid LLM spec {spec!r}: {exc}; expected {SPEC_FORMS}") from exc
+    allowed = _spec_options(cls)
+    for key, value in options.items():
+        if key not in allowed:
+            valid = ", ".join(sorted(allowed)) or "none"
+            raise ConfigError(f"LLM spec {spec!r}: unknown option {key!r} for {backend}; valid: {valid}")
+        _coerce(value, *allowed[key], f"LLM spec {spec!r} option {key}")
+
+
+def describe_llm_spec(spec: str) -> dict[str, Any] | None:
+    """A spec as ``{"backend", "target", "options"}`` safe to write to ``run.json``:
+    user names and passwords in URLs are dropped (API keys never appear in specs: the
+    client reads them from the environment variable ``api_key_env`` names)."""
+    parsed = parse_spec(spec)
+    if parsed is None:
+        return None
+    backend, target, options = parsed
+    return {"backend": backend, "target": _without_credentials(target),
+            "options": {k: _without_credentials(v) for k, v in sorted(options.items())}}
+
+
+def _without_credentials(value: str) -> str:
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(value)
+    if parts.scheme and "@" in parts.netloc:
+        return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+    return value

@@ -1,0 +1,90 @@
+"""The LLM side of a run's summary: usage totals and the agents' trace metrics.
+
+- **Usage** sums each record's ``llm`` field (:class:`~vlnverse.llm.budget.UsageMeter`):
+  calls and cache hits, tokens (cache hits included), billed cost (cache hits cost 0)
+  and list cost (as if nothing were cached), plus the agents' reply-handling counters
+  from their traces (``fallbacks``, ``repairs``, ``parse_failures``), so unusable model
+  replies are visible in every report.
+- **Trace metrics** (AORI, DR, JOR, MPTR) get a table when any episode has them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+USAGE_FIELDS = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "tokens",
+                "cost_usd", "list_cost_usd", "unpriced_calls")
+TRACE_COUNTERS = ("fallbacks", "repairs", "parse_failures")
+TRACE_METRICS = ("AORI", "DR", "JOR", "MPTR")
+
+
+def llm_totals(records: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """Per-run LLM totals (None when no record used a model or traced reply handling)."""
+    totals: dict[str, Any] = {name: 0 for name in (*USAGE_FIELDS, *TRACE_COUNTERS)}
+    episodes = 0
+    seen = False
+    for record in records:
+        usage = record.get("llm")
+        trace = record.get("agent_trace")
+        counted = False
+        if isinstance(usage, Mapping):
+            for name in USAGE_FIELDS:
+                totals[name] += usage.get(name) or 0
+            counted = True
+        if isinstance(trace, Mapping) and any(name in trace for name in TRACE_COUNTERS):
+            for name in TRACE_COUNTERS:
+                value = trace.get(name)
+                totals[name] += value if isinstance(value, int) and not isinstance(value, bool) else 0
+            counted = True
+        episodes += counted
+        seen = seen or counted
+    if not seen:
+        return None
+    totals["cost_usd"] = round(totals["cost_usd"], 6)
+    totals["list_cost_usd"] = round(totals["list_cost_usd"], 6)
+    totals["episodes"] = episodes
+    return totals
+
+
+def usage_markdown(totals: Mapping[str, Any] | None) -> list[str]:
+    """The ``summary.md`` lines of the usage totals."""
+    if not totals:
+        return []
+    per_episode = totals["tokens"] / totals["episodes"] if totals["episodes"] else 0.0
+    lines = [
+        "### LLM usage (this run's records)", "",
+        "| Episodes | Calls | Cache hits | Prompt tokens | Completion tokens | Tokens / episode "
+        "| Billed $ | List $ | Fallbacks | Repairs | Parse failures |",
+        "|" + "---|" * 11,
+        f"| {totals['episodes']} | {totals['calls']} | {totals['cached_calls']} | {totals['prompt_tokens']} "
+        f"| {totals['completion_tokens']} | {per_episode:.0f} | {totals['cost_usd']:.4f} "
+        f"| {totals['list_cost_usd']:.4f} | {totals['fallbacks']} | {totals['repairs']} "
+        f"| {totals['parse_failures']} |",
+        "",
+        "Tokens include cache hits; billed $ counts only calls sent to the endpoint, list $ prices "
+        "every call as if uncached.",
+    ]
+    if totals.get("unpriced_calls"):
+        lines.append(f"{totals['unpriced_calls']} call(s) were to a model without a price; they add no cost.")
+    return [*lines, ""]
+
+
+def trace_metrics_markdown(summary: Mapping[str, Any]) -> list[str]:
+    """A table of AORI / DR / JOR / MPTR per (task, physics), when any group has them."""
+    groups = [g for g in summary.get("overall", []) if any(m in g.get("metrics", {}) for m in TRACE_METRICS)]
+    if not groups:
+        return []
+    run = summary.get("run", {})
+    lines = ["### Trace metrics", ""]
+    if run.get("trace_metrics"):
+        lines += ["Parameters: " + ", ".join(f"{k} = {v}" for k, v in run["trace_metrics"].items()), ""]
+    lines += ["| Task | Physics | " + " | ".join(TRACE_METRICS) + " | n |", "|" + "---|" * (len(TRACE_METRICS) + 3)]
+    for group in groups:
+        metrics = group["metrics"]
+        cells = []
+        for name in TRACE_METRICS:
+            mean = (metrics.get(name) or {}).get("mean")
+            cells.append("-" if mean is None else f"{mean:.3f}")
+        lines.append(f"| {group['task']} | {group['physics']} | " + " | ".join(cells) + f" | {group['n_episodes']} |")
+    return [*lines, ""]
