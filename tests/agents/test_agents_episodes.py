@@ -123,10 +123,10 @@ def test_strict_physics_runs_and_bumps_are_reported(dataset):
     assert record["error"] is None and record["fail_reason"] in ("stop", "collision")
 
 
-def test_the_episode_token_cap_ends_the_episode_as_an_agent_error(dataset):
+def test_the_episode_token_cap_ends_the_episode_as_llm_budget(dataset):
     record, _ = run(dataset, "text_history", ScriptedModel(walk_then_stop(9)),
                     config={"max_tokens_per_episode": 10})
-    assert record["fail_reason"] == "error" and "max_tokens_per_episode" in record["error"]
+    assert record["fail_reason"] == "llm_budget" and "max_tokens_per_episode" in record["error"]
     assert EpisodeBudgetExceeded.__name__ in record["error"]
 
 

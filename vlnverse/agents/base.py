@@ -52,7 +52,7 @@ from vlnverse.agents.prompts import (
 from vlnverse.agents.trace import AgentTrace
 from vlnverse.agents.waypoints import Candidate, DepthWaypoints, WaypointPredictor
 from vlnverse.config import config_from_mapping
-from vlnverse.errors import ConfigError, LLMBudgetExceeded, LLMError
+from vlnverse.errors import ConfigError, LLMBudgetExceeded
 from vlnverse.eval.agent import Agent, Ask, EpisodeInfo
 from vlnverse.llm.types import ChatMessage
 
