@@ -41,9 +41,7 @@ def client_for(agent: str, args: argparse.Namespace) -> Any:
 def run_agent(agent: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     """Evaluate one agent; returns its episode records."""
     from vlnverse.eval.harness import EvalConfig, evaluate
-    from vlnverse.eval.registry import make_agent
-
-    from vlnverse.eval.registry import load_agent_config
+    from vlnverse.eval.registry import load_agent_config, make_agent
 
     config = {**load_agent_config(args.agent_config), "perception": args.perception}
     instance = make_agent(agent, config, llm=client_for(agent, args))
