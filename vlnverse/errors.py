@@ -53,6 +53,11 @@ class LLMRequestError(LLMError):
     """The model endpoint failed (after bounded retries) or rejected the request."""
 
 
+class LLMUnsupportedFeature(LLMRequestError):
+    """The endpoint rejected a structured-output or tool-calling request: the client
+    stops sending that feature and its callers fall back to the prompt-based emulation."""
+
+
 class LLMAnswerError(LLMError):
     """The model answered, but the answer is not what was asked for."""
 

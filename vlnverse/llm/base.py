@@ -24,7 +24,12 @@ class LLMClient(abc.ABC):
         model: the model name requests carry (part of every request hash).
         prices: price table used for ``cost_usd``.
         totals: usage and cost of the calls made through this client.
+        supports_json_schema: the backend takes ``json_schema`` (structured output).
+        supports_tools: the backend takes ``tools`` (native tool calling).
     """
+
+    supports_json_schema = False
+    supports_tools = False
 
     def __init__(self, model: str, *, prices: PriceTable | None = None) -> None:
         self.model = model
@@ -73,6 +78,23 @@ class LLMClient(abc.ABC):
         )
         return value, response
 
+    def complete_structured(self, messages: Messages, schema: Mapping[str, Any], *,
+                            repairs: int = 1, **params: Any) -> tuple[Any, LLMResponse]:
+        """A JSON answer following the JSON schema ``schema`` (native structured output
+        where supported, else prompt + validation), with up to ``repairs`` repair turns;
+        see :func:`vlnverse.llm.structured.complete_structured`."""
+        from vlnverse.llm.structured import complete_structured
+
+        return complete_structured(self, messages, schema, repairs=repairs, **params)
+
+    def complete_tools(self, messages: Messages, tools: Sequence[Mapping[str, Any]], *,
+                       tool_choice: str = "auto", repairs: int = 1, **params: Any) -> LLMResponse:
+        """An answer that may call ``tools`` (native or emulated by prompt); see
+        :func:`vlnverse.llm.structured.complete_tools`."""
+        from vlnverse.llm.structured import complete_tools
+
+        return complete_tools(self, messages, tools, tool_choice=tool_choice, repairs=repairs, **params)
+
     @abc.abstractmethod
     def send(self, request: LLMRequest) -> LLMResponse:
         """Answer one fully built request (no totals bookkeeping)."""
@@ -95,3 +117,23 @@ class LLMClient(abc.ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r})"
+
+
+class WrapperClient(LLMClient):
+    """A client that passes requests to ``inner`` (caches, recorders, meters): it has the
+    inner client's model, prices and capabilities."""
+
+    def __init__(self, inner: LLMClient) -> None:
+        super().__init__(inner.model, prices=inner.prices)
+        self.inner = inner
+
+    @property
+    def supports_json_schema(self) -> bool:  # type: ignore[override]
+        return self.inner.supports_json_schema
+
+    @property
+    def supports_tools(self) -> bool:  # type: ignore[override]
+        return self.inner.supports_tools
+
+    def close(self) -> None:
+        self.inner.close()

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from vlnverse.errors import ConfigError, LLMBudgetExceeded
-from vlnverse.llm.base import LLMClient
+from vlnverse.llm.base import LLMClient, WrapperClient
 from vlnverse.llm.types import LLMRequest, LLMResponse
 
 try:
@@ -117,7 +117,7 @@ class BudgetLedger:
             handle.flush()
 
 
-class UsageMeter(LLMClient):
+class UsageMeter(WrapperClient):
     """The client one episode uses: counts its usage and enforces the budgets.
 
     Args:
@@ -129,10 +129,9 @@ class UsageMeter(LLMClient):
 
     def __init__(self, inner: LLMClient, *, ledger: BudgetLedger | None = None,
                  max_tokens: int | None = None, max_usd: float | None = None) -> None:
-        super().__init__(inner.model, prices=inner.prices)
+        super().__init__(inner)
         _check_limit("the episode token cap", max_tokens)
         _check_limit("the episode USD cap", max_usd)
-        self.inner = inner
         self.ledger = ledger
         self.max_tokens = max_tokens
         self.max_usd = max_usd

@@ -15,13 +15,13 @@ import os
 from pathlib import Path
 
 from vlnverse.fileio import write_json_atomic
-from vlnverse.llm.base import LLMClient
+from vlnverse.llm.base import LLMClient, WrapperClient
 from vlnverse.llm.types import LLMRequest, LLMResponse
 
 log = logging.getLogger(__name__)
 
 
-class CachedClient(LLMClient):
+class CachedClient(WrapperClient):
     """Wraps a client; answers repeated requests from disk with ``cached=True``.
 
     Args:
@@ -30,8 +30,7 @@ class CachedClient(LLMClient):
     """
 
     def __init__(self, inner: LLMClient, directory: str | os.PathLike) -> None:
-        super().__init__(inner.model, prices=inner.prices)
-        self.inner = inner
+        super().__init__(inner)
         self.directory = Path(directory)
         self.hits = 0
         self.misses = 0
@@ -67,5 +66,3 @@ class CachedClient(LLMClient):
         )
         return response
 
-    def close(self) -> None:
-        self.inner.close()

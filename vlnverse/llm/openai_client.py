@@ -8,6 +8,7 @@ SDK's own retries are turned off so the policy lives in one place.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -16,10 +17,10 @@ from typing import Any
 
 import openai
 
-from vlnverse.errors import ConfigError, LLMRequestError
+from vlnverse.errors import ConfigError, LLMRequestError, LLMUnsupportedFeature
 from vlnverse.llm.base import LLMClient
 from vlnverse.llm.pricing import PriceTable
-from vlnverse.llm.types import ChatMessage, LLMRequest, LLMResponse, Usage
+from vlnverse.llm.types import ChatMessage, LLMRequest, LLMResponse, ToolCall, Usage
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +62,36 @@ def request_to_openai(request: LLMRequest) -> dict[str, Any]:
         kwargs["n"] = params.n
     if params.stop:
         kwargs["stop"] = list(params.stop)
-    if params.response_format == "json":
+    if params.json_schema is not None:
+        kwargs["response_format"] = {"type": "json_schema", "json_schema": {
+            "name": str(params.json_schema.get("title", "answer")).replace(" ", "_")[:64],
+            "schema": params.json_schema}}
+    elif params.response_format == "json":
         kwargs["response_format"] = {"type": "json_object"}
+    if params.tools:
+        kwargs["tools"] = [{"type": "function", "function": {
+            "name": t["name"], "description": t.get("description", ""),
+            "parameters": t.get("parameters", {"type": "object", "properties": {}})}} for t in params.tools]
+        kwargs["tool_choice"] = params.tool_choice
     return kwargs
+
+
+def _tool_calls(message: Any) -> tuple[ToolCall, ...]:
+    """The tool calls of an API message (arguments that are not a JSON object are kept
+    under ``_raw`` so the caller's validation reports them)."""
+    calls = []
+    for call in getattr(message, "tool_calls", None) or ():
+        function = getattr(call, "function", None)
+        if function is None:
+            continue
+        try:
+            arguments = json.loads(function.arguments or "{}")
+        except (TypeError, ValueError):
+            arguments = None
+        if not isinstance(arguments, dict):
+            arguments = {"_raw": function.arguments}
+        calls.append(ToolCall(function.name, arguments, call.id or ""))
+    return tuple(calls)
 
 
 def is_transient(exc: Exception) -> bool:
@@ -97,6 +125,10 @@ class OpenAIClient(LLMClient):
         backoff_base: first backoff delay in seconds (doubles each retry).
         backoff_max: cap on one delay, also on a server's ``Retry-After``.
         http_client: an ``httpx.Client`` to use (tests pass one with a mock transport).
+        structured_output: send JSON schemas as the API's structured output (set false
+            for servers without it; a server that rejects one also turns it off).
+        native_tools: send ``tools`` natively (false: prompt-based emulation; a server
+            that rejects them also turns it off).
         prices: price table for ``cost_usd``.
         sleep: the sleep function used between retries (injectable for tests).
     """
@@ -112,6 +144,8 @@ class OpenAIClient(LLMClient):
         backoff_base: float = 1.0,
         backoff_max: float = 30.0,
         http_client: Any = None,
+        structured_output: bool = True,
+        native_tools: bool = True,
         prices: PriceTable | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -134,6 +168,8 @@ class OpenAIClient(LLMClient):
         else:
             api_key = "unused"  # the SDK insists on a key; keyless servers ignore it
         self.base_url = base_url or os.environ.get(BASE_URL_ENV) or None
+        self.supports_json_schema = structured_output
+        self.supports_tools = native_tools
         self.max_retries = max_retries
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
@@ -160,6 +196,7 @@ class OpenAIClient(LLMClient):
                 break
             except openai.OpenAIError as exc:
                 where = f"{self.model} at {self.base_url or 'the OpenAI API'}"
+                self._note_unsupported(request, exc, where)
                 if not is_transient(exc):
                     raise LLMRequestError(f"{where} rejected the request: {exc}") from exc
                 if attempt == self.max_retries:
@@ -172,6 +209,21 @@ class OpenAIClient(LLMClient):
                 )
                 self._sleep(delay)
         return self._to_response(request, completion)
+
+    def _note_unsupported(self, request: LLMRequest, exc: Exception, where: str) -> None:
+        """A server that rejects a request with a schema or tools (400/422) does not have
+        that feature: stop sending it and raise :class:`LLMUnsupportedFeature`."""
+        if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 422):
+            return
+        params = request.params
+        if params.json_schema is None and not params.tools:
+            return
+        if params.json_schema is not None:
+            self.supports_json_schema = False
+        if params.tools:
+            self.supports_tools = False
+        log.warning("%s rejected structured output or tools (%s); using the prompt-based emulation", where, exc)
+        raise LLMUnsupportedFeature(f"{where} does not take structured output/tools: {exc}") from exc
 
     def _to_response(self, request: LLMRequest, completion: Any) -> LLMResponse:
         if not completion.choices:
@@ -191,6 +243,7 @@ class OpenAIClient(LLMClient):
             choices=texts,
             finish_reason=completion.choices[0].finish_reason,
             key=request.key,
+            tool_calls=_tool_calls(completion.choices[0].message),
         )
 
     def close(self) -> None:

@@ -11,6 +11,7 @@ recorded response, so a run with retries replays exactly.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import threading
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from vlnverse.errors import ConfigError, ReplayMissError
-from vlnverse.llm.base import LLMClient
+from vlnverse.llm.base import LLMClient, WrapperClient
 from vlnverse.llm.pricing import PriceTable
 from vlnverse.llm.types import ROLES, GenerationParams, LLMRequest, LLMResponse, hash_described
 
@@ -139,12 +140,11 @@ def read_transcript(path: str | os.PathLike) -> list[dict[str, Any]]:
     return records
 
 
-class RecordingClient(LLMClient):
+class RecordingClient(WrapperClient):
     """Wraps a client and appends every call to a JSONL transcript."""
 
     def __init__(self, inner: LLMClient, path: str | os.PathLike) -> None:
-        super().__init__(inner.model, prices=inner.prices)
-        self.inner = inner
+        super().__init__(inner)
         self.path = Path(path)
 
     def send(self, request: LLMRequest) -> LLMResponse:
@@ -152,8 +152,6 @@ class RecordingClient(LLMClient):
         append_record(self.path, transcript_record(request, response))
         return response
 
-    def close(self) -> None:
-        self.inner.close()
 
 
 class ReplayClient(LLMClient):
@@ -184,6 +182,10 @@ class ReplayClient(LLMClient):
             self._answers[record["key"]].append(record["response"])
         self._served: dict[str, int] = defaultdict(int)
         self._lock = threading.Lock()
+        # Replay sends the requests the recorded run sent, so it claims what that client did.
+        params = [r["request"]["params"] for r in records]
+        self.supports_json_schema = any("json_schema" in p for p in params)
+        self.supports_tools = any("tools" in p for p in params)
 
     def __len__(self) -> int:
         return sum(len(v) for v in self._answers.values())
@@ -207,12 +209,4 @@ class ReplayClient(LLMClient):
                 )
             self._served[request.key] = index + 1
         response = LLMResponse.from_dict(answers[index])
-        return LLMResponse(
-            text=response.text,
-            model=response.model or request.model,
-            usage=response.usage,
-            cost_usd=response.cost_usd,
-            choices=response.choices,
-            finish_reason=response.finish_reason,
-            key=request.key,
-        )
+        return dataclasses.replace(response, model=response.model or request.model, key=request.key)

@@ -19,6 +19,16 @@ from vlnverse.llm.images import ImagePart
 
 ROLES = ("system", "user", "assistant")
 RESPONSE_FORMATS = ("text", "json")
+TOOL_CHOICES = ("auto", "required", "none")
+_OPTIONAL_DEFAULTS: dict[str, Any] = {"json_schema": None, "tools": [], "tool_choice": "auto"}
+
+
+def _plain_json(value: Any, what: str) -> Any:
+    """``value`` as plain JSON data (a deep copy), or a ConfigError naming ``what``."""
+    try:
+        return json.loads(json.dumps(value))
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{what} must be JSON data: {exc}") from None
 
 Part = str | ImagePart
 ImageLike = ImagePart | np.ndarray | bytes
@@ -119,6 +129,11 @@ class GenerationParams:
         top_p: nucleus sampling mass (None: backend default).
         n: number of alternative completions (``LLMResponse.choices``).
         stop: stop sequences.
+        json_schema: a JSON schema the answer must follow (sent as the API's structured
+            output; see :mod:`vlnverse.llm.structured` for servers without it).
+        tools: tools the model may call, ``{"name", "description", "parameters"}``
+            mappings (``parameters`` is a JSON schema); the answer's ``tool_calls``.
+        tool_choice: ``auto`` (the model decides), ``required`` or ``none``.
     """
 
     temperature: float = 0.0
@@ -128,6 +143,9 @@ class GenerationParams:
     top_p: float | None = None
     n: int = 1
     stop: tuple[str, ...] = ()
+    json_schema: Mapping[str, Any] | None = None
+    tools: tuple[Mapping[str, Any], ...] = ()
+    tool_choice: str = "auto"
 
     def __post_init__(self) -> None:
         if not 0.0 <= float(self.temperature) <= 2.0:
@@ -149,6 +167,22 @@ class GenerationParams:
             raise ConfigError(f"n must be a positive int, got {self.n!r}")
         stop = (self.stop,) if isinstance(self.stop, str) else tuple(self.stop)
         object.__setattr__(self, "stop", stop)
+        if self.json_schema is not None:
+            if not isinstance(self.json_schema, Mapping):
+                raise ConfigError(f"json_schema must be a mapping, got {type(self.json_schema).__name__}")
+            object.__setattr__(self, "json_schema", _plain_json(self.json_schema, "json_schema"))
+        tools = tuple(_plain_json(t, "a tool") for t in self.tools)
+        for tool in tools:
+            if not isinstance(tool, dict) or not isinstance(tool.get("name"), str) or not tool["name"]:
+                raise ConfigError(f"a tool needs a non-empty 'name', got {tool!r:.120}")
+            unknown = sorted(set(tool) - {"name", "description", "parameters"})
+            if unknown:
+                raise ConfigError(f"tool {tool['name']!r}: unknown key(s) {', '.join(unknown)}")
+        if len({t["name"] for t in tools}) != len(tools):
+            raise ConfigError("tool names must be unique")
+        object.__setattr__(self, "tools", tools)
+        if self.tool_choice not in TOOL_CHOICES:
+            raise ConfigError(f"tool_choice must be one of {TOOL_CHOICES}, got {self.tool_choice!r}")
 
     @classmethod
     def from_kwargs(cls, **params: Any) -> GenerationParams:
@@ -162,11 +196,16 @@ class GenerationParams:
         return cls(**params)
 
     def describe(self) -> dict[str, Any]:
-        """JSON form (every field, so a hash changes when any parameter does)."""
-        return {
+        """JSON form (every field, so a hash changes when any parameter does; the
+        structured-output and tool fields only when set, so older hashes stay valid)."""
+        out = {
             f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v)
             for f in fields(self)
         }
+        for name, default in _OPTIONAL_DEFAULTS.items():
+            if out[name] == default:
+                del out[name]
+        return out
 
 
 @dataclass(frozen=True)
@@ -223,6 +262,24 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class ToolCall:
+    """One tool call of an answer: the tool's name and its arguments (a JSON object)."""
+
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    id: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "arguments": dict(self.arguments), "id": self.id}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ToolCall:
+        if not isinstance(data, Mapping) or not isinstance(data.get("name"), str):
+            raise ConfigError(f"a stored tool call needs a string 'name', got {data!r:.200}")
+        return cls(data["name"], dict(data.get("arguments") or {}), str(data.get("id", "")))
+
+
+@dataclass(frozen=True)
 class LLMResponse:
     """The answer to one request.
 
@@ -235,6 +292,7 @@ class LLMResponse:
         choices: every choice's text (``choices[0] == text``).
         finish_reason: why the first choice stopped (``stop``, ``length``, ...).
         key: hash of the request that produced it.
+        tool_calls: the first choice's tool calls (native or emulated).
     """
 
     text: str
@@ -245,15 +303,17 @@ class LLMResponse:
     choices: tuple[str, ...] = ()
     finish_reason: str | None = None
     key: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "choices", tuple(self.choices) or (self.text,))
+        object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
         if self.choices[0] != self.text:
             raise ConfigError("LLMResponse.text must equal choices[0]")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form for transcripts and the cache."""
-        return {
+        out = {
             "text": self.text,
             "model": self.model,
             "usage": {
@@ -265,6 +325,9 @@ class LLMResponse:
             "finish_reason": self.finish_reason,
             "key": self.key,
         }
+        if self.tool_calls:
+            out["tool_calls"] = [call.to_dict() for call in self.tool_calls]
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, cached: bool = False) -> LLMResponse:
@@ -281,4 +344,5 @@ class LLMResponse:
             choices=tuple(data.get("choices") or (data["text"],)),
             finish_reason=data.get("finish_reason"),
             key=str(data.get("key", "")),
+            tool_calls=tuple(ToolCall.from_dict(c) for c in data.get("tool_calls") or ()),
         )
