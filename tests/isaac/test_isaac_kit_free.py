@@ -31,7 +31,7 @@ from vlnverse.sim.types import CameraRequest, Pose
 @pytest.fixture
 def kit_state(monkeypatch):
     """A clean process-level Kit state (no app, no live backend, no loop)."""
-    monkeypatch.setattr(isaac_kit, "_state", {"app": None, "app_closed": False, "live": None, "loop": None})
+    monkeypatch.setattr(isaac_kit, "_state", {"app": None, "config": None, "app_closed": False, "live": None, "loop": None})
 
 
 @pytest.fixture
@@ -182,6 +182,15 @@ def test_the_app_is_started_once_and_closed_at_exit(monkeypatch, kit_state):
     assert started[-1] == "closed"
     with pytest.raises(SimulationError, match="cannot be restarted"):
         isaac_kit.start_app({"headless": True})
+
+
+def test_scenes_without_usd_core_name_the_usd_extra(monkeypatch, tmp_path):
+    from vlnverse.errors import DependencyNotInstalled
+
+    path = l_corridor(tmp_path / "corridor.usda")
+    monkeypatch.setitem(__import__("sys").modules, "pxr", None)  # as on the isaac install path before Kit
+    with pytest.raises(DependencyNotInstalled, match=r"vlnverse\[usd\]"):
+        load_scene(path)
 
 
 def test_inside_kit_without_a_bound_loop_the_backend_says_how(monkeypatch, kit_state, corridor):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vlnverse.errors import SceneError
+from vlnverse.errors import DependencyNotInstalled, SceneError
 from vlnverse.scene import tessellate
 from vlnverse.scene.types import Door, OrientedBox, PrimGeometry, Room, Scene, SceneObject
 
@@ -40,8 +40,12 @@ def load_scene(path: str | Path) -> Scene:
     Raises:
         SceneError: the file is missing, unreadable, not USD, references missing assets,
             has no geometry or has non-finite points.
+        DependencyNotInstalled: no ``pxr`` (install the ``usd`` extra, or run inside Isaac Sim).
     """
-    from pxr import Usd, UsdGeom
+    try:
+        from pxr import Usd, UsdGeom
+    except ImportError as exc:
+        raise DependencyNotInstalled("usd-core", extra="usd", purpose="reading USD scenes outside Isaac Sim") from exc
 
     path = Path(path)
     stage, sources = _open_stage(path)

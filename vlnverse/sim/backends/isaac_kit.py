@@ -38,7 +38,7 @@ from vlnverse.errors import SimulationError
 
 logger = logging.getLogger(__name__)
 
-_state: dict[str, Any] = {"app": None, "app_closed": False, "live": None, "loop": None}
+_state: dict[str, Any] = {"app": None, "config": None, "app_closed": False, "live": None, "loop": None}
 _lock = threading.Lock()
 
 
@@ -60,10 +60,12 @@ def start_app(launch_config: dict) -> None:
         if _state["app_closed"]:
             raise SimulationError("the Isaac Sim app of this process was closed at exit; Kit cannot be restarted")
         if _state["app"] is not None or in_kit():
+            if _state["app"] is not None and launch_config != _state["config"]:
+                logger.info("the Isaac Sim app already runs with %s; %s is not applied", _state["config"], launch_config)
             return
         from isaacsim import SimulationApp  # must precede every other omni/isaacsim import
 
-        _state["app"] = SimulationApp(launch_config)
+        _state["app"], _state["config"] = SimulationApp(launch_config), launch_config
         atexit.register(close_app)
 
 
