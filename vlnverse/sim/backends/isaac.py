@@ -329,9 +329,9 @@ class IsaacBackend:
                 )
             self._world = World(physics_dt=physics_dt, rendering_dt=self.physics.control_dt, stage_units_in_meters=1.0)
             await self._driver.init_world(self._world)
-            self._driver.hold_physics(True)
             self._register_movables(scene)
             await self._driver.reset_world(self._world)
+        self._driver.hold_physics(True)
 
     def _register_movables(self, scene: Scene) -> None:
         from isaacsim.core.prims import SingleRigidPrim

@@ -198,6 +198,7 @@ class ExtensionDriver:
 
     extension = True
     _saved_play: Any = None
+    _held = False
 
     def hold_physics(self, held: bool) -> None:
         """Stop (or let again) Kit's own frames stepping physics while the timeline plays, so
@@ -206,11 +207,12 @@ class ExtensionDriver:
         import carb.settings
 
         settings = carb.settings.get_settings()
-        if held:
+        if held and not self._held:
             self._saved_play = settings.get(PLAY_SIMULATIONS)
             settings.set(PLAY_SIMULATIONS, False)
-        else:
+        elif not held and self._held:
             settings.set(PLAY_SIMULATIONS, True if self._saved_play is None else self._saved_play)
+        self._held = held
 
     def __init__(self, loop: asyncio.AbstractEventLoop, loop_thread: int) -> None:
         self.loop = loop
@@ -248,7 +250,13 @@ class ExtensionDriver:
         await world.initialize_simulation_context_async()
 
     async def reset_world(self, world: Any) -> None:
-        await world.reset_async()
+        """``reset_async`` (stop, play, physics views) with Kit's frames as Kit runs them."""
+        held = self._held
+        self.hold_physics(False)
+        try:
+            await world.reset_async()
+        finally:
+            self.hold_physics(held)
 
     async def warm_frame(self, world: Any) -> None:
         """A physics-only step, then one Kit frame renders it."""
