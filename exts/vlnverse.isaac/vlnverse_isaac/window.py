@@ -33,6 +33,7 @@ class VLNVerseWindow:
         self._episode = None
         self._run = None
         self._last_recording = None
+        self._destroyed = False
         self._window = ui.Window("VLNVerse", width=460, height=720, visible=False)
         self._build()
         self.refresh_scenes()
@@ -48,8 +49,10 @@ class VLNVerseWindow:
         self._window.visible = value
 
     def destroy(self) -> None:
+        """Ask any run or teleoperation to stop (their threads release the backend) and close."""
         self.stop_teleop()
         self.stop_run()
+        self._destroyed = True
         self._window.destroy()
 
     def _build(self) -> None:
@@ -92,7 +95,8 @@ class VLNVerseWindow:
                 self._status = ui.Label("", word_wrap=True)
 
     def _say(self, text: str) -> None:
-        self._status.text = text
+        if not self._destroyed:
+            self._status.text = text
         logger.info(text)
 
     # -- scenes ------------------------------------------------------------------------
@@ -235,7 +239,7 @@ class VLNVerseWindow:
             if self._keys is not None and self._keys.stop_requested:
                 loop.stop()
             pose = loop.pose
-            if pose is not None:
+            if pose is not None and not self._destroyed:
                 self._status.text = f"x {pose.x:.2f}  y {pose.y:.2f}  yaw {pose.yaw:.2f}  rows {loop.rows}"
         if self._keyboard_sub is not None:
             self._input.unsubscribe_to_keyboard_events(self._keyboard, self._keyboard_sub)
@@ -324,10 +328,13 @@ class VLNVerseWindow:
         app = omni.kit.app.get_app()
         while not run.done:
             await app.next_update_async()
-            self._metrics.text = run.tick(timeout=0).render()
+            live = run.tick(timeout=0)
+            if not self._destroyed:
+                self._metrics.text = live.render()
         self._run = None
         run.close()
-        self._metrics.text = run.live().render()
+        if not self._destroyed:
+            self._metrics.text = run.live().render()
 
     def stop_run(self) -> None:
         """Ask the run to stop at its next step; :meth:`_follow_run` finishes up."""
