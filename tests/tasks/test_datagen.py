@@ -91,6 +91,10 @@ def test_bad_input(tmp_path, corpus):
                              str(tmp_path / "o"), "--tasks", "fine,teleport"], capture_output=True, text=True,
                             cwd=ROOT, timeout=60)
     assert result.returncode == 2 and "unknown task(s) teleport" in result.stderr
+    result = subprocess.run([sys.executable, "-m", "vlnverse", "datagen", "--scenes", str(corpus), "--out",
+                             str(tmp_path / "o"), "--llm", "openai:gpt-4o"], capture_output=True, text=True,
+                            cwd=ROOT, timeout=60)
+    assert result.returncode == 2 and "needs rendered images" in result.stderr and "--render" in result.stderr
     run_datagen(config(corpus, tmp_path / "o2", tasks=("coarse",)))
     with pytest.raises(DatasetError, match="different configuration"):
         run_datagen(config(corpus, tmp_path / "o2", tasks=("fine",)))

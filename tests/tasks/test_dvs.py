@@ -133,7 +133,37 @@ def test_wrong_target_is_rejected(context, client_for, cup):
                     synthesizer=[json.dumps(GOOD_STYLES)])
     client, _ = client_for(script)
     result = run_coarse(context, client, cup)
-    assert result.source == "prior" and "does not mention the target" in result.fallback
+    assert result.source == "prior" and "does not name the target" in result.fallback
+
+
+def test_the_target_is_checked_by_its_scene_graph_identity(context, client_for):
+    """tv_0 is a black TV: a remote on the TV stand, or a white TV, is not it."""
+    target = describe_target(context, "tv_0")
+    prior = coarse_instruction(target, np.random.default_rng(0), "formal")
+    styles = {"formal": "Locate the black television.", "natural": "Please find the black TV.",
+              "casual": "Black TV. Go."}
+    script = Script(describer=["A gray remote lies on the TV stand."],
+                    verifier=[json.dumps({"instruction": "Find the gray remote on the TV stand."}),
+                              json.dumps({"instruction": "Find the white TV in the living room."}),
+                              json.dumps({"instruction": "Find the black TV in the living room."})],
+                    synthesizer=[json.dumps(styles)])
+    client, endpoint = client_for(script)
+    result = InstructionPipeline(client, PipelineConfig(max_attempts=3)).coarse(
+        context, target, prior, coarse_variants(target, 10), IMAGE)
+    assert result.fallback is None and result.instruction.styles == styles
+    reasons = [m["content"] for r in endpoint.requests for m in r["messages"] if m["role"] == "user"
+               and isinstance(m["content"], str) and "rejected" in m["content"]]
+    assert "does not name the target (tv)" in reasons[0] and "colour it does not have (white" in reasons[-1]
+
+
+def test_a_text_only_model_loses_the_describer_only(context, client_for, cup):
+    script = Script(describer=["unused"], verifier=[json.dumps({"instruction": "Find the red cup."})],
+                    synthesizer=[json.dumps(GOOD_STYLES)])
+    client, endpoint = client_for(script)
+    endpoint.failures = [(400, {})]  # "this model does not take images"
+    result = run_coarse(context, client, cup)
+    assert result.fallback is None and result.caption == UNCLEAR and result.instruction.styles == GOOD_STYLES
+    assert result.stages == ("prior", "describer", "verifier", "synthesizer")
 
 
 def test_record_then_replay_reproduces_exactly(context, client_for, cup, tmp_path):
@@ -164,6 +194,28 @@ def test_fine_pipeline(context, client_for):
     assert "sofa" in json.dumps(endpoint.requests[1])  # the verifier saw the describer's text
 
 
+def test_fine_answers_must_keep_the_turns_and_the_landmark_order(context, client_for):
+    from vlnverse.tasks.grounding import turn_sequence
+    from vlnverse.tasks.sampling import SamplingConfig, TrajectorySampler
+
+    sampler = TrajectorySampler(context, SamplingConfig(), np.random.default_rng(3))
+    for t in sampler.sample_fine(10):
+        facts = describe_path(context, t.points, t.start_yaw)
+        if any(leg.turn in ("left", "right") for leg in facts.legs):
+            break
+    prior = fine_instruction(context, facts, np.random.default_rng(0))
+    turns = turn_sequence(prior.text)
+    assert turns == [leg.turn for leg in facts.legs if leg.turn != "straight"]  # the prior is its own path
+    flipped = prior.text.replace("left", "LEFT").replace("right", "left").replace("LEFT", "right")
+    script = Script(describer=["Frames."], verifier=[json.dumps({"instruction": flipped}),
+                                                    json.dumps({"instruction": prior.text})],
+                    synthesizer=[json.dumps({"natural": prior.text})])
+    client, endpoint = client_for(script)
+    result = InstructionPipeline(client).fine(context, prior, [IMAGE], facts)
+    assert result.fallback is None and result.instruction.text == prior.text
+    assert "are not the path's" in json.dumps(endpoint.requests[2])
+
+
 def test_prompt_files_can_be_overridden(tmp_path):
     (tmp_path / "oracle.txt").write_text("Q: ${question}")
     prompts = PromptSet.load(tmp_path)
@@ -172,3 +224,15 @@ def test_prompt_files_can_be_overridden(tmp_path):
     (tmp_path / "bogus.txt").write_text("x")
     with pytest.raises(Exception, match="unknown prompt file bogus.txt"):
         PromptSet.load(tmp_path)
+
+
+def test_grounding_checks_on_crafted_text():
+    from vlnverse.tasks.grounding import route_problem, target_problem
+
+    assert target_problem("the gray remote on the TV stand", "tv", "silver", ["tv", "tv stand", "remote"])
+    assert target_problem("Find the grey television.", "tv", "silver") is not None
+    assert target_problem("Find the silver TV on the TV stand.", "tv", "silver") is None
+    assert target_problem("Go to the couch.", "sofa", "gray") is None  # a synonym
+    assert route_problem("Turn left, then take a right past the sofa.", ["left", "straight", "right"], ["sofa"]) is None
+    assert "turns" in route_problem("Turn right and go left.", ["left", "right"], [])
+    assert "order" in route_problem("Walk past the bed, then the sofa.", [], ["sofa", "bed"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vlnverse.tasks.pathdesc import LANDMARK_LATERAL, describe_path, turn_word
+from vlnverse.tasks.pathdesc import LANDMARK_LATERAL, Leg, PathFacts, describe_path, turn_word
 from vlnverse.tasks.prior import (
     chain_instruction,
     coarse_instruction,
@@ -41,7 +41,7 @@ def test_fine_instructions_are_grounded_in_the_path(context):
         instruction = fine_instruction(context, facts, rng)
         text = instruction.text
         texts.add(text)
-        sentences = [s.strip() for s in text.split(".") if s.strip()]
+        sentences = [s.strip() for s in text.split(". ") if s.strip()]
         assert all(s.split()[0] in IMPERATIVE for s in sentences), text
         rooms_on_path = {context.room_at(p) for p in t.points} | set(facts.rooms)
         for room_id in instruction.rooms:
@@ -53,11 +53,11 @@ def test_fine_instructions_are_grounded_in_the_path(context):
             half = 0.5 * float(np.max(info.aabb_max[:2] - info.aabb_min[:2]))
             assert _distance_to_path(info.center, t.points) <= LANDMARK_LATERAL + half + 1.0
         last = sentences[-1]
-        assert last.startswith(("Stop", "Wait"))
+        assert last.startswith(("Stop", "Wait")) or last.endswith("stop.")
         if facts.end_object:
             assert context.objects[facts.end_object[0]].phrase in last
-        else:
-            assert context.room_label(facts.end_room) in last
+        else:  # never a room alone: how far past the room entrance (or the last turn)
+            assert context.room_label(facts.end_room) in last and "metres" in last
         if facts.end_room:
             assert facts.end_room in rooms_on_path
     assert len(texts) == 15  # varied templates
@@ -90,3 +90,47 @@ def test_chain_instruction_has_one_part_per_subgoal(context):
     assert chained.text.startswith("First, ") and "Finally, " in chained.text
     for part in parts:
         assert part.styles["natural"][1:] in chained.text
+
+
+def facts_of(*legs, end_object=None, end_distance=4.2, end_entered=True, end_room="kitchen_0"):
+    return PathFacts(legs=tuple(legs), start_room="living_room_0", end_room=end_room, end_object=end_object,
+                     rooms=("living_room_0", end_room), length=sum(leg.length for leg in legs),
+                     end_distance=end_distance, end_entered=end_entered)
+
+
+def test_an_ending_without_an_object_gives_the_distance_past_the_entrance(context):
+    leg = Leg("straight", 7.0, rooms_entered=("kitchen_0",), passage="door", rooms_along=(3.0,))
+    for seed in range(6):
+        text = fine_instruction(context, facts_of(leg), np.random.default_rng(seed)).text
+        last = text.rsplit(". ", 1)[-1]
+        assert "4 metres" in last and "kitchen" in last and "Wait there" not in text
+    same_room = facts_of(Leg("straight", 2.6), end_entered=False, end_distance=2.6, end_room="living_room_0")
+    assert "2.5 metres" in fine_instruction(context, same_room, np.random.default_rng(0)).text
+    near = facts_of(leg, end_object=("fridge_0", "ahead"))
+    assert "fridge" in fine_instruction(context, near, np.random.default_rng(0)).text.split(". ")[-1]
+
+
+def test_an_open_plan_opening_is_not_a_door(context):
+    opening = Leg("straight", 6.0, rooms_entered=("kitchen_0",), passage="opening", rooms_along=(2.0,))
+    door = Leg("straight", 6.0, rooms_entered=("kitchen_0",), passage="door", rooms_along=(2.0,))
+    for seed in range(8):
+        assert "door" not in fine_instruction(context, facts_of(opening), np.random.default_rng(seed)).text
+    assert any("door" in fine_instruction(context, facts_of(door), np.random.default_rng(s)).text for s in range(4))
+
+
+def test_landmarks_and_rooms_are_mentioned_in_path_order(context):
+    enter_then_pass = Leg("straight", 6.0, rooms_entered=("kitchen_0",), landmark=("fridge_0", "left"),
+                          rooms_along=(1.0,), landmark_along=4.0)
+    pass_then_enter = Leg("straight", 6.0, rooms_entered=("kitchen_0",), landmark=("sofa_0", "right"),
+                          rooms_along=(4.0,), landmark_along=1.0)
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        text = fine_instruction(context, facts_of(enter_then_pass, pass_then_enter), rng).text
+        first, second = text.index("kitchen"), text.index("fridge")
+        assert first < second < text.index("sofa") < text.rindex("kitchen")
+    # describe_path records where along the leg each event happens
+    facts = describe_path(context, np.array([[3.0, 2.5, 0.0], [9.0, 2.5, 0.0]]), 0.0)
+    leg = facts.legs[0]
+    assert leg.rooms_entered == ("kitchen_0",) and leg.passage == "door"
+    assert leg.rooms_along[0] == np.float64(leg.rooms_along[0]) and 2.4 <= leg.rooms_along[0] <= 3.6
+    assert facts.end_entered and 2.4 <= facts.end_distance <= 3.6

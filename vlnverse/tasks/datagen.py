@@ -54,7 +54,9 @@ class DatagenConfig:
         scenes: Corpus directory.
         out: Dataset directory.
         seed: Dataset seed.
-        llm: ``none`` | ``openai:MODEL`` | ``hf:PATH`` | ``replay:FILE`` (see :func:`vlnverse.llm.make_llm`).
+        llm: ``none`` | ``openai:MODEL`` | ``hf:PATH`` | ``replay:FILE`` (see :func:`vlnverse.llm.make_llm`);
+            any LLM needs ``generation.render`` (the Describer reads rendered images), else
+            the config is refused rather than silently running without the Describer.
         llm_cache: Response cache folder (default ``<out>/llm_cache``; ``none`` disables).
         workers: Scene-parallel worker processes.
         generation: What to generate per scene.
@@ -262,6 +264,9 @@ def run_datagen(config: DatagenConfig, *, overwrite: bool = False,
     started = time.perf_counter()
     entries = discover_scenes(config.scenes)
     _check_spec(config.llm)
+    if config.llm.strip().lower() != "none" and not config.generation.render:
+        raise ConfigError("an LLM pipeline needs rendered images: its Describer reads the target view and "
+                          "the path frames; add --render (generation.render: true), or use --llm none")
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     _start_run(config, overwrite)

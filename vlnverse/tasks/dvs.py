@@ -7,9 +7,18 @@
 * **Synthesizer**: style adaptation; strict JSON ``{"formal","natural","casual"}`` for
   coarse, ``{"natural"}`` for fine.
 
-Every answer is checked: invalid JSON, missing keys, refusals, or objects that are not in
-the scene graph trigger a bounded retry (the rejected answer and the reason are sent back
-to the model), then a fallback to the prior text; provenance records which happened.
+Every answer is checked: invalid JSON, missing keys, refusals, objects that are not in
+the scene graph, a coarse answer that does not name the target by its scene-graph
+identity (category or synonym as a noun-phrase head, no other colour: "the gray remote on
+the TV stand" is not "the silver TV"), or a fine answer whose turns or landmark order
+contradict the path (:mod:`vlnverse.tasks.grounding`) trigger a bounded retry (the
+rejected answer and the reason are sent back to the model), then a fallback to the prior
+text; provenance records which happened.
+
+A Describer failure (no image model, no usable caption) costs only the Describer: the
+Verifier fuses the prior with "Image is unclear." and the Synthesizer still runs. Without
+images (no ``--render``) the Describer stage is not run at all, which ``vlnverse
+datagen`` refuses unless asked for explicitly (see :mod:`vlnverse.tasks.datagen`).
 """
 
 from __future__ import annotations
@@ -25,13 +34,14 @@ from vlnverse.errors import ConfigError, LLMAnswerError, LLMError
 from vlnverse.llm import LLMClient, parse_json_answer
 from vlnverse.tasks.context import SceneContext
 from vlnverse.tasks.episode import STYLES, Instruction
-from vlnverse.tasks.grounding import SYNONYMS, hallucinated_objects, is_refusal
+from vlnverse.tasks.grounding import hallucinated_objects, is_refusal, route_problem, target_problem
+from vlnverse.tasks.pathdesc import PathFacts
 from vlnverse.tasks.promptset import PromptSet
 from vlnverse.tasks.targets import TargetDescription
 
 log = logging.getLogger(__name__)
 
-DVS_VERSION = "1"
+DVS_VERSION = "2"
 UNCLEAR = "Image is unclear."
 
 
@@ -81,15 +91,6 @@ class PipelineResult:
     source: str
     fallback: str | None = None
     caption: str | None = None
-
-
-def _mentions(text: str, noun: str) -> bool:
-    """Whether ``text`` names ``noun`` or one of its synonyms."""
-    words = {noun.lower()} | {a for a, c in SYNONYMS.items() if c == noun.lower()}
-    if noun.lower() in SYNONYMS:
-        words.add(SYNONYMS[noun.lower()])
-    lowered = text.lower()
-    return any(w in lowered for w in words)
 
 
 class _Rejected(Exception):
@@ -154,7 +155,19 @@ class InstructionPipeline:
             raise _Rejected("refusal")
         return text.strip()
 
-    def _json_check(self, keys: Sequence[str], categories: Sequence[str], must_mention: str | None):
+    def _describe(self, prompt: str, images: Sequence[np.ndarray], scene_id: str) -> str:
+        """The Describer's caption, or :data:`UNCLEAR` when it has none to give (a refusal,
+        an empty answer, a text-only model that rejects images): only this stage falls
+        back, the Verifier and Synthesizer still run on the prior."""
+        try:
+            return self._ask(prompt, images, self._caption_check, json_answer=False)
+        except (_Rejected, LLMError) as exc:
+            log.info("%s: the describer gave no usable caption (%s); verifying the prior alone", scene_id, exc)
+            return UNCLEAR
+
+    def _json_check(self, keys: Sequence[str], categories: Sequence[str], problem=None):
+        """A checker of JSON answers with string ``keys``; ``problem(text)`` names what is
+        wrong with one answer's content (None when nothing is)."""
         def check(text: str) -> dict[str, str]:
             if is_refusal(text):
                 raise _Rejected("refusal")
@@ -172,8 +185,9 @@ class InstructionPipeline:
                 extra = hallucinated_objects(answer, categories)
                 if extra:
                     raise _Rejected(f"{key!r} names objects not in the scene: {', '.join(extra)}")
-                if must_mention and not _mentions(answer, must_mention):
-                    raise _Rejected(f"{key!r} does not mention the target ({must_mention})")
+                why = problem(answer) if problem else None
+                if why:
+                    raise _Rejected(f"{key!r} {why}")
                 out[key] = answer
             return out
         return check
@@ -183,7 +197,11 @@ class InstructionPipeline:
                variants: Sequence[str], image: np.ndarray | None) -> PipelineResult:
         """Instruction for a coarse trajectory (all three styles)."""
         categories = sorted({o.category for o in context.objects.values()})
-        head = context.objects[target.object_id].category.split()[-1]
+        info = context.objects[target.object_id]
+
+        def identity(answer: str) -> str | None:
+            return target_problem(answer, info.category, info.color, categories)
+
         stages = ["prior"]
         caption = UNCLEAR
         try:
@@ -191,19 +209,15 @@ class InstructionPipeline:
                 stages.append("describer")
                 prompt = self.prompts.render("describer_coarse", room=target.room, target=target.phrase,
                                              reference=target.reference_phrase or "nearby furniture")
-                try:
-                    caption = self._ask(prompt, [image], self._caption_check, json_answer=False)
-                except _Rejected as exc:
-                    log.info("%s: describer gave no usable caption (%s); using the prior", context.scene_id, exc)
-                    caption = UNCLEAR
+                caption = self._describe(prompt, [image], context.scene_id)
             stages.append("verifier")
             texts = "\n".join(f"{i + 1}. {t}" for i, t in enumerate(variants))
             prompt = self.prompts.render("verifier_coarse", count=len(variants), instructions_text=texts,
                                          image_caption=caption)
-            verified = self._ask(prompt, [], self._json_check(["instruction"], categories, head), json_answer=True)
+            verified = self._ask(prompt, [], self._json_check(["instruction"], categories, identity), json_answer=True)
             stages.append("synthesizer")
             prompt = self.prompts.render("synthesizer_coarse", instruction=verified["instruction"])
-            styles = self._ask(prompt, [], self._json_check(list(STYLES), categories, head), json_answer=True)
+            styles = self._ask(prompt, [], self._json_check(list(STYLES), categories, identity), json_answer=True)
         except (_Rejected, LLMError) as exc:
             return self._fallback(prior, stages, f"{stages[-1]}: {exc}", caption)
         instruction = Instruction(text=styles[prior.style], style=prior.style, styles=styles,
@@ -211,26 +225,31 @@ class InstructionPipeline:
         return PipelineResult(instruction, tuple(stages), self.source, None, caption)
 
     # -- fine --------------------------------------------------------------------------
-    def fine(self, context: SceneContext, prior: Instruction, frames: Sequence[np.ndarray]) -> PipelineResult:
-        """Instruction for a fine-grained trajectory (one natural style)."""
+    def fine(self, context: SceneContext, prior: Instruction, frames: Sequence[np.ndarray],
+             facts: PathFacts | None = None) -> PipelineResult:
+        """Instruction for a fine-grained trajectory (one natural style); with the path's
+        ``facts``, answers must keep its turns and landmark order."""
         categories = sorted({o.category for o in context.objects.values()})
+        route = None
+        if facts is not None:
+            turns = [leg.turn for leg in facts.legs]
+            order = [context.objects[o].category for o in prior.landmarks if o in context.objects]
+
+            def route(answer: str) -> str | None:
+                return route_problem(answer, turns, order)
+
         stages = ["prior"]
         caption = UNCLEAR
         try:
             if frames:
                 stages.append("describer")
-                try:
-                    caption = self._ask(self.prompts.render("describer_fine"), list(frames), self._caption_check,
-                                        json_answer=False)
-                except _Rejected as exc:
-                    log.info("%s: describer gave no usable description (%s)", context.scene_id, exc)
-                    caption = UNCLEAR
+                caption = self._describe(self.prompts.render("describer_fine"), list(frames), context.scene_id)
             stages.append("verifier")
             prompt = self.prompts.render("verifier_fine", instructions_text=prior.text, image_caption=caption)
-            verified = self._ask(prompt, [], self._json_check(["instruction"], categories, None), json_answer=True)
+            verified = self._ask(prompt, [], self._json_check(["instruction"], categories, route), json_answer=True)
             stages.append("synthesizer")
             prompt = self.prompts.render("synthesizer_fine", instruction=verified["instruction"])
-            final = self._ask(prompt, [], self._json_check(["natural"], categories, None), json_answer=True)
+            final = self._ask(prompt, [], self._json_check(["natural"], categories, route), json_answer=True)
         except (_Rejected, LLMError) as exc:
             return self._fallback(prior, stages, f"{stages[-1]}: {exc}", caption)
         instruction = Instruction(text=final["natural"], style="natural", landmarks=prior.landmarks, rooms=prior.rooms)

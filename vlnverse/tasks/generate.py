@@ -242,7 +242,7 @@ class _EpisodeWriter:
             result = None
             if self.pipeline is not None:
                 frames = self.renderer.path_frames(trajectory.points) if self.renderer else []
-                result = self.pipeline.fine(self.context, instruction, frames)
+                result = self.pipeline.fine(self.context, instruction, frames, facts)
                 instruction = result.instruction
             out.append(self._episode(f"{self.context.scene_id}-f{k:04d}", "fine", split, trajectory.start,
                                      trajectory.start_yaw, [self._goal(trajectory)], trajectory.points,

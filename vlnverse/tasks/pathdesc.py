@@ -1,10 +1,13 @@
 """Turning a sampled path into navigational facts: legs, turns, rooms, landmarks, end point.
 
 The smoothed path is cut into *legs* at heading changes of at least
-:data:`TURN_THRESHOLD_DEG`; each leg records the turn before it, the rooms it enters, a
-landmark passed on the left or right, and whether it crosses a doorway. The end point
-is described relative to the final heading. This is the factual skeleton that the prior
-templates and the LLM Verifier ground the instruction in.
+:data:`TURN_THRESHOLD_DEG`; each leg records the turn before it, the rooms it enters and
+a landmark passed on the left or right, each with how far along the leg it happens (so
+the text can mention them in path order), and what passage it crosses: a ``door`` or an
+open-plan ``opening`` (which is not a door). The end point is described by an object
+near the goal relative to the final heading, and always by a distance: how far the goal
+lies past the entrance of the end room (or past the last turn). This is the factual
+skeleton that the prior templates and the LLM Verifier ground the instruction in.
 """
 
 from __future__ import annotations
@@ -47,14 +50,26 @@ class Leg:
         length: Leg length (m).
         rooms_entered: Room ids first entered during the leg.
         landmark: ``(object_id, side)`` passed during the leg, side ``left``/``right``.
-        through_door: Whether the leg crosses a doorway.
+        passage: ``"door"`` when the leg crosses a doorway, ``"opening"`` for an
+            open-plan opening between rooms, else ``None``.
+        rooms_along: Distance along the leg (m) at which each of ``rooms_entered`` starts.
+        landmark_along: Distance along the leg (m) at which the landmark is passed.
     """
 
     turn: str
     length: float
     rooms_entered: tuple[str, ...] = ()
     landmark: tuple[str, str] | None = None
-    through_door: bool = False
+    passage: str | None = None
+    rooms_along: tuple[float, ...] = ()
+    landmark_along: float = 0.0
+
+    def events(self) -> list[tuple[str, str]]:
+        """``("landmark", object_id)`` and ``("room", room_id)`` in the order walked."""
+        items = [(along, "room", room) for along, room in zip(self.rooms_along, self.rooms_entered, strict=True)]
+        if self.landmark:
+            items.append((self.landmark_along, "landmark", self.landmark[0]))
+        return [(kind, ident) for _, kind, ident in sorted(items, key=lambda e: e[0])]
 
 
 @dataclass(frozen=True)
@@ -69,6 +84,9 @@ class PathFacts:
             ``right`` or ``behind`` relative to the final heading.
         rooms: Every room the path visits, in order (start room first).
         length: Total length (m).
+        end_distance: Path length (m) from where the path enters the end room to the
+            goal; from the start of the last leg when the end room is the start room.
+        end_entered: Whether the path enters the end room (else it starts there).
     """
 
     legs: tuple[Leg, ...]
@@ -77,6 +95,8 @@ class PathFacts:
     end_object: tuple[str, str] | None
     rooms: tuple[str, ...]
     length: float
+    end_distance: float = 0.0
+    end_entered: bool = False
 
     @property
     def landmarks(self) -> tuple[str, ...]:
@@ -129,21 +149,22 @@ def describe_path(context: SceneContext, points: np.ndarray, start_yaw: float) -
     points = np.asarray(points, dtype=np.float64)
     segments = _segments(points)
     # rooms along the path, debounced
-    dense, owner = _densify(segments)
+    dense, owner, offset = _densify(segments)
     room_idx = context.rooms_along(dense)
-    visits = _room_visits(room_idx, owner)
+    visits = _room_visits(room_idx)
     start_room = context.room_at(points[0])
     if start_room is None and visits:  # starting in a doorway: the first room reached is the start room
         start_room = context.room_ids[visits[0][0]]
     visited = [start_room] if start_room else []
-    entered_by_leg: dict[int, list[str]] = {}
-    for room, leg_index in visits:
+    entered_by_leg: dict[int, list[tuple[float, str]]] = {}
+    entered_at: dict[str, int] = {}  # dense index of the last entry into each room
+    for room, sample in visits:
         room_id = context.room_ids[room]
         if not visited or visited[-1] != room_id:
             visited.append(room_id)
             if room_id != start_room or len(visited) > 1:
-                entered_by_leg.setdefault(leg_index, []).append(room_id)
-    doors = np.array([d.position[:2] for d in context.scene.doors]) if context.scene.doors else np.zeros((0, 2))
+                entered_by_leg.setdefault(int(owner[sample]), []).append((float(offset[sample]), room_id))
+                entered_at[room_id] = sample
     legs: list[Leg] = []
     heading = start_yaw
     used: set[str] = set()
@@ -154,29 +175,53 @@ def describe_path(context: SceneContext, points: np.ndarray, start_yaw: float) -
         landmark = _landmark(context, a, b, used)
         if landmark:
             used.add(landmark[0])
-        through = bool(len(doors)) and bool((_point_segment_distance(doors, a[:2], b[:2]) <= DOOR_DISTANCE).any())
+        entries = entered_by_leg.get(index, [])
         legs.append(Leg(turn=turn, length=float(np.linalg.norm(b[:2] - a[:2])),
-                        rooms_entered=tuple(entered_by_leg.get(index, ())), landmark=landmark, through_door=through))
+                        rooms_entered=tuple(r for _, r in entries), landmark=landmark[:2] if landmark else None,
+                        passage=_passage(context, a, b), rooms_along=tuple(s for s, _ in entries),
+                        landmark_along=landmark[2] if landmark else 0.0))
     end_room = context.room_at(points[-1])
     end_object = _end_object(context, points[-1], heading, end_room)
+    total = float(np.linalg.norm(np.diff(points[:, :2], axis=0), axis=1).sum())
+    entered = end_room in entered_at and end_room != start_room
+    if entered:
+        travelled = float(np.linalg.norm(np.diff(dense[: entered_at[end_room] + 1, :2], axis=0), axis=1).sum())
+        end_distance = max(total - travelled, 0.0)
+    else:
+        end_distance = legs[-1].length if legs else 0.0
     return PathFacts(legs=tuple(legs), start_room=start_room, end_room=end_room, end_object=end_object,
-                     rooms=tuple(visited), length=float(np.linalg.norm(np.diff(points[:, :2], axis=0), axis=1).sum()))
+                     rooms=tuple(visited), length=total, end_distance=end_distance, end_entered=entered)
 
 
-def _densify(segments) -> tuple[np.ndarray, np.ndarray]:
-    pts, owner = [], []
+def _passage(context: SceneContext, a: np.ndarray, b: np.ndarray) -> str | None:
+    """``door``, ``opening`` (open plan) or ``None``: what the leg from ``a`` to ``b`` goes through."""
+    near = [d for d in context.scene.doors
+            if _point_segment_distance(np.asarray([d.position[:2]]), a[:2], b[:2])[0] <= DOOR_DISTANCE]
+    if not near:
+        return None
+    return "opening" if all(d.open_plan for d in near) else "door"
+
+
+def _densify(segments) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Points every ``SAMPLE_STEP`` along the segments, the segment of each, and its
+    distance from that segment's start."""
+    pts, owner, offset = [], [], []
     for index, (a, b) in enumerate(segments):
-        n = max(int(np.linalg.norm(b[:2] - a[:2]) / SAMPLE_STEP), 1)
-        t = np.linspace(0.0, 1.0, n, endpoint=False)[:, None]
-        pts.append(a[None, :] + (b - a)[None, :] * t)
+        length = float(np.linalg.norm(b[:2] - a[:2]))
+        n = max(int(length / SAMPLE_STEP), 1)
+        t = np.linspace(0.0, 1.0, n, endpoint=False)
+        pts.append(a[None, :] + (b - a)[None, :] * t[:, None])
         owner.extend([index] * n)
+        offset.extend((t * length).tolist())
     pts.append(segments[-1][1][None, :])
     owner.append(len(segments) - 1)
-    return np.concatenate(pts), np.asarray(owner)
+    offset.append(float(np.linalg.norm(segments[-1][1][:2] - segments[-1][0][:2])))
+    return np.concatenate(pts), np.asarray(owner), np.asarray(offset)
 
 
-def _room_visits(room_idx: np.ndarray, owner: np.ndarray) -> list[tuple[int, int]]:
-    """``(room index, leg index where it starts)`` for stays of at least MIN_ROOM_STAY (or the last one)."""
+def _room_visits(room_idx: np.ndarray) -> list[tuple[int, int]]:
+    """``(room index, dense sample index where it starts)`` for stays of at least
+    MIN_ROOM_STAY (or the last one)."""
     visits = []
     n = len(room_idx)
     i = 0
@@ -186,7 +231,7 @@ def _room_visits(room_idx: np.ndarray, owner: np.ndarray) -> list[tuple[int, int
             j += 1
         stay = (j - i + 1) * SAMPLE_STEP
         if room_idx[i] >= 0 and (stay >= MIN_ROOM_STAY or j == n - 1):
-            visits.append((int(room_idx[i]), int(owner[i])))
+            visits.append((int(room_idx[i]), i))
         i = j + 1
     return visits
 
@@ -198,8 +243,9 @@ def _point_segment_distance(points: np.ndarray, a: np.ndarray, b: np.ndarray) ->
     return np.linalg.norm(points - (a + t[:, None] * ab), axis=1)
 
 
-def _landmark(context: SceneContext, a: np.ndarray, b: np.ndarray, used: set[str]) -> tuple[str, str] | None:
-    """The closest large object beside the leg (not behind its start or past its end)."""
+def _landmark(context: SceneContext, a: np.ndarray, b: np.ndarray, used: set[str]) -> tuple[str, str, float] | None:
+    """The closest large object beside the leg (not behind its start or past its end):
+    ``(object_id, side, distance along the leg)``."""
     ab = b[:2] - a[:2]
     length = float(np.linalg.norm(ab))
     if length < 1.0:
@@ -219,8 +265,8 @@ def _landmark(context: SceneContext, a: np.ndarray, b: np.ndarray, used: set[str
             continue
         score = abs(lateral) - half
         if best is None or (score, info.object_id) < (best[0], best[1]):
-            best = (score, info.object_id, "left" if lateral > 0 else "right")
-    return (best[1], best[2]) if best else None
+            best = (score, info.object_id, "left" if lateral > 0 else "right", along)
+    return (best[1], best[2], best[3]) if best else None
 
 
 def _end_object(context: SceneContext, goal: np.ndarray, heading: float, room: str | None) -> tuple[str, str] | None:

@@ -1,7 +1,9 @@
 """Prior-based instruction initialization (paper §3.3.2): text from the scene graph alone.
 
 Always available, no LLM: fine-grained step-by-step text in the second-person imperative
-(turns, straight runs, rooms entered, landmarks on the left/right, a precise end point);
+(turns, straight runs, rooms entered and landmarks on the left/right in the order they are
+walked past, doors named only where there is a door, never for an open-plan opening, and
+a precise end point: an object at the goal, else the distance past the room entrance);
 coarse-grained target descriptions in the three styles formal / natural / casual. Every
 slot has several template variants, drawn from the generator passed in.
 """
@@ -15,7 +17,7 @@ from vlnverse.tasks.episode import STYLES, Instruction
 from vlnverse.tasks.pathdesc import PathFacts
 from vlnverse.tasks.targets import TargetDescription
 
-PRIOR_VERSION = "1"
+PRIOR_VERSION = "2"
 
 INITIAL_TURN = {
     "left": ["Turn left", "Turn to your left", "Face left"],
@@ -31,16 +33,23 @@ TURN = {
 PASS = ["past the {lm} on your {side}", "keeping the {lm} on your {side}", "passing the {lm} on your {side}",
         "with the {lm} on your {side}"]
 ENTER = ["into the {room}", "and enter the {room}", "to enter the {room}"]
-ENTER_DOOR = ["through the doorway into the {room}", "through the door into the {room}",
-              "through the doorway to enter the {room}"]
+ENTER_PASSAGE = {
+    "door": ["through the doorway into the {room}", "through the door into the {room}",
+             "through the doorway to enter the {room}"],
+    "opening": ["through the opening into the {room}", "on into the open {room}", "into the {room}"],
+}
 END = {
     "ahead": ["Stop in front of the {obj}.", "Stop when the {obj} is right in front of you.",
               "Wait in front of the {obj}."],
     "left": ["Stop with the {obj} on your left.", "Stop next to the {obj} on your left."],
     "right": ["Stop with the {obj} on your right.", "Stop next to the {obj} on your right."],
-    "behind": ["Stop just past the {obj}.", "Stop once you have passed the {obj}."],
+    "behind": ["Stop with the {obj} behind you.", "Stop with your back to the {obj}."],
 }
-END_ROOM = ["Stop in the {room}.", "Stop once you are inside the {room}.", "Wait there, in the {room}."]
+END_DISTANCE = {
+    True: ["Stop about {d} metres into the {room}.", "Go about {d} metres into the {room} and stop.",
+           "Walk about {d} metres into the {room} and stop."],
+    False: ["Stop after about {d} metres, in the {room}.", "Walk about {d} metres and stop in the {room}."],
+}
 CONNECT = [", then ", " and then ", ", and "]
 
 COARSE = {
@@ -78,6 +87,21 @@ def _lower_first(text: str) -> str:
     return text[:1].lower() + text[1:] if text[:2] != text[:2].upper() else text
 
 
+def _distance_words(metres: float) -> str:
+    """A spoken distance: halves of a metre up to 3 m, whole metres beyond (at least 1)."""
+    value = max(1.0, round(metres * 2) / 2 if metres < 3 else float(round(metres)))
+    return f"{value:g}"
+
+
+def end_sentence(context: SceneContext, facts: PathFacts, rng: np.random.Generator) -> str:
+    """The end point: the object at the goal, else how far past the room entrance (or the last turn)."""
+    if facts.end_object:
+        object_id, where = facts.end_object
+        return _pick(rng, END[where]).format(obj=context.objects[object_id].phrase)
+    return _pick(rng, END_DISTANCE[facts.end_entered]).format(
+        d=_distance_words(facts.end_distance), room=context.room_label(facts.end_room))
+
+
 def fine_instruction(context: SceneContext, facts: PathFacts, rng: np.random.Generator) -> Instruction:
     """A step-by-step fine-grained instruction for ``facts``."""
     sentences: list[str] = []
@@ -88,27 +112,27 @@ def fine_instruction(context: SceneContext, facts: PathFacts, rng: np.random.Gen
         sentences.append(_pick(rng, INITIAL_TURN[pending_turn]) + ".")
     for index, leg in enumerate(facts.legs):
         clause = _pick(rng, WALK)
-        if leg.landmark:
-            object_id, side = leg.landmark
-            clause += " " + _pick(rng, PASS).format(lm=context.objects[object_id].phrase, side=side)
-            landmarks.append(object_id)
-        for i, room_id in enumerate(leg.rooms_entered):
-            template = _pick(rng, ENTER_DOOR if leg.through_door else ENTER)
-            clause += (" " if i == 0 else ", then ") + template.format(room=context.room_label(room_id))
-            mentioned_rooms.append(room_id)
+        rooms_so_far = 0
+        for kind, ident in leg.events():
+            if kind == "landmark":
+                clause += (", " if rooms_so_far else " ") + _pick(rng, PASS).format(
+                    lm=context.objects[ident].phrase, side=leg.landmark[1])
+                landmarks.append(ident)
+                continue
+            template = _pick(rng, ENTER_PASSAGE[leg.passage] if leg.passage else ENTER)
+            clause += (" " if rooms_so_far == 0 else ", then ") + template.format(room=context.room_label(ident))
+            rooms_so_far += 1
+            mentioned_rooms.append(ident)
         if index + 1 < len(facts.legs):
             turn = facts.legs[index + 1].turn
             if turn != "straight":
                 clause += _pick(rng, CONNECT) + _pick(rng, TURN[turn])
         sentences.append(_cap(clause) + ".")
+    sentences.append(end_sentence(context, facts, rng))
     if facts.end_object:
-        object_id, where = facts.end_object
-        sentences.append(_pick(rng, END[where]).format(obj=context.objects[object_id].phrase))
-        landmarks.append(object_id)
-    else:
-        sentences.append(_pick(rng, END_ROOM).format(room=context.room_label(facts.end_room)))
-        if facts.end_room and facts.end_room not in mentioned_rooms:
-            mentioned_rooms.append(facts.end_room)
+        landmarks.append(facts.end_object[0])
+    elif facts.end_room and facts.end_room not in mentioned_rooms:
+        mentioned_rooms.append(facts.end_room)
     return Instruction(text=" ".join(sentences), style="natural", landmarks=tuple(dict.fromkeys(landmarks)),
                        rooms=tuple(mentioned_rooms))
 
