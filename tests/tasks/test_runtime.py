@@ -79,6 +79,47 @@ def test_llm_oracle_through_the_openai_client(context, monkeypatch):
     assert "red cup" in oracle.answer("Which way?", (1.0, 1.0, 0.0, 0.0)) and oracle.fallbacks == 1
 
 
+def test_llm_oracle_sees_the_view_until_its_model_refuses_images(context, monkeypatch):
+    monkeypatch.setenv(API_KEY_ENV, "sk-test")
+    endpoint = ChatEndpoint(answer=lambda body: "The cup is on the table to your right.")
+    client = OpenAIClient("gpt-4o", base_url="http://llm.test/v1", api_key_env=API_KEY_ENV,
+                          http_client=httpx.Client(transport=endpoint.transport()), sleep=lambda s: None)
+    oracle = LLMOracle(context, chain_episode(), client)
+    view = np.full((8, 8, 3), 120, np.uint8)
+    assert oracle.takes_images and oracle.answer("Where is the cup?", (1.0, 1.0, 0.0, 0.0), view=view)
+    parts = endpoint.requests[-1]["messages"][0]["content"]
+    assert any(p["type"] == "image_url" for p in parts)
+    endpoint.failures = [(400, {})]  # a text-only model rejects the image ...
+    assert oracle.answer("Where is the cup?", (1.0, 1.0, 0.0, 0.0), view=view) == "The cup is on the table to your right."
+    assert not oracle.takes_images and oracle.fallbacks == 0  # ... and is asked again without it
+    assert isinstance(endpoint.requests[-1]["messages"][0]["content"], str)
+
+
+def test_template_oracle_answers_the_question_asked(context):
+    from vlnverse.tasks.oracle import question_kind
+
+    assert [question_kind(q) for q in ("Where is the fridge?", "Am I close?", "How far is it?",
+                                       "Which room am I in?", "Which way now?", "Left or right?")] == \
+        ["where", "close", "close", "room", "route", "route"]
+    oracle = TemplateOracle(context, chain_episode())
+    start = (1.0, 1.0, 0.0, 0.0)  # living room, facing +x (the kitchen lies ahead, beyond x = 6)
+    answers = {q: oracle.answer(q, start) for q in (
+        "Where is the fridge?", "Where is the refrigerator?", "Where is the bathroom?", "Am I close?",
+        "Which room am I in?", "Which way should I go?", "Where is the piano?")}
+    assert len(set(answers.values())) == 5  # fridge = refrigerator, piano (none here) = the route
+    assert answers["Where is the fridge?"] == answers["Where is the refrigerator?"]
+    assert "fridge" in answers["Where is the fridge?"] and "kitchen" in answers["Where is the fridge?"]
+    assert "ahead of you" in answers["Where is the fridge?"]
+    assert answers["Where is the bathroom?"].startswith("The bathroom is")
+    assert answers["Am I close?"].startswith("Not yet") and "red cup" in answers["Am I close?"]
+    assert answers["Which room am I in?"].startswith("You are in the living room")
+    assert "m away" in answers["Which way should I go?"] and "kitchen" in answers["Which way should I go?"]
+    assert answers["Where is the piano?"] == answers["Which way should I go?"]  # no piano: the route
+    near = oracle.answer("Am I close?", (6.8, 3.6, 0.0, 0.0))
+    assert near.startswith("Yes, you are close")
+    assert oracle.answer("Which room am I in?", (8.0, 1.5, 0.0, 0.0)).startswith("You are in the kitchen")
+
+
 def test_episodes_feed_the_env(house_file):
     from vlnverse.envs.nav_env import NavEnv
 

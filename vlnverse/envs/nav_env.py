@@ -42,7 +42,10 @@ of that step (empty on every other step). The budget is the episode's
 ``question_budget`` (else ``question_budget``, default 3); later asks are answered with
 :data:`vlnverse.tasks.runtime.BUDGET_SPENT`. Answers come from the template oracle, or
 from an LLM oracle when ``oracle_llm`` names a model (a :func:`vlnverse.llm.make_llm` spec
-or a client).
+or a client). The template oracle answers the question asked (direction, distance, "where
+is X", "am I close", "which room": :func:`vlnverse.tasks.oracle.question_kind`); the LLM
+oracle is also shown the agent's current view (a default RGB camera at its pose) while
+its model takes images.
 """
 
 from __future__ import annotations
@@ -744,6 +747,10 @@ class NavEnv(gym.Env):
         for name, spec in self.sim.rig.items():
             if isinstance(spec, RGBSensor):
                 return self.sim.observe()[name]
+        return self._agent_view()
+
+    def _agent_view(self) -> np.ndarray:
+        """A default RGB camera's view from the agent's pose (what the LLM oracle is shown)."""
         camera = RGBSensor()
         pose = self.sim.pose
         request = CameraRequest((pose.x, pose.y, pose.z + self.agent_spec.camera_height), pose.yaw, 0.0,
@@ -766,7 +773,8 @@ class _LazyOracle:
     def answer(self, question: str, pose: tuple[float, float, float, float], goal_index: int = 0) -> str:
         if self._oracle is None:
             self._oracle = self.env._dialogue_oracle()
-        return self._oracle.answer(question, pose, goal_index)
+        view = self.env._agent_view() if self._oracle.takes_images else None
+        return self._oracle.answer(question, pose, goal_index, view=view)
 
 
 def _sanitize(text: str) -> str:
