@@ -210,3 +210,21 @@ def test_a_start_inside_a_sealed_pillar_goes_to_reachable_floor(tmp_path, caplog
     _, info = env.reset(seed=0, options={"start": (1.0, 1.0, 0.0)})
     assert info["start_snap"] == 0.0
     env.close()
+
+
+def test_the_papers_training_protocols_by_name(two_rooms):
+    from vlnverse.envs.protocols import OFFLINE_MAX_STEPS, ONLINE_ORACLE_STOP
+
+    offline = vlnverse.envs.make(two_rooms, protocol="offline_training")
+    assert offline.unwrapped.max_episode_steps == OFFLINE_MAX_STEPS == 200
+    space = offline.observation_space
+    assert space["rgb"].shape == (224, 224, 3) and space["depth"].shape == (256, 256, 1)
+    assert space["depth"].high.max() == 1.0  # normalized over 10 m (C.2.1)
+    offline.close()
+    online = vlnverse.envs.make(two_rooms, protocol="online_training", sensors=(), max_episode_steps=80)
+    base = online.unwrapped
+    assert base.oracle_stop_distance == ONLINE_ORACLE_STOP == 1.5 and base.physics.mode == "slide"
+    assert base.max_episode_steps == 80  # explicit keywords win over the protocol's
+    online.close()
+    with pytest.raises(ConfigError, match="unknown protocol 'online'; valid: offline_training, online_training"):
+        vlnverse.envs.make(two_rooms, protocol="online")

@@ -35,7 +35,7 @@ def scene():
 def sim(scene):
     rig = {
         "rgb": RGBSensor(),
-        "depth": DepthSensor(width=224, height=224, max_depth=10.0),
+        "depth": DepthSensor(width=224, height=224, max_depth=10.0, normalize=False),
         "semantic": SemanticSensor(),
         "lidar": LidarSensor(h_resolution_deg=1.0),
     }
@@ -76,6 +76,16 @@ def test_depth_clips_and_normalizes(scene):
         depth = simulator.observe()["depth"]
     assert depth.max() <= 1.0 and depth.min() >= 0.0
     assert depth[32, 32, 0] == pytest.approx(1.0)  # 5 m clipped at 3 m → 1
+
+
+def test_depth_is_normalized_over_10_m_by_default_as_in_the_paper(scene):
+    """Appendix C.2.1: pixels beyond 10 m are clipped and depth normalized; metres on request."""
+    assert DepthSensor().normalize and DepthSensor().max_depth == 10.0
+    rig = {"depth": DepthSensor(width=64, height=64), "metres": DepthSensor(width=64, height=64, normalize=False)}
+    with Simulator(scene, sensors=rig, pose=Pose(1.0, 2.0, 0.0, 0.0)) as simulator:
+        obs = simulator.observe()
+    assert obs["depth"][32, 32, 0] == pytest.approx(0.5, abs=0.003)  # the wall 5 m ahead
+    assert obs["metres"][32, 32, 0] == pytest.approx(5.0, abs=0.03)
 
 
 def test_semantic_id_at_the_image_centre_is_the_object_in_front(scene):

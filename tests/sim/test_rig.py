@@ -40,7 +40,7 @@ def test_panorama_is_twelve_views_thirty_degrees_apart():
 def test_panorama_views_look_around():
     scene = box_room(6.0, 4.0, furniture=[Box("cabinet_0", (1.6, 3.2, 0.0), (2.4, 3.8, 1.8), (0.7, 0.1, 0.1), "cabinet")])
     rig = SensorRig.panoramic(width=64, height=64)
-    rig.attach("depth", DepthSensor(width=64, height=64))
+    rig.attach("depth", DepthSensor(width=64, height=64, normalize=False))
     with Simulator(scene, sensors=rig, pose=Pose(2.0, 2.0, 0.0, 0.0)) as sim:
         obs = sim.observe()
         depth = sim.observe()["depth"]
@@ -61,3 +61,12 @@ def test_rgb_and_depth_with_one_camera_render_once(monkeypatch):
         obs = sim.observe()
     assert calls == [1]
     assert obs["rgb"].shape == (32, 32, 3) and obs["depth"].shape == (32, 32, 1)
+
+
+def test_the_paper_panorama_rig_has_one_name():
+    rig = SensorRig.from_spec("panorama")
+    names = rig.names()
+    assert len(names) == 24 and names[0] == "rgb_pano_00" and names[-1] == "depth_pano_11"
+    assert [rig[f"rgb_pano_{i:02d}"].yaw_deg for i in range(12)] == [30.0 * i for i in range(12)]
+    depth = rig["depth_pano_05"]
+    assert (depth.width, depth.height, depth.hfov_deg, depth.normalize, depth.max_depth) == (224, 224, 90.0, True, 10.0)

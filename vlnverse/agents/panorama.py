@@ -38,7 +38,7 @@ def make_rig(config: PanoramaConfig, kinds: Sequence[str]) -> Any:
         params: dict[str, Any] = {"width": size, "height": size, "hfov_deg": config.hfov_deg,
                                   "mount_height": config.camera_height}
         if kind == "depth":
-            params["max_depth"] = config.max_depth
+            params.update(max_depth=config.max_depth, normalize=False)  # metres: geometry needs them
         rig.add_panorama(make_sensor(kind, params), views=config.views, step_deg=config.step_deg,
                          prefix=f"{kind}_pano")
     return rig

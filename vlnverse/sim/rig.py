@@ -13,6 +13,9 @@ from vlnverse.errors import ConfigError
 from vlnverse.sim.sensors import SENSOR_TYPES, CameraSpec, SensorSpec, make_sensor
 
 RESERVED_NAMES = frozenset({"instruction"})
+PANORAMA = "panorama"
+"""The rig name of the paper's online rig (C.2.1): 12 RGB + 12 depth views at 30° yaw
+steps, 224×224, HFOV 90° (views ``rgb_pano_00..11``, ``depth_pano_00..11``)."""
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -34,13 +37,16 @@ class SensorRig:
         """Build a rig from a rig, names/kinds, or a mapping of name → spec.
 
         Accepted forms: ``("rgb", "depth")`` (each name is also the kind), a mapping
-        ``{"front": RGBSensor(...)}`` or ``{"front": {"kind": "rgb", "width": 128}}``.
+        ``{"front": RGBSensor(...)}`` or ``{"front": {"kind": "rgb", "width": 128}}``, or
+        the rig name :data:`PANORAMA` (``"panorama"``: the paper's 12 × 30° rig).
 
         Raises:
             ConfigError: Unknown sensor kind or parameter, or an invalid value.
         """
         if isinstance(spec, SensorRig):
             return cls(dict(spec.items()))
+        if isinstance(spec, str) and spec.strip() == PANORAMA:
+            return cls.panoramic(kinds=("rgb", "depth"))
         if isinstance(spec, str):
             spec = [s.strip() for s in spec.split(",") if s.strip()]
         rig = cls()

@@ -126,12 +126,14 @@ class RGBSensor(CameraSpec):
 class DepthSensor(CameraSpec):
     """Depth camera: (H, W, 1) float32 distance to the image plane.
 
-    Defaults: 256×256, HFOV 90°, clipped at 10 m (paper A.2.4, C.2.1).
+    Defaults as in the paper: 256×256, HFOV 90° (A.2.4), clipped at 10 m and normalized to
+    [0, 1] (C.2.1: "clip and normalize pixels exceeding a depth of 10 meters"). Set
+    ``normalize=False`` for metres (geometry, waypoint prediction).
 
     Attributes:
         min_depth, max_depth: Readings are clipped to this range (metres); pixels that
             see nothing read ``max_depth``.
-        normalize: Map the clipped range linearly to [0, 1].
+        normalize: Map the clipped range linearly to [0, 1] (default); ``False`` keeps metres.
     """
 
     kind: ClassVar[str] = "depth"
@@ -139,7 +141,7 @@ class DepthSensor(CameraSpec):
     height: int = 256
     min_depth: float = 0.0
     max_depth: float = 10.0
-    normalize: bool = False
+    normalize: bool = True
 
     def __post_init__(self) -> None:
         super().__post_init__()
