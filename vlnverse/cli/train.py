@@ -1,4 +1,5 @@
-"""``vlnverse train``: imitation of the oracle (Seq2Seq, CMA) on pre-rendered frames."""
+"""``vlnverse train``: imitation of the oracle offline (Seq2Seq, CMA on pre-rendered frames)
+and online (``waypoint_bert --online``: a waypoint policy fine-tuned in the simulator)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,15 @@ from pathlib import Path
 
 from vlnverse.cli.output import print_json, print_table
 
-MODELS = ("seq2seq", "cma")
+MODELS = ("seq2seq", "cma", "waypoint_bert")
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "train", help="train a learned baseline (Seq2Seq/CMA imitation)",
-        description="Teacher-forced imitation of the oracle on pre-rendered frames (rendered first when "
-                    "missing). Checkpoints every epoch; re-running the same command resumes.")
+        "train", help="train a learned baseline (Seq2Seq/CMA imitation, online waypoint fine-tuning)",
+        description="seq2seq/cma: teacher-forced imitation of the oracle on pre-rendered frames (rendered "
+                    "first when missing). waypoint_bert --online: imitation in the simulator with scheduled "
+                    "sampling, then zero-shot vs fine-tuned evaluation (Table 7). Re-running resumes.")
     parser.add_argument("model", choices=MODELS, help="model to train")
     parser.add_argument("--dataset", required=True, type=Path, help="dataset folder")
     parser.add_argument("--split", default="train", help="training split (default: train)")
@@ -27,6 +29,7 @@ def register(subparsers) -> None:
     parser.add_argument("--lr", type=float, default=None, help="AdamW learning rate (default: the preset's)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto (default: cpu)")
     parser.add_argument("--amp", action="store_true", help="mixed precision on CUDA")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: the preset's)")
     parser.add_argument("--frames", type=Path, default=None, help="pre-rendered frames folder (default: OUT/frames)")
     parser.add_argument("--val-split", default="val_unseen", help="split validated every epoch ('none': skip)")
     parser.add_argument("--val-episodes", type=int, default=None, help="validate on a sample of N episodes")
@@ -34,6 +37,15 @@ def register(subparsers) -> None:
     parser.add_argument("--workers", type=int, default=1, help="processes for pre-rendering and validation")
     parser.add_argument("--loader-workers", type=int, default=0, help="DataLoader worker processes")
     parser.add_argument("--seed", type=int, default=0, help="seed (default: 0)")
+    online = parser.add_argument_group("online fine-tuning (waypoint_bert)")
+    online.add_argument("--online", action="store_true", help="train in the simulator (required for waypoint_bert)")
+    online.add_argument("--iterations", type=int, default=None, help="iterations (default: the preset's)")
+    online.add_argument("--num-envs", type=int, default=None, help="vector sub-envs = episodes per batch")
+    online.add_argument("--vector", choices=("async", "sync"), default="async", help="sub-envs in processes or not")
+    online.add_argument("--physics", default="slide", help="physics of the rollouts (default: slide)")
+    online.add_argument("--eval-physics", default="slide,strict,tel_hop",
+                        help="physics of the zero-shot vs fine-tuned evaluation (default: slide,strict,tel_hop)")
+    online.add_argument("--init-checkpoint", type=Path, default=None, help="start from this policy checkpoint")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true", help="print one JSON summary")
     parser.set_defaults(handler=_train)
@@ -50,16 +62,59 @@ def build_config(args: argparse.Namespace):
                 device=args.device, amp=args.amp, workers=args.workers, loader_workers=args.loader_workers,
                 seed=args.seed, inflection_weighting=not args.no_inflection,
                 val_split=None if args.val_split.lower() == "none" else args.val_split)
-    for name in ("epochs", "batch_size", "lr", "val_episodes", "frames"):
+    for name in ("epochs", "batch_size", "lr", "val_episodes", "frames", "threads"):
         value = getattr(args, name)
         if value is not None:
             data[name] = str(value) if isinstance(value, Path) else value
     return config_from_mapping(ImitationConfig, data, where="train")
 
 
+def build_online_config(args: argparse.Namespace):
+    """The :class:`OnlineConfig` of the online preset with the command line's overrides."""
+    from vlnverse.config import config_from_mapping
+    from vlnverse.learning.online.trainer import OnlineConfig
+    from vlnverse.learning.presets import preset
+
+    data = preset(args.preset, online=True)
+    data.update(dataset=str(args.dataset), out=str(args.out), split=args.split, task=args.task, device=args.device,
+                seed=args.seed, vector=args.vector, physics=args.physics,
+                eval_physics=tuple(p.strip() for p in args.eval_physics.split(",") if p.strip()),
+                eval_split=None if args.val_split.lower() == "none" else args.val_split)
+    for name, value in (("iterations", args.iterations), ("num_envs", args.num_envs), ("lr", args.lr),
+                        ("eval_episodes", args.val_episodes), ("init_checkpoint", args.init_checkpoint)):
+        if value is not None:
+            data[name] = str(value) if isinstance(value, Path) else value
+    return config_from_mapping(OnlineConfig, data, where="train")
+
+
+def _train_online(args: argparse.Namespace) -> int:
+    from vlnverse.learning.online.trainer import train_online
+
+    if args.threads:
+        from vlnverse.learning.torch_support import require_torch
+
+        require_torch().set_num_threads(args.threads)
+    summary = train_online(build_online_config(args))
+    if args.json:
+        print_json(summary)
+        return 0
+    rows = [(h["iteration"], h["loss"], h["teacher_probability"], f"{h['successes']}/{h['episodes']}",
+             round(h["env_steps"] / h["seconds"], 1)) for h in summary["history"]]
+    print_table(f"waypoint_bert online → {summary['out']}", ("iteration", "loss", "p(teacher)", "success",
+                                                             "env steps/s"), rows)
+    if "table7" in summary:
+        print((Path(summary["out"]) / "table7.md").read_text(encoding="utf-8"))
+    return 0
+
+
 def _train(args: argparse.Namespace) -> int:
+    from vlnverse.errors import ConfigError
     from vlnverse.learning.imitation import train_imitation
 
+    if args.model == "waypoint_bert" or args.online:
+        if not (args.model == "waypoint_bert" and args.online):
+            raise ConfigError("online fine-tuning is for waypoint_bert: use `vlnverse train waypoint_bert --online`")
+        return _train_online(args)
     config = build_config(args)
     if args.no_progress or args.json:
         result = train_imitation(config)

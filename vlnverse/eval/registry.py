@@ -30,6 +30,7 @@ AGENTS.register("map_history", "vlnverse.agents.map_history:MapHistoryAgent")
 AGENTS.register("map_history_cot", "vlnverse.agents.map_history:MapHistoryCoTAgent")
 AGENTS.register("seq2seq", "vlnverse.learning.agent:Seq2SeqAgent")
 AGENTS.register("cma", "vlnverse.learning.agent:CMAAgent")
+AGENTS.register("waypoint_bert", "vlnverse.learning.online.agent:WaypointBertAgent")
 
 
 def agent_factory(name: str) -> Any:

@@ -24,10 +24,14 @@ class LearnedAgentConfig:
     """Attributes:
         checkpoint: A ``.pt`` checkpoint of ``vlnverse train``.
         device: Torch device to run on.
+        threads: Torch CPU threads (``None``: torch's default). One step of a small policy
+            runs fastest on one thread (measured: 15 ms vs 370 ms on 2 busy cores), and eval
+            workers already run in parallel.
     """
 
     checkpoint: str
     device: str = "cpu"
+    threads: int | None = 1
 
 
 def load_policy(path: str, device: str = "cpu") -> tuple[Any, dict[str, Any]]:
@@ -59,6 +63,8 @@ class LearnedAgent(Agent):
         from vlnverse.learning.torch_support import require_torch
 
         self.torch = require_torch()
+        if config.threads:
+            self.torch.set_num_threads(config.threads)
         self.model, state = load_policy(config.checkpoint, config.device)
         if self.kind is not None and state["kind"] != self.kind:
             raise ConfigError(f"checkpoint {config.checkpoint} holds a {state['kind']} model, not {self.kind}")

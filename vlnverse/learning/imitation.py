@@ -60,6 +60,7 @@ class ImitationConfig:
             coefficient (steps per inflection of the training data).
         seed: Seeds initialization, data order and evaluation.
         device: ``cpu``, ``cuda[:N]`` or ``auto``.
+        threads: Torch CPU threads for training (``None``: torch's default).
         amp: Mixed precision (bfloat16 autocast) on CUDA.
         data_parallel: Wrap the model in ``torch.nn.DataParallel`` when several GPUs are visible.
         loader_workers: DataLoader worker processes.
@@ -85,6 +86,7 @@ class ImitationConfig:
     inflection_weighting: bool = True
     seed: int = 0
     device: str = "cpu"
+    threads: int | None = None
     amp: bool = False
     data_parallel: bool = True
     loader_workers: int = 0
@@ -120,7 +122,7 @@ class ImitationConfig:
         """What decides the trained weights (not how many epochs, nor where or how fast)."""
         data = config_to_dict(self)
         for name in ("epochs", "out", "frames", "device", "loader_workers", "workers", "val_episodes",
-                     "val_split", "val_physics", "amp", "data_parallel"):
+                     "val_split", "val_physics", "amp", "data_parallel", "threads"):
             data.pop(name)
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -212,6 +214,8 @@ def train_imitation(config: ImitationConfig, *, progress: Callable[[str, int, in
     logger = _CurveLogger(out, len(history))
     try:
         for epoch in range(len(history) + 1, config.epochs + 1):
+            if config.threads:
+                torch.set_num_threads(config.threads)  # validation's agent may have changed it
             order = torch.Generator().manual_seed(config.seed * 100_003 + epoch)
             loader = torch.utils.data.DataLoader(dataset, batch_size=config.batch_size, shuffle=True, generator=order,
                                                  collate_fn=functools.partial(collate, inflection=inflection),

@@ -13,9 +13,10 @@ from vlnverse.errors import ConfigError
 
 PRESETS: dict[str, dict[str, Any]] = {
     # 64 px frames, small encoders, lr 1e-3: a handful of CPU epochs must move the policy,
-    # which lr 1e-4 does not do in that budget.
-    "smoke": {"rgb_size": 64, "depth_size": 64, "batch_size": 4, "epochs": 8, "lr": 1e-3, "val_episodes": 10,
-              "max_steps": 200,
+    # which lr 1e-4 does not do in that budget. One torch thread: 6x the samples/s of two
+    # on a busy 2-core machine (benchmarks/train_bench.py).
+    "smoke": {"rgb_size": 64, "depth_size": 64, "batch_size": 4, "epochs": 8, "lr": 1e-3, "val_episodes": 5,
+              "max_steps": 200, "threads": 1,
               "model": {"hidden": 128, "rgb_dim": 64, "depth_dim": 32, "instruction_hidden": 64,
                         "attention_dim": 64, "channels": (16, 32, 32)}},
     # §5.2 / A.2.4: batch 2, AdamW 1e-4, 200-step cap, RGB 224 / depth 256; VLN-CE's 512-d state
@@ -25,10 +26,22 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
-def preset(name: str) -> dict[str, Any]:
-    """A copy of preset ``name``."""
-    if name not in PRESETS:
-        raise ConfigError(f"unknown preset {name!r}; valid: {', '.join(PRESETS)}")
-    data = dict(PRESETS[name])
+#: Presets of :class:`~vlnverse.learning.online.trainer.OnlineConfig` (``waypoint_bert --online``).
+ONLINE_PRESETS: dict[str, dict[str, Any]] = {
+    "smoke": {"image_size": 32, "num_envs": 2, "iterations": 20, "max_traj_len": 35, "lr": 1e-3, "eval_episodes": 5,
+              "model": {"dim": 64, "layers": 2, "heads": 4}},
+    # A.2.4: batch 4 (one episode per env), 35 decisions, schedule ratio 0.85 decayed every 4,
+    # 224 px panoramas of 12 views.
+    "paper": {"image_size": 224, "num_envs": 4, "iterations": 1000, "max_traj_len": 35, "lr": 1e-4,
+              "schedule_ratio": 0.85, "decay_time": 4, "model": {"dim": 256, "layers": 4, "heads": 8}},
+}
+
+
+def preset(name: str, online: bool = False) -> dict[str, Any]:
+    """A copy of preset ``name`` (of the online presets with ``online``)."""
+    table = ONLINE_PRESETS if online else PRESETS
+    if name not in table:
+        raise ConfigError(f"unknown preset {name!r}; valid: {', '.join(table)}")
+    data = dict(table[name])
     data["model"] = dict(data["model"])
     return data

@@ -1,0 +1,90 @@
+"""Batched rollouts of the teacher env in a gymnasium vector env (one episode per sub-env)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from vlnverse.errors import ConfigError
+from vlnverse.learning.online.inputs import InputSpec
+from vlnverse.learning.online.teacher_env import WaypointTeacherEnv
+
+VECTOR_KINDS = ("async", "sync")
+
+
+class RolloutPolicy(Protocol):
+    """What drives a rollout: actions for a batch of observations."""
+
+    def begin(self, observations: dict[str, np.ndarray]) -> None:
+        """A batch of new episodes starts."""
+
+    def act(self, observations: dict[str, np.ndarray], info: dict[str, Any], done: np.ndarray) -> np.ndarray:
+        """One action per sub-env (ignored for sub-envs whose episode is ``done``)."""
+
+
+@dataclass
+class RolloutStats:
+    """What one batch of episodes did."""
+
+    episodes: int
+    successes: int
+    env_steps: int
+    seconds: float = 0.0
+
+
+def _make_env(rank: int, **kwargs: Any) -> WaypointTeacherEnv:
+    return WaypointTeacherEnv(rank=rank, **kwargs)
+
+
+def make_vector_env(kind: str, num_envs: int, *, dataset: str, split: str, task: str | None, physics: str,
+                    spec: InputSpec, vocab: dict[str, int], max_steps: int, backend: str = "bullet") -> Any:
+    """``num_envs`` teacher envs in worker processes (``async``) or in this one (``sync``);
+    episodes never auto-reset (each rollout resets them)."""
+    import gymnasium as gym
+    from gymnasium.vector import AutoresetMode
+
+    if kind not in VECTOR_KINDS:
+        raise ConfigError(f"unknown vector env {kind!r}; valid: {', '.join(VECTOR_KINDS)}")
+    fns = [functools.partial(_make_env, rank, dataset=dataset, split=split, task=task, physics=physics, spec=spec,
+                             vocab=vocab, max_steps=max_steps, backend=backend, hold_episode_end=True)
+           for rank in range(num_envs)]
+    if kind == "sync":
+        return gym.vector.SyncVectorEnv(fns, autoreset_mode=AutoresetMode.DISABLED)
+    return gym.vector.AsyncVectorEnv(fns, autoreset_mode=AutoresetMode.DISABLED, context="fork", shared_memory=False)
+
+
+def rollout(vec: Any, policy: RolloutPolicy, episode_indices: Sequence[int], max_steps: int) -> RolloutStats:
+    """Play episode ``episode_indices[i]`` in sub-env ``i`` for at most ``max_steps`` steps."""
+    import time
+
+    started = time.perf_counter()
+    observations, info = vec.reset(options={"episode_indices": [int(i) for i in episode_indices]})
+    policy.begin(observations)
+    n = len(episode_indices)
+    done = np.zeros(n, dtype=bool)
+    success = np.zeros(n, dtype=bool)
+    env_steps = 0
+    for _ in range(max_steps):
+        actions = policy.act(observations, info, done)
+        observations, _, _, _, info = vec.step(np.asarray(actions, dtype=np.int64))
+        env_steps += int((~done).sum())
+        over = np.asarray(info["episode_over"], dtype=bool)
+        success |= over & ~done & np.asarray(info["success"], dtype=bool)
+        done |= over
+        if done.all():
+            break
+    return RolloutStats(n, int(success.sum()), env_steps, time.perf_counter() - started)
+
+
+class TeacherPolicy:
+    """The scripted oracle: always the teacher's choice (a turn where there is none)."""
+
+    def begin(self, observations: dict[str, np.ndarray]) -> None:
+        pass
+
+    def act(self, observations: dict[str, np.ndarray], info: dict[str, Any], done: np.ndarray) -> np.ndarray:
+        return np.maximum(np.asarray(info["teacher"], dtype=np.int64), 0)
