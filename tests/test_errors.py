@@ -2,7 +2,9 @@
 
 import pickle
 
-from vlnverse.errors import DependencyNotInstalled, SceneError
+import pytest
+
+from vlnverse.errors import DatasetError, DependencyNotInstalled, SceneError
 
 
 def test_errors_survive_pickling():
@@ -13,3 +15,13 @@ def test_errors_survive_pickling():
     assert isinstance(back, ImportError)
     scene = pickle.loads(pickle.dumps(SceneError("scene.usd: no floor")))
     assert type(scene) is SceneError and str(scene) == "scene.usd: no floor"
+
+
+def test_global_flags_work_after_the_subcommand(tmp_path, capsys):
+    from vlnverse.cli import main
+
+    args = ["eval", "--dataset", str(tmp_path / "none"), "--agent", "forward", "--out", str(tmp_path / "out")]
+    assert main(args) == 2
+    assert capsys.readouterr().err.startswith("error: dataset ")
+    with pytest.raises(DatasetError):  # --debug after the subcommand: raised with its traceback
+        main([*args, "--debug"])

@@ -33,12 +33,25 @@ class DatasetError(VLNVerseError):
     """A dataset file is missing, malformed or inconsistent."""
 
 
+class CorruptDataError(DatasetError):
+    """A data file's bytes are damaged (bad gzip stream, checksum mismatch); names the file."""
+
+
+class OutputError(VLNVerseError):
+    """An output file or folder cannot be written (read-only, disk full, permissions, a file
+    where a folder is needed), or another run holds the output folder."""
+
+
 class MetricsError(VLNVerseError, ValueError):
     """An episode record cannot be scored (empty or non-finite trajectory, bad shapes)."""
 
 
 class SimulationError(VLNVerseError):
     """The simulator backend failed or was used out of its lifecycle."""
+
+
+class WorkerError(VLNVerseError):
+    """A worker process died (killed, crashed) while it ran a unit of work; names the work."""
 
 
 class PackagingError(VLNVerseError):

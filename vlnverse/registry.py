@@ -10,7 +10,7 @@ import importlib
 from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
-from vlnverse.errors import RegistryError
+from vlnverse.errors import DependencyNotInstalled, RegistryError
 
 T = TypeVar("T")
 
@@ -20,7 +20,15 @@ def load_entry_point(spec: str) -> Any:
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise RegistryError(f"invalid entry point {spec!r}; expected 'module:attr'")
-    module = importlib.import_module(module_name)
+    try:
+        module = importlib.import_module(module_name)
+    except DependencyNotInstalled:
+        raise
+    except ImportError as exc:
+        missing = f"no module named {exc.name!r}" if isinstance(exc, ModuleNotFoundError) and exc.name else str(exc)
+        raise RegistryError(f"entry point {spec!r}: cannot import {module_name} ({missing})") from exc
+    except SyntaxError as exc:
+        raise RegistryError(f"entry point {spec!r}: {module_name} has a syntax error: {exc}") from exc
     try:
         return getattr(module, attr)
     except AttributeError as exc:

@@ -43,3 +43,32 @@ class ResetFailsAgent(Agent):
 
     def act(self, observation):
         return 0
+
+
+class HangingAgent(Agent):
+    """Turns left once, then never answers (waits forever, swallowing errors, as a
+    badly written client polling a stuck server would)."""
+
+    sensors = ()
+
+    def reset(self, episode):
+        self.steps = 0
+
+    def act(self, observation):
+        import time
+
+        self.steps += 1
+        while self.steps > 1:
+            try:
+                time.sleep(0.01)
+            except Exception:  # noqa: BLE001, S110 - the time limit is not an Exception
+                pass
+        return 2
+
+
+def turn_left(observation):
+    """A plain policy function: always turn left."""
+    return 2
+
+
+NOT_AN_AGENT = 3

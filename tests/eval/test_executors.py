@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from vlnverse.errors import ConfigError, SceneError
+from vlnverse.errors import ConfigError, SceneError, WorkerError
 from vlnverse.eval.agent import Agent
 from vlnverse.eval.executors import AffinityScheduler, run_items
 from vlnverse.eval.worker import RunSpec, WorkItem
@@ -107,7 +107,7 @@ class DyingAgent(Agent):
 
 @pytest.mark.timeout(120)
 def test_a_dead_worker_process_is_an_error_not_a_hang(real_items):
-    with pytest.raises(RuntimeError, match=r"died unexpectedly \(exit code 3\)"):
+    with pytest.raises(WorkerError, match=r"died \(exit code 3\) while running episode \S+ \((strict|tel_hop)\)"):
         run_items(RunSpec(agent=DyingAgent()), real_items, lambda result: None, workers=2)
 
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from vlnverse import __version__
 from vlnverse.errors import VLNVerseError
+from vlnverse.fileio import describe_os_error
 
 COMMAND_MODULES = (
     "vlnverse.cli.scenes",
@@ -42,10 +43,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+GLOBAL_FLAGS = ("--debug", "-v", "--verbose")
+"""Options of ``vlnverse`` itself that are also accepted after the subcommand."""
+
+
+def _global_flags(argv: Sequence[str]) -> list[str]:
+    """``argv`` with ``--debug``/``-v``/``--verbose`` moved before the subcommand, so they
+    work wherever they are written (``vlnverse eval ... --debug``)."""
+    words = list(argv)
+    end = words.index("--") if "--" in words else len(words)
+    flags = [w for w in words[:end] if w in GLOBAL_FLAGS]
+    return flags + [w for i, w in enumerate(words) if i >= end or w not in GLOBAL_FLAGS]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit code."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_global_flags(sys.argv[1:] if argv is None else argv))
     level = logging.DEBUG if args.debug else logging.INFO if args.verbose else logging.WARNING
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     if not getattr(args, "handler", None):
@@ -57,6 +71,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             raise
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a writer or reader the library does not wrap: still one line
+        if args.debug:
+            raise
+        print(f"error: {describe_os_error(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -36,6 +36,9 @@ def register(subparsers) -> None:
     parser.add_argument("--seed", type=int, default=0, help="run seed (default: 0)")
     parser.add_argument("--max-steps", type=int, default=None,
                         help="step budget per episode (default: 500 discrete steps)")
+    parser.add_argument("--episode-timeout", type=float, default=None, metavar="SECONDS",
+                        help="wall-clock limit per episode; past it the episode fails with reason "
+                             "'timeout' and the run goes on (default: 900; 0: no limit)")
     parser.add_argument("--success-distance", type=float, default=3.0,
                         help="success radius in metres (SR needs distance < it; default: 3.0)")
     parser.add_argument("--instruction-view", choices=("full", "leg"), default="full",
@@ -72,6 +75,13 @@ def register(subparsers) -> None:
     parser.set_defaults(handler=_eval)
 
 
+def _timeout(seconds: float | None) -> dict:
+    """The ``episode_timeout`` setting of ``--episode-timeout`` (0: none; absent: the default)."""
+    if seconds is None:
+        return {}
+    return {"episode_timeout": seconds or None}
+
+
 def _modes(text: str) -> tuple[str, ...]:
     modes = tuple(m.strip() for m in text.split(",") if m.strip())
     if not modes:
@@ -90,6 +100,7 @@ def _eval(args: argparse.Namespace) -> int:
         physics=args.physics, episodes=args.episodes, workers=args.workers, executor=args.executor,
         ray_address=args.ray_address, seed=args.seed, max_steps=args.max_steps,
         success_distance=args.success_distance, plots=args.plots, instruction_view=args.instruction_view,
+        **_timeout(args.episode_timeout),
         scenes_dir=str(args.scenes_dir) if args.scenes_dir else None,
         llm=args.llm, llm_cache=str(args.llm_cache) if args.llm_cache else None,
         llm_record=str(args.llm_record) if args.llm_record else None, budget_tokens=args.budget_tokens,

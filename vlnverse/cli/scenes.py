@@ -7,6 +7,7 @@ from pathlib import Path
 
 from vlnverse.cli.output import print_json, print_table
 from vlnverse.errors import ConfigError
+from vlnverse.fileio import prepare_output_dir
 
 
 def register(subparsers) -> None:
@@ -60,8 +61,10 @@ def _prepare(args):
 def _inspect(args) -> int:
     from vlnverse.scene.inspect import write_inspection
 
+    if args.out is not None:
+        prepare_output_dir(args.out)
     prepared = _prepare(args)
-    out = args.out or Path(f"inspect_{prepared.scene.scene_id}")
+    out = prepare_output_dir(args.out or Path(f"inspect_{prepared.scene.scene_id}"))
     summary = write_inspection(prepared, out)
     if args.json:
         print_json({**summary, "out": str(out)})
@@ -76,6 +79,8 @@ def _inspect(args) -> int:
 def _path(args) -> int:
     from vlnverse.scene.bev import save_bev
 
+    if args.out is not None:
+        prepare_output_dir(args.out)
     prepared = _prepare(args)
     result = prepared.navigator.shortest_path(args.start, args.goal)
     if args.out is not None:

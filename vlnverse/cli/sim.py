@@ -8,6 +8,7 @@ from pathlib import Path
 
 from vlnverse.cli.output import print_json, print_table
 from vlnverse.errors import ConfigError
+from vlnverse.fileio import prepare_output_dir
 
 CAMERA_KINDS = ("rgb", "depth", "semantic")
 
@@ -36,6 +37,8 @@ def _pose(text: str) -> tuple[float, float, float]:
         x, y, yaw = (float(v) for v in text.split(","))
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"expected X,Y,YAW (three numbers), got {text!r}") from exc
+    if not all(math.isfinite(v) for v in (x, y, yaw)):
+        raise argparse.ArgumentTypeError(f"expected three finite numbers, got {text!r}")
     return x, y, yaw
 
 
@@ -57,9 +60,15 @@ def _render(args) -> int:
             rig.add_panorama(make_sensor(kind, camera), prefix=kind)
         else:
             rig.attach(kind, make_sensor(kind, camera if kind in CAMERA_KINDS else {}))
+    prepare_output_dir(args.out)
     scene = load_scene(args.scene)
     occupancy = build_occupancy(scene)
     x, y, yaw = args.pose
+    if not occupancy.cell_indices((x, y))[2]:
+        (x0, y0), (rows, cols) = occupancy.origin[:2], occupancy.shape
+        x1, y1 = x0 + cols * occupancy.resolution, y0 + rows * occupancy.resolution
+        raise ConfigError(f"--pose {x:g},{y:g} is off the map of {args.scene} (x {x0:.2f}..{x1:.2f}, "
+                          f"y {y0:.2f}..{y1:.2f})")
     pose = Pose(x, y, occupancy.floor_height, math.radians(yaw))
     with Simulator(scene, sensors=rig, occupancy=occupancy, pose=pose) as simulator:
         observation = simulator.observe()

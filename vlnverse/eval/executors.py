@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import queue
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from vlnverse.errors import ConfigError, DependencyNotInstalled
+from vlnverse.errors import ConfigError, DependencyNotInstalled, WorkerError
+from vlnverse.eval.store import record_key
 from vlnverse.eval.worker import (
     EvalWorker,
     RunSpec,
@@ -28,6 +30,7 @@ from vlnverse.eval.worker import (
     run_process_worker,
     run_serial_items,
 )
+from vlnverse.processes import describe_exit
 
 logger = logging.getLogger(__name__)
 
@@ -146,43 +149,63 @@ def run_local_pool(spec: RunSpec, items: Sequence[WorkItem], on_result: OnResult
     ``__main__`` guard; the parent holds no simulator) and spawned elsewhere.
 
     Raises:
-        Exception: a worker's error (e.g. :class:`~vlnverse.errors.SceneError`), or a
-            RuntimeError when a worker process died.
+        VLNVerseError: a worker's error (e.g. :class:`~vlnverse.errors.SceneError`), or a
+            :class:`~vlnverse.errors.WorkerError` naming the episode a dead worker ran.
     """
     context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
     results = context.Queue()
     inboxes = [context.Queue() for _ in range(workers)]
     processes: list[Any] = []
+    in_flight: list[dict[tuple[str, str], WorkItem]] = [{} for _ in range(workers)]
+
+    def submit(worker: int, item: WorkItem) -> None:
+        in_flight[worker][item.key] = item
+        inboxes[worker].put(item)
+
+    def receive() -> tuple[int, WorkResult]:
+        worker, result = receive_result(results, processes, in_flight)
+        if result.record is not None:
+            in_flight[worker].pop(record_key(result.record), None)
+        return worker, result
+
     try:
         for worker_id, inbox in enumerate(inboxes):
             process = context.Process(target=run_process_worker, name=f"vlnverse-eval-{worker_id}",
-                                      args=(worker_id, spec, inbox, results))
+                                      args=(worker_id, spec, inbox, results, os.getpid()))
             process.start()
             processes.append(process)
-        dispatch(items, workers, lambda worker, item: inboxes[worker].put(item),
-                 lambda: receive_result(results, processes), on_result, concurrency=spec.concurrency)
+        dispatch(items, workers, submit, receive, on_result, concurrency=spec.concurrency)
     finally:
         stop_processes(processes, inboxes)
 
 
-def receive_result(results: Any, processes: Sequence[Any]) -> tuple[int, WorkResult]:
+def receive_result(results: Any, processes: Sequence[Any],
+                   in_flight: Sequence[Mapping[tuple[str, str], WorkItem]]) -> tuple[int, WorkResult]:
     """The next ``(worker id, result)`` of the local pool; raises a worker's error, or a
-    RuntimeError when a worker process died (rather than waiting for it forever)."""
+    :class:`WorkerError` naming the episode a worker process was running when it died
+    (rather than waiting for it forever)."""
     while True:
         try:
             worker_id, payload = results.get(timeout=POLL_S)
         except queue.Empty:
-            dead = next((p for p in processes if not p.is_alive()), None)
+            dead = next((i for i, p in enumerate(processes) if not p.is_alive()), None)
             if dead is None:
                 continue
             try:  # what it sent last (its error) may have arrived meanwhile
                 worker_id, payload = results.get(timeout=POLL_S)
             except queue.Empty:
-                raise RuntimeError(f"eval worker process {dead.name} (pid {dead.pid}) died "
-                                   f"unexpectedly (exit code {dead.exitcode})") from None
+                raise _died(processes[dead], list(in_flight[dead].values())) from None
         if isinstance(payload, Exception):
             raise payload
         return worker_id, payload
+
+
+def _died(process: Any, items: Sequence[WorkItem]) -> WorkerError:
+    running = f"episode {items[0].key[0]} ({items[0].key[1]})" if items else "no episode"
+    if len(items) > 1:
+        running += f" (and {len(items) - 1} more queued or running)"
+    return WorkerError(f"eval worker {process.name} (pid {process.pid}) died ({describe_exit(process.exitcode)}) "
+                       f"while running {running}; finished episodes are kept, re-run the command to resume")
 
 
 def stop_processes(processes: Sequence[Any], inboxes: Sequence[Any]) -> None:

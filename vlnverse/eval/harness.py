@@ -37,7 +37,7 @@ from vlnverse.eval.registry import agent_factory, takes_llm
 from vlnverse.eval.report import summarize, summary_markdown
 from vlnverse.eval.store import ResultStore, record_key
 from vlnverse.eval.worker import RunSpec, WorkItem, WorkResult, build_agent
-from vlnverse.fileio import write_json_atomic, write_text_atomic
+from vlnverse.fileio import OutputLock, prepare_output_dir, write_json_atomic, write_text_atomic
 from vlnverse.llm.factory import check_llm_spec, describe_llm_spec
 from vlnverse.sim.physics import PHYSICS_MODES
 
@@ -47,6 +47,8 @@ RUN_FILE = "run.json"
 BUDGET_FILE = "llm_budget.json"
 EPISODES_FILE = "episodes.jsonl"
 PLOTS_DIR = "plots"
+DEFAULT_EPISODE_TIMEOUT_S = 900.0
+"""Per-episode limit: generous for LLM agents (hundreds of calls), finite so none hangs a run."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,8 @@ class EvalConfig:
         oracle_llm: The dialogue oracle's model spec (None: the template oracle).
         metrics: Scoring settings other than ``success_distance`` (trace-metric
             parameters: AORI, the debate's ``R_max``).
+        episode_timeout: Wall-clock limit of one episode in seconds (``None``: none); an
+            episode past it ends with ``fail_reason = "timeout"`` and the run goes on.
     """
 
     dataset: str
@@ -113,6 +117,7 @@ class EvalConfig:
     concurrency: int = 1
     oracle_llm: str | None = None
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    episode_timeout: float | None = DEFAULT_EPISODE_TIMEOUT_S
 
     def __post_init__(self) -> None:
         physics = tuple(self.physics)
@@ -142,6 +147,9 @@ class EvalConfig:
         if self.instruction_view not in INSTRUCTION_VIEWS:
             raise ConfigError(f"instruction_view must be one of {', '.join(INSTRUCTION_VIEWS)}, "
                               f"got {self.instruction_view!r}")
+        if self.episode_timeout is not None and (not isinstance(self.episode_timeout, (int, float))
+                                                 or not self.episode_timeout > 0):
+            raise ConfigError(f"episode_timeout must be a positive number of seconds, got {self.episode_timeout!r}")
         if self.budget_tokens is not None and (not isinstance(self.budget_tokens, int) or self.budget_tokens < 1):
             raise ConfigError(f"budget_tokens must be a positive integer, got {self.budget_tokens!r}")
         if self.budget_usd is not None and not (isinstance(self.budget_usd, (int, float))
@@ -248,19 +256,23 @@ def plan_items(dataset: Any, episodes: Sequence[Any], physics: Sequence[str], pl
 
 
 def _check_run_file(out: Path, fingerprint: dict[str, Any]) -> None:
+    """Refuse ``out`` when it holds results of another run. A run file without results (a
+    run that stopped before its first episode finished) blocks nothing."""
     path = out / RUN_FILE
-    if path.is_file():
-        try:
-            previous = json.loads(path.read_text(encoding="utf-8")).get("fingerprint")
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ConfigError(f"cannot read {path}: {exc}") from exc
-        if previous != fingerprint:
-            changed = sorted(k for k in set(previous or {}) | set(fingerprint)
-                             if (previous or {}).get(k) != fingerprint.get(k))
-            raise ConfigError(f"{out} holds results of a different run (differs in: {', '.join(changed)}); "
-                              "choose another --out or delete it")
-    elif (out / EPISODES_FILE).exists():
-        raise ConfigError(f"{out / EPISODES_FILE} exists without {RUN_FILE}; choose another --out")
+    results = out / EPISODES_FILE
+    if not (results.is_file() and results.stat().st_size):
+        return
+    if not path.is_file():
+        raise ConfigError(f"{results} exists without {RUN_FILE}; choose another --out")
+    try:
+        previous = json.loads(path.read_text(encoding="utf-8")).get("fingerprint")
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from exc
+    if previous != fingerprint:
+        changed = sorted(k for k in set(previous or {}) | set(fingerprint)
+                         if (previous or {}).get(k) != fingerprint.get(k))
+        raise ConfigError(f"{out} holds results of a different run (differs in: {', '.join(changed)}); "
+                          "choose another --out or delete it")
 
 
 def write_reports(out: Path, records: Sequence[Mapping[str, Any]], run: Mapping[str, Any], *,
@@ -292,13 +304,43 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
         DependencyNotInstalled: ``executor="ray"`` without Ray.
     """
     from vlnverse.tasks.dataset import EpisodeDataset
+    from vlnverse.tasks.storage import check_dataset
 
+    # everything that can be checked is checked before the output folder is touched
     if config.executor == "ray":
         import_ray()
     dataset = EpisodeDataset.open(config.dataset, scenes_dir=config.scenes_dir)
-    dataset_id = str(Path(config.dataset).resolve())
+    if dataset.manifest:
+        check_dataset(dataset.root)
+    episodes = select_episodes(dataset, config.split, config.task, config.episodes, config.seed)
+    items = plan_items(dataset, episodes, config.physics, config.plots)
     out = Path(config.out)
-    out.mkdir(parents=True, exist_ok=True)
+    spec = RunSpec(agent=agent if agent is not None else config.agent,
+                   agent_config=dict(config.agent_config), seed=config.seed, backend=config.backend,
+                   max_steps=config.max_steps,
+                   metrics=dataclasses.replace(config.metrics, success_distance=float(config.success_distance)),
+                   plots_dir=str((out / PLOTS_DIR).resolve()) if config.plots else None,
+                   llm=config.llm, llm_cache=config.llm_cache, llm_record=config.llm_record,
+                   concurrency=config.concurrency, oracle_llm=config.oracle_llm,
+                   instruction_view=config.instruction_view, episode_timeout=config.episode_timeout)
+    if isinstance(spec.agent, str) and config.llm is not None and not takes_llm(agent_factory(spec.agent)):
+        raise ConfigError(f"agent {spec.agent} does not take a model; drop --llm")
+    # The model client is built in the workers only, so the agent is checked without one.
+    probe = build_agent(spec) if isinstance(spec.agent, str) else spec.agent
+    privileged = sorted(getattr(probe, "privileged", ()))  # what a fair comparison must know
+    if isinstance(spec.agent, str):
+        probe.close()
+    prepare_output_dir(out)
+    with OutputLock(out):
+        return _run(config, spec, items, privileged, on_start, on_result)
+
+
+def _run(config: EvalConfig, spec: RunSpec, items: list[WorkItem], privileged: list[str],
+         on_start: Callable[[int, list[dict[str, Any]]], None] | None,
+         on_result: Callable[[dict[str, Any]], None] | None) -> EvalResult:
+    """The part of :func:`evaluate` that writes, under the output folder's lock."""
+    out = Path(config.out)
+    dataset_id = str(Path(config.dataset).resolve())
     fingerprint = config.fingerprint(dataset_id)
     _check_run_file(out, fingerprint)
     run = {"agent": config.agent, "agent_config": fingerprint["agent_config"], "dataset": dataset_id,
@@ -306,6 +348,7 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
            "episodes": config.episodes, "seed": config.seed, "max_steps": config.max_steps,
            "success_distance": float(config.success_distance), "backend": config.backend,
            "instruction_view": config.instruction_view, "concurrency": config.concurrency,
+           "episode_timeout": config.episode_timeout, "privileged": privileged,
            "trace_metrics": {"debate_max_rounds": config.metrics.debate_max_rounds,
                              **{f"aori.{k}": v for k, v in dataclasses.asdict(config.metrics.aori).items()}}}
     if config.llm is not None:
@@ -314,9 +357,7 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
                     "budget_usd": config.budget_usd})
     if config.oracle_llm is not None:
         run["oracle_llm"] = describe_llm_spec(config.oracle_llm)
-
-    episodes = select_episodes(dataset, config.split, config.task, config.episodes, config.seed)
-    items = plan_items(dataset, episodes, config.physics, config.plots)
+    write_json_atomic(out / RUN_FILE, {"fingerprint": fingerprint, "run": run})
     store = ResultStore(out / EPISODES_FILE)
     wanted = {item.key for item in items}
     todo = [item for item in items if item.key not in store]
@@ -326,22 +367,7 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
     ledger = config.budget_ledger(out)
     if ledger is not None:
         ledger.reset()
-    spec = RunSpec(agent=agent if agent is not None else config.agent,
-                   agent_config=dict(config.agent_config), seed=config.seed, backend=config.backend,
-                   max_steps=config.max_steps,
-                   metrics=dataclasses.replace(config.metrics, success_distance=float(config.success_distance)),
-                   plots_dir=str((out / PLOTS_DIR).resolve()) if config.plots else None,
-                   llm=config.llm, llm_cache=config.llm_cache, llm_record=config.llm_record, budget=ledger,
-                   concurrency=config.concurrency, oracle_llm=config.oracle_llm,
-                   instruction_view=config.instruction_view)
-    if isinstance(spec.agent, str) and config.llm is not None and not takes_llm(agent_factory(spec.agent)):
-        raise ConfigError(f"agent {spec.agent} does not take a model; drop --llm")
-    # The model client is built in the workers only, so the agent is checked without one.
-    probe = build_agent(spec) if isinstance(spec.agent, str) else spec.agent
-    run["privileged"] = sorted(getattr(probe, "privileged", ()))  # what a fair comparison must know
-    if isinstance(spec.agent, str):
-        probe.close()  # unknown names and bad settings failed above, before any work
-    write_json_atomic(out / RUN_FILE, {"fingerprint": fingerprint, "run": run})
+    spec = dataclasses.replace(spec, budget=ledger)
     timings: list[dict[str, float]] = []
     stopped: list[str] = []
 

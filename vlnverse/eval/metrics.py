@@ -94,7 +94,7 @@ from vlnverse.eval.trace_metrics import AORIParams, aori, debate_metrics
 GeodesicFn = Callable[[np.ndarray], np.ndarray]
 """``geodesic_fn(points (K, 3)) -> (K,)`` or ``(K, G)`` geodesic distances to the goal(s)."""
 
-FAIL_REASONS = ("stop", "collision", "step_budget", "error")
+FAIL_REASONS = ("stop", "collision", "step_budget", "error", "timeout")
 """The ``fail_reason`` values the harness writes (any string is passed through)."""
 
 

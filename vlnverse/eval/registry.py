@@ -6,10 +6,15 @@ built into it strictly, so a misspelt key is an error naming the key::
 
     agent = make_agent("random", {"stop_probability": 0.05})
     agent = make_agent("my_pkg.agents:MyAgent")      # no registration needed
+    agent = make_agent("my_pkg.agents:policy")       # a function f(observation) -> action
+
+A ``module:attr`` that is an agent or policy object, or a function of one argument (the
+observation), is used as it is; a class or a zero-argument function is a factory.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -52,24 +57,42 @@ def make_agent(name: str, config: Mapping[str, Any] | None = None, *, llm: Any =
     """
     factory = agent_factory(name)
     config = dict(config or {})
+    if _is_policy(factory):
+        if config or llm is not None:
+            raise ConfigError(f"agent {name} is a policy, not a factory: it takes no agent config or model")
+        return as_agent(factory)
+    if not callable(factory):
+        raise ConfigError(f"agent {name} is a {type(factory).__name__}, not an agent, a policy or a factory")
     extra = {} if llm is None else {"llm": llm}
     if llm is not None and not takes_llm(factory):
         raise ConfigError(f"agent {name} does not take a model; drop --llm")
     config_class = getattr(factory, "config_class", None)
     if config_class is not None:
         return as_agent(factory(config_from_mapping(config_class, config, where=f"agent {name}"), **extra))
-    if config or extra:
-        try:
-            return as_agent(factory(**config, **extra))
-        except TypeError as exc:
-            raise ConfigError(f"agent {name}: {exc}") from exc
-    return as_agent(factory())
+    try:
+        return as_agent(factory(**config, **extra))
+    except TypeError as exc:
+        raise ConfigError(f"agent {name}: {exc}") from exc
+
+
+def _is_policy(obj: Any) -> bool:
+    """True for an agent/policy object or a function of exactly one required argument."""
+    if inspect.isclass(obj):
+        return False
+    if isinstance(obj, Agent) or hasattr(obj, "act") or hasattr(obj, "predict"):
+        return True
+    if not callable(obj):
+        return False
+    try:
+        parameters = inspect.signature(obj).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(p.kind in positional and p.default is p.empty for p in parameters) == 1
 
 
 def takes_llm(factory: Any) -> bool:
     """Whether ``factory`` accepts a model client as its ``llm`` keyword argument."""
-    import inspect
-
     try:
         params = inspect.signature(factory).parameters
     except (TypeError, ValueError):

@@ -12,7 +12,8 @@ end the episode early.
 
 Failures of the agent are data, not crashes: an exception from the agent, or an action
 the env rejects, ends the episode with ``fail_reason = "error"`` and the error message;
-the episode is scored on what it did so far (no STOP, so SR = 0). A malformed agent trace
+an episode that runs past its time limit ends with ``fail_reason = "timeout"``. Either is
+scored on what it did so far (no STOP, so SR = 0). A malformed agent trace
 (its trace metrics cannot be computed) fails that episode the same way
 (``error_source = "trace"``).
 
@@ -27,12 +28,14 @@ run resumes. An :class:`~vlnverse.eval.agent.Ask` action asks the dialogue oracl
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import dataclasses
 import logging
 import math
+import threading
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +63,43 @@ class EpisodeTiming:
     def harness(self) -> float:
         """Time spent neither in the env nor in the agent: the harness's own overhead."""
         return max(0.0, self.total - self.env - self.agent)
+
+
+class EpisodeTimeout(BaseException):
+    """The episode's time limit passed (a BaseException, so an agent's ``except Exception``
+    does not swallow it)."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float | None) -> Iterator[None]:
+    """Raise :class:`EpisodeTimeout` in this thread once ``seconds`` have passed.
+
+    A watchdog timer raises it asynchronously in the episode's thread, so an agent that
+    loops or polls forever is stopped at its next Python instruction; a call blocked
+    inside C code (a socket read without a timeout) is stopped only when it returns.
+    """
+    if not seconds:
+        yield
+        return
+    thread = ctypes.c_ulong(threading.get_ident())
+    guard = threading.Lock()
+    armed = [True]
+
+    def fire() -> None:
+        with guard:
+            if armed[0]:
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(thread, ctypes.py_object(EpisodeTimeout))
+
+    timer = threading.Timer(seconds, fire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        with guard:
+            armed[0] = False
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(thread, None)  # drop one that has not landed yet
 
 
 def _json_action(action: Any) -> Any:
@@ -116,6 +156,7 @@ def run_episode(
     reference_image: str | None = None,
     env_lock: Any = None,
     usage: Any = None,
+    timeout: float | None = None,
 ) -> tuple[dict[str, Any], EpisodeTiming]:
     """Run ``agent`` through ``episode`` in ``env`` and return its record and timing.
 
@@ -132,6 +173,8 @@ def run_episode(
         env_lock: A lock held around every env call (a worker running several episodes
             at once keeps its env work on one core); None: no lock.
         usage: The episode's :class:`~vlnverse.llm.budget.UsageMeter` (reset here), if any.
+        timeout: Wall-clock limit (s) of the agent's part of the episode (``None``: none);
+            past it the episode ends with ``fail_reason = "timeout"``.
 
     Returns:
         ``(record, timing)``; the record is JSON-ready (see :mod:`vlnverse.eval.store`).
@@ -187,57 +230,70 @@ def run_episode(
         logger.warning("episode %s (%s): %s error: %s", episode.episode_id, physics, source, error)
         logger.debug("%s", traceback.format_exc())
 
-    try:
-        t0 = time.perf_counter()
-        agent.reset(info_ep)
-        agent.observe_info(info)
-        timing.agent += time.perf_counter() - t0
-    except Exception as exc:  # noqa: BLE001 - any agent failure is recorded, not raised
-        fail("agent", exc)
-
-    while fail_reason is None:
+    def play() -> None:
+        nonlocal obs, info, fail_reason, leg
         try:
             t0 = time.perf_counter()
-            action = agent.act(obs)
+            agent.reset(info_ep)
+            agent.observe_info(info)
             timing.agent += time.perf_counter() - t0
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - any agent failure is recorded, not raised
             fail("agent", exc)
-            break
-        try:
-            with env_lock:
-                t0 = time.perf_counter()
-                if isinstance(action, Ask):
-                    obs, _, terminated, truncated, info = base.ask(action.question)
-                else:
-                    obs, _, terminated, truncated, info = env.step(action)
-                timing.env += time.perf_counter() - t0
-        except InvalidActionError as exc:
-            fail("invalid_action", exc)
-            break
-        except Exception as exc:  # noqa: BLE001 - a broken env step is this episode's error
-            fail("env", exc)
-            break
-        actions.append(_json_action(action))
-        collisions.append(int(bool(info["collision"])))
-        poses.append(np.asarray(info["pose"], dtype=np.float64))
-        leg_distances.append(float(info["geodesic_distance"]))
-        stopped = (terminated and info.get("fail_reason") != "collision") or bool(info.get("subgoal_stop"))
-        if stopped:
-            stops.append(len(poses) - 2)  # issued at the pose before the (motionless) STOP
-            leg += 1
-        if terminated and not stopped:
-            fail_reason = "collision"
-        elif stopped and leg >= legs:
-            fail_reason = "stop"
-        elif len(actions) >= budget or truncated:
-            fail_reason = "step_budget"
-        if fail_reason is None:
+
+        while fail_reason is None:
             try:
                 t0 = time.perf_counter()
-                agent.observe_info(info)
+                action = agent.act(obs)
                 timing.agent += time.perf_counter() - t0
             except Exception as exc:  # noqa: BLE001
                 fail("agent", exc)
+                break
+            try:
+                with env_lock:
+                    t0 = time.perf_counter()
+                    if isinstance(action, Ask):
+                        obs, _, terminated, truncated, info = base.ask(action.question)
+                    else:
+                        obs, _, terminated, truncated, info = env.step(action)
+                    timing.env += time.perf_counter() - t0
+            except InvalidActionError as exc:
+                fail("invalid_action", exc)
+                break
+            except Exception as exc:  # noqa: BLE001 - a broken env step is this episode's error
+                fail("env", exc)
+                break
+            actions.append(_json_action(action))
+            collisions.append(int(bool(info["collision"])))
+            poses.append(np.asarray(info["pose"], dtype=np.float64))
+            leg_distances.append(float(info["geodesic_distance"]))
+            stopped = (terminated and info.get("fail_reason") != "collision") or bool(info.get("subgoal_stop"))
+            if stopped:
+                stops.append(len(poses) - 2)  # issued at the pose before the (motionless) STOP
+                leg += 1
+            if terminated and not stopped:
+                fail_reason = "collision"
+            elif stopped and leg >= legs:
+                fail_reason = "stop"
+            elif len(actions) >= budget or truncated:
+                fail_reason = "step_budget"
+            if fail_reason is None:
+                try:
+                    t0 = time.perf_counter()
+                    agent.observe_info(info)
+                    timing.agent += time.perf_counter() - t0
+                except Exception as exc:  # noqa: BLE001
+                    fail("agent", exc)
+
+    try:
+        with time_limit(timeout):
+            play()
+    except EpisodeTimeout:
+        error, error_source, fail_reason = f"the episode ran longer than {timeout:g} s", "timeout", "timeout"
+        logger.warning("episode %s (%s): %s", episode.episode_id, physics, error)
+    # a step interrupted between the env's answer and its bookkeeping is dropped whole
+    steps = min(len(actions), len(collisions), len(poses) - 1, len(leg_distances) - 1)
+    del actions[steps:], collisions[steps:], poses[steps + 1:], leg_distances[steps + 1:]
+    stops[:] = [s for s in stops if s < steps]
 
     trace = None
     try:

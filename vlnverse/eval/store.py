@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from vlnverse.errors import DatasetError
+from vlnverse.fileio import write_failure
 
 logger = logging.getLogger(__name__)
 
@@ -121,14 +122,21 @@ class ResultStore:
         return iter(self._records.values())
 
     def append(self, record: Mapping[str, Any]) -> bool:
-        """Write ``record`` durably; returns False (and writes nothing) if its key is done."""
+        """Write ``record`` durably; returns False (and writes nothing) if its key is done.
+
+        Raises:
+            OutputError: the file cannot be written (disk full, read-only file system).
+        """
         key = record_key(record)
         if key in self._records:
             return False
         line = (dumps_record(record) + "\n").encode("utf-8")
-        with open(self.path, "ab") as handle:
-            handle.write(line)
-            handle.flush()
-            os.fsync(handle.fileno())
+        try:
+            with open(self.path, "ab") as handle:
+                handle.write(line)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as exc:  # a torn line left by a full disk is cut off on resume
+            raise write_failure(exc, self.path) from None
         self._records[key] = json.loads(line)
         return True

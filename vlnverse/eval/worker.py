@@ -25,10 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vlnverse.errors import ConfigError, LLMBudgetExceeded
+from vlnverse.errors import ConfigError, LLMBudgetExceeded, VLNVerseError, WorkerError
 from vlnverse.eval.agent import Agent, as_agent
 from vlnverse.eval.metrics import MetricsConfig
 from vlnverse.eval.runner import EpisodeTiming, run_episode
+from vlnverse.processes import exit_with_parent
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +59,7 @@ class RunSpec:
         budget: The run's LLM budget ledger (None: no budget).
         concurrency: Episodes a worker runs at once.
         oracle_llm: The dialogue oracle's model spec (None: the template oracle).
+        episode_timeout: Wall-clock limit of one episode (s; ``None``: none).
     """
 
     agent: Any
@@ -75,6 +77,7 @@ class RunSpec:
     budget: Any = None
     concurrency: int = 1
     oracle_llm: str | None = None
+    episode_timeout: float | None = None
 
 
 @dataclass(frozen=True)
@@ -276,7 +279,7 @@ class EvalWorker:
                 record, timing = run_episode(
                     env, slot.agent, episode, physics=item.physics, seed=self.spec.seed,
                     metrics=self.spec.metrics, reference_image=item.reference_image,
-                    env_lock=self.env_lock, usage=slot.meter,
+                    env_lock=self.env_lock, usage=slot.meter, timeout=self.spec.episode_timeout,
                 )
             except LLMBudgetExceeded as exc:
                 logger.info("episode %s (%s) left for later: %s", episode.episode_id, item.physics, exc)
@@ -346,12 +349,14 @@ def _take(source: Any, n: int) -> list[Any]:
 # -- local process pool: one EvalWorker per process, fed one item at a time ------------------
 
 
-def run_process_worker(worker_id: int, spec: RunSpec, inbox: Any, results: Any) -> None:
+def run_process_worker(worker_id: int, spec: RunSpec, inbox: Any, results: Any, parent_pid: int) -> None:
     """Process main of the local pool: run the items from ``inbox`` until ``None``, putting
     ``(worker_id, result)`` on ``results``. An error (the worker or an env cannot be built)
-    is put there instead, to be raised in the parent, and ends the process."""
+    is put there instead, to be raised in the parent, and ends the process. The process
+    ends with its parent (``parent_pid``), however the parent dies."""
     import concurrent.futures as cf
 
+    exit_with_parent(parent_pid)
     worker = None
     try:
         worker = EvalWorker(spec)
@@ -360,7 +365,7 @@ def run_process_worker(worker_id: int, spec: RunSpec, inbox: Any, results: Any) 
             try:
                 results.put((worker_id, worker.run(item)))
             except Exception as exc:  # noqa: BLE001 - raised again in the parent
-                results.put((worker_id, picklable_error(exc)))
+                results.put((worker_id, picklable_error(exc, item)))
 
         with cf.ThreadPoolExecutor(spec.concurrency, thread_name_prefix="vlnverse-episode") as pool:
             for item in iter(inbox.get, None):
@@ -374,12 +379,17 @@ def run_process_worker(worker_id: int, spec: RunSpec, inbox: Any, results: Any) 
             worker.close()
 
 
-def picklable_error(error: Exception) -> Exception:
-    """``error`` if it survives pickling (to go back to the parent), else a RuntimeError
-    carrying its formatted traceback."""
-    try:
-        pickle.loads(pickle.dumps(error))
-    except Exception:  # noqa: BLE001 - any pickling failure
-        text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
-        return RuntimeError(f"an eval worker failed (the error cannot be sent back):\n{text}")
-    return error
+def picklable_error(error: Exception, item: WorkItem | None = None) -> Exception:
+    """What to raise in the parent for a worker's ``error``: our own errors as they are;
+    anything else (a bug) as one :class:`WorkerError` line naming the episode, its
+    traceback logged here."""
+    if isinstance(error, VLNVerseError):
+        try:
+            pickle.loads(pickle.dumps(error))
+            return error
+        except Exception:  # noqa: BLE001 - any pickling failure
+            pass
+    text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    logger.error("eval worker failed:\n%s", text)
+    where = f" on episode {item.key[0]} ({item.key[1]})" if item is not None else ""
+    return WorkerError(f"an eval worker failed{where}: {type(error).__name__}: {error}")

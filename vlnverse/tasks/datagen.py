@@ -21,15 +21,17 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from vlnverse import __version__
 from vlnverse.config import config_from_mapping, config_to_dict, load_config_file
-from vlnverse.errors import ConfigError, DatasetError, VLNVerseError
-from vlnverse.fileio import write_json_atomic
+from vlnverse.errors import ConfigError, DatasetError, VLNVerseError, WorkerError
+from vlnverse.fileio import OutputLock, prepare_output_dir, write_json_atomic
 from vlnverse.llm import UsageTotals, make_llm
+from vlnverse.processes import exit_with_parent
 from vlnverse.tasks.corpus import SceneEntry, discover_scenes
 from vlnverse.tasks.generate import GenerationConfig, generate_scene_episodes
 from vlnverse.tasks.storage import (
@@ -235,7 +237,8 @@ def _start_run(config: DatagenConfig, overwrite: bool) -> None:
             previous = json.loads(run_file.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError):
             previous = {}
-        if previous.get("config_hash") != config.config_hash and not overwrite:
+        finished = any((out / SHARD_DIR).glob("*.json"))  # a run that never finished a scene blocks nothing
+        if previous.get("config_hash") != config.config_hash and finished and not overwrite:
             raise DatasetError(f"{out} holds a dataset generated with a different configuration "
                                f"(hash {previous.get('config_hash')} vs {config.config_hash}); "
                                "use another --out or pass --overwrite")
@@ -259,7 +262,9 @@ def run_datagen(config: DatagenConfig, *, overwrite: bool = False,
 
     Raises:
         DatasetError: no scenes, or ``out`` holds another configuration's dataset.
-        ConfigError: invalid LLM spec or settings.
+        ConfigError: invalid LLM spec or settings (a missing API key included).
+        OutputError: ``out`` cannot be written, or another run is writing it.
+        WorkerError: a worker process died (the scenes it was generating are named).
     """
     started = time.perf_counter()
     entries = discover_scenes(config.scenes)
@@ -267,8 +272,17 @@ def run_datagen(config: DatagenConfig, *, overwrite: bool = False,
     if config.llm.strip().lower() != "none" and not config.generation.render:
         raise ConfigError("an LLM pipeline needs rendered images: its Describer reads the target view and "
                           "the path frames; add --render (generation.render: true), or use --llm none")
+    _worker_llm(config.llm, _cache_dir(config))  # a missing key or model fails before anything is written
+    out = prepare_output_dir(config.out)
+    with OutputLock(out):
+        return _run(config, entries, overwrite, progress, on_start, started)
+
+
+def _run(config: DatagenConfig, entries: list[SceneEntry], overwrite: bool,
+         progress: Callable[[SceneOutcome], None] | None, on_start: Callable[[int, int], None] | None,
+         started: float) -> DatagenSummary:
+    """The part of :func:`run_datagen` that writes, under the output folder's lock."""
     out = Path(config.out)
-    out.mkdir(parents=True, exist_ok=True)
     _start_run(config, overwrite)
     outcomes: dict[str, SceneOutcome] = {}
     todo = []
@@ -313,10 +327,18 @@ def _execute(todo: list[SceneEntry], config: DatagenConfig):
         return
     method = "fork" if sys.platform.startswith("linux") else "spawn"
     context = multiprocessing.get_context(method)
-    with futures.ProcessPoolExecutor(max_workers=min(config.workers, len(todo)), mp_context=context) as pool:
-        pending = [pool.submit(run_scene, entry, config) for entry in todo]
+    with futures.ProcessPoolExecutor(max_workers=min(config.workers, len(todo)), mp_context=context,
+                                     initializer=exit_with_parent, initargs=(os.getpid(),)) as pool:
+        pending = {pool.submit(run_scene, entry, config): entry for entry in todo}
         for future in futures.as_completed(pending):
-            yield future.result()
+            try:
+                outcome = future.result()
+            except BrokenProcessPool:
+                unfinished = sorted(e.scene_id for f, e in pending.items() if not f.done() or f.exception())
+                raise WorkerError(f"a datagen worker process died while generating scene(s) "
+                                  f"{', '.join(unfinished[:5])}; finished scenes are kept, "
+                                  "re-run the command to resume") from None
+            yield outcome
 
 
 def _write_manifest(config: DatagenConfig, outcomes: list[SceneOutcome], entries: list[SceneEntry]) -> dict[str, Any]:

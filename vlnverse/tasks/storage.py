@@ -16,12 +16,13 @@ import gzip
 import hashlib
 import io
 import json
+import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from vlnverse.errors import DatasetError
+from vlnverse.errors import CorruptDataError, DatasetError
 from vlnverse.fileio import write_bytes_atomic, write_json_atomic
 from vlnverse.tasks.episode import SPLITS, TASKS, Episode
 
@@ -58,7 +59,8 @@ def read_episodes(path: str | Path) -> list[Episode]:
     """All episodes of a JSONL(.gz) shard.
 
     Raises:
-        DatasetError: the file is missing, not gzip/UTF-8, or a line is not a valid episode
+        CorruptDataError: the file's bytes are damaged (bad gzip stream, not UTF-8).
+        DatasetError: the file is missing or unreadable, or a line is not a valid episode
             (the message names the file and line).
     """
     return list(iter_episodes(path))
@@ -72,8 +74,10 @@ def iter_episodes(path: str | Path) -> Iterator[Episode]:
         text = (gzip.decompress(raw) if path.suffix == ".gz" else raw).decode("utf-8")
     except FileNotFoundError:
         raise DatasetError(f"episode file not found: {path}") from None
-    except (OSError, EOFError, UnicodeDecodeError, gzip.BadGzipFile) as exc:
-        raise DatasetError(f"cannot read episode file {path}: {exc}") from exc
+    except (EOFError, UnicodeDecodeError, gzip.BadGzipFile, zlib.error) as exc:
+        raise CorruptDataError(f"cannot read episode file {path}: corrupt data") from exc
+    except OSError as exc:
+        raise DatasetError(f"cannot read episode file {path}: {exc.strerror or exc}") from exc
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -161,11 +165,24 @@ def verify_dataset(root: str | Path) -> list[str]:
     """Files whose checksum disagrees with the manifest (missing files included)."""
     root = Path(root)
     bad = []
-    for rel, digest in read_manifest(root)["files"].items():
+    for rel, digest in read_manifest(root).get("files", {}).items():
         path = root / rel
         if not path.is_file() or sha256_file(path) != digest:
             bad.append(rel)
     return bad
+
+
+def check_dataset(root: str | Path) -> None:
+    """Refuse a dataset whose files disagree with the checksums of its manifest.
+
+    Raises:
+        CorruptDataError: a file is missing or was changed (the first few are named).
+    """
+    bad = verify_dataset(root)
+    if bad:
+        more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+        raise CorruptDataError(f"dataset {root} does not match its manifest (missing or modified: "
+                               f"{', '.join(str(Path(root) / rel) for rel in bad[:3])}{more})")
 
 
 def write_dataset(root: str | Path, episodes: Iterable[Episode], *, extra: dict[str, Any] | None = None
