@@ -118,7 +118,7 @@ def test_index_opens_in_headless_chromium(oracle_run, tmp_path):
     assert f'data-rows="{len(oracle_run.records)}"' in body
     assert 'data-broken-images="0"' in body
     for rec in oracle_run.records:
-        assert f">{rec['episode_id']}</td>" in dom
+        assert f">{rec['episode_id']}</a></td>" in dom  # linked to its viewer page
     assert dom.count('class="thumb"') == 10
     # Sorting (the same code a header click runs), via the page's #sort= fragment.
     dom, console = open_headless(page, tmp_path, "#sort=steps:desc")

@@ -11,7 +11,8 @@ The output folder holds:
 - ``llm_budget.json`` — what this invocation billed, when it has a token/USD budget (a run
   that spends its budget stops cleanly; re-running the command continues it);
 - ``plots/*.png`` and ``index.html`` — trajectory pictures of a sample of episodes and a
-  sortable page listing every episode (:mod:`vlnverse.eval.html_index`).
+  sortable page listing every episode (:mod:`vlnverse.eval.html_index`), each linked to its
+  step-by-step page in ``viewer/`` (:mod:`vlnverse.eval.viewer`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from vlnverse.eval.metrics import MetricsConfig
 from vlnverse.eval.registry import agent_factory, takes_llm
 from vlnverse.eval.report import summarize, summary_markdown
 from vlnverse.eval.store import ResultStore, record_key
+from vlnverse.eval.viewer import write_episode_pages
 from vlnverse.eval.worker import RunSpec, WorkItem, WorkResult, build_agent
 from vlnverse.fileio import OutputLock, prepare_output_dir, write_json_atomic, write_text_atomic
 from vlnverse.llm.factory import check_llm_spec, describe_llm_spec
@@ -283,7 +285,9 @@ def write_reports(out: Path, records: Sequence[Mapping[str, Any]], run: Mapping[
     write_text_atomic(out / "summary.md", summary_markdown(summary))
     meta = (f"agent {run.get('agent')} · dataset {run.get('dataset')} · physics "
             f"{', '.join(run.get('physics', []))} · {len(records)} records")
-    write_index(out / "index.html", records, title=f"VLNVerse evaluation — {run.get('agent')}", meta=meta)
+    pages = write_episode_pages(out, records)
+    write_index(out / "index.html", records, title=f"VLNVerse evaluation — {run.get('agent')}", meta=meta,
+                pages=pages)
     return summary
 
 

@@ -92,8 +92,11 @@ def _text_cell(text: str, cls: str = "") -> str:
     return f'<td{klass} data-v="{html.escape(text, quote=True)}">{html.escape(text)}</td>'
 
 
-def render_index(records: Iterable[Mapping[str, Any]], *, title: str, meta: str = "") -> str:
-    """The HTML text of the index page for ``records`` (``plot`` paths are relative to it)."""
+def render_index(records: Iterable[Mapping[str, Any]], *, title: str, meta: str = "",
+                 pages: Mapping[tuple[str, str], str] | None = None) -> str:
+    """The HTML text of the index page for ``records`` (``plot`` paths are relative to it);
+    ``pages`` maps (episode id, physics) to the episode's viewer page."""
+    pages = pages or {}
     rows = sort_records(records)
     head = [("i", "#", "num"), ("episode", "Episode", "text"), ("task", "Task", "text"),
             ("split", "Split", "text"), ("physics", "Physics", "text"), ("instruction", "Instruction", "text")]
@@ -113,8 +116,13 @@ def render_index(records: Iterable[Mapping[str, Any]], *, title: str, meta: str 
     for i, record in enumerate(rows):
         metrics = record.get("metrics") or {}
         end = str(record.get("fail_reason") or "")
+        episode_id = str(record.get("episode_id", ""))
+        page = pages.get((episode_id, str(record.get("physics"))))
+        id_cell = _text_cell(episode_id) if page is None else (
+            f'<td data-v="{html.escape(episode_id, quote=True)}"><a href="{html.escape(page, quote=True)}">'
+            f"{html.escape(episode_id)}</a></td>")
         cells = [f'<td class="num" data-v="{i}">{i + 1}</td>',
-                 _text_cell(str(record.get("episode_id", ""))), _text_cell(str(record.get("task", ""))),
+                 id_cell, _text_cell(str(record.get("task", ""))),
                  _text_cell(str(record.get("split", ""))),
                  _text_cell(PHYSICS_TITLES.get(str(record.get("physics")), str(record.get("physics")))),
                  _text_cell(str(record.get("instruction", "")), "instr")]
@@ -134,9 +142,10 @@ def render_index(records: Iterable[Mapping[str, Any]], *, title: str, meta: str 
     return "\n".join(out)
 
 
-def write_index(path: str | Path, records: Iterable[Mapping[str, Any]], *, title: str, meta: str = "") -> Path:
+def write_index(path: str | Path, records: Iterable[Mapping[str, Any]], *, title: str, meta: str = "",
+                pages: Mapping[tuple[str, str], str] | None = None) -> Path:
     """Write the index page atomically and return its path."""
     path = Path(path)
-    write_text_atomic(path, render_index(records, title=title, meta=meta))
+    write_text_atomic(path, render_index(records, title=title, meta=meta, pages=pages))
     return path
 

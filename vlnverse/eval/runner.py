@@ -35,7 +35,7 @@ import math
 import threading
 import time
 import traceback
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -157,6 +157,7 @@ def run_episode(
     env_lock: Any = None,
     usage: Any = None,
     timeout: float | None = None,
+    on_observation: Callable[[int, Mapping[str, Any]], None] | None = None,
 ) -> tuple[dict[str, Any], EpisodeTiming]:
     """Run ``agent`` through ``episode`` in ``env`` and return its record and timing.
 
@@ -175,6 +176,8 @@ def run_episode(
         usage: The episode's :class:`~vlnverse.llm.budget.UsageMeter` (reset here), if any.
         timeout: Wall-clock limit (s) of the agent's part of the episode (``None``: none);
             past it the episode ends with ``fail_reason = "timeout"``.
+        on_observation: Called with (step index, observation) before the agent acts on it
+            (the episode viewer captures panoramas so); not timed.
 
     Returns:
         ``(record, timing)``; the record is JSON-ready (see :mod:`vlnverse.eval.store`).
@@ -241,6 +244,8 @@ def run_episode(
             fail("agent", exc)
 
         while fail_reason is None:
+            if on_observation is not None:
+                on_observation(len(actions), obs)
             try:
                 t0 = time.perf_counter()
                 action = agent.act(obs)

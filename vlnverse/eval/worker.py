@@ -280,6 +280,7 @@ class EvalWorker:
                     env, slot.agent, episode, physics=item.physics, seed=self.spec.seed,
                     metrics=self.spec.metrics, reference_image=item.reference_image,
                     env_lock=self.env_lock, usage=slot.meter, timeout=self.spec.episode_timeout,
+                    on_observation=self._frames(item),
                 )
             except LLMBudgetExceeded as exc:
                 logger.info("episode %s (%s) left for later: %s", episode.episode_id, item.physics, exc)
@@ -293,6 +294,25 @@ class EvalWorker:
                 self._give_back(item, env)
             with self._lock:
                 self._slots.append(slot)
+
+    def _frames(self, item: WorkItem) -> Any:
+        """The episode viewer's panorama capture for a pictured item (None for the rest)."""
+        if not (item.plot and self.spec.plots_dir):
+            return None
+        from vlnverse.eval.viewer import VIEWER_DIR, page_name, panorama_strip, save_strip
+
+        folder = Path(self.spec.plots_dir).parent / VIEWER_DIR / page_name(
+            {"episode_id": item.episode["episode_id"], "physics": item.physics})
+
+        def capture(step: int, observation: Mapping[str, Any]) -> None:
+            try:
+                strip = panorama_strip(observation)
+                if strip is not None:
+                    save_strip(folder / f"step_{step:03d}.jpg", strip)
+            except Exception as exc:  # noqa: BLE001 - a picture is not worth an episode
+                logger.warning("episode %s: panorama capture failed: %s", item.episode["episode_id"], exc)
+
+        return capture
 
     def _plot(self, env: Any, record: dict[str, Any]) -> str | None:
         from vlnverse.eval.plots import plot_filename, save_episode_plot
