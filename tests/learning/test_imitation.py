@@ -66,3 +66,19 @@ def test_cli_trains_validates_and_agent_yaml_evaluates(train_frames, fine_datase
     assert code == 0
     result = json.loads(capsys.readouterr().out)
     assert result["summary"]["episodes"] == 1 and result["summary"]["errors"]["count"] == 0
+
+
+def test_dagger_round_aggregates_oracle_labelled_policy_walks(train_frames, fine_dataset, tmp_path):
+    from vlnverse.learning.frames import FrameStore
+
+    frames_config, _ = train_frames
+    run = train_imitation(config(train_frames, fine_dataset, tmp_path / "dagger", epochs=1, dagger_rounds=1,
+                                 dagger_p=0.5, max_steps=12, kind="seq2seq"))
+    assert [e.epoch for e in run.history] == [1, 2]
+    collected = FrameStore(f"{frames_config.out}/dagger_01", "train")
+    record = json.loads((collected.root / "train" / "prerender.json").read_text())
+    assert record["config"]["beta"] == 0.5 and record["config"]["policy"] == run.history[0].checkpoint
+    episode = collected.episode(0)
+    assert len(episode["actions"]) == len(episode["rgb"]) <= 12
+    assert set(episode["actions"]) <= {0, 1, 2, 3}
+    assert run.history[1].samples == run.history[0].samples + sum(e.length for e in collected.episodes)

@@ -34,6 +34,8 @@ def register(subparsers) -> None:
     parser.add_argument("--val-split", default="val_unseen", help="split validated every epoch ('none': skip)")
     parser.add_argument("--val-episodes", type=int, default=None, help="validate on a sample of N episodes")
     parser.add_argument("--no-inflection", action="store_true", help="no inflection weighting of the loss")
+    parser.add_argument("--dagger", type=int, default=0, metavar="ROUNDS",
+                        help="DAgger rounds after teacher forcing (each: collect with the policy, train --epochs)")
     parser.add_argument("--workers", type=int, default=1, help="processes for pre-rendering and validation")
     parser.add_argument("--loader-workers", type=int, default=0, help="DataLoader worker processes")
     parser.add_argument("--seed", type=int, default=0, help="seed (default: 0)")
@@ -60,7 +62,7 @@ def build_config(args: argparse.Namespace):
     data = preset(args.preset)
     data.update(kind=args.model, dataset=str(args.dataset), out=str(args.out), split=args.split, task=args.task,
                 device=args.device, amp=args.amp, workers=args.workers, loader_workers=args.loader_workers,
-                seed=args.seed, inflection_weighting=not args.no_inflection,
+                seed=args.seed, inflection_weighting=not args.no_inflection, dagger_rounds=args.dagger,
                 val_split=None if args.val_split.lower() == "none" else args.val_split)
     for name in ("epochs", "batch_size", "lr", "val_episodes", "frames", "threads"):
         value = getattr(args, name)

@@ -101,6 +101,11 @@ class LearnedAgent(Agent):
         return action
 
 
+    def set_previous_action(self, action: int) -> None:
+        """Condition the next step on ``action`` (when another policy chose what was executed)."""
+        self._prev = self.torch.full((1, 1), int(action), dtype=self.torch.int64, device=self.device)
+
+
 class Seq2SeqAgent(LearnedAgent):
     """``--agent seq2seq``."""
 

@@ -1,7 +1,7 @@
 """Offline imitation of the oracle (paper §5.2): teacher forcing on pre-rendered frames.
 
 ``train_imitation`` pre-renders the training split if needed (resumable), then trains for
-``epochs`` epochs with AdamW. After every epoch it writes ``checkpoints/epoch_NNN.pt`` and
+``epochs`` epochs with AdamW (and ``epochs`` more per DAgger round, if any). After every epoch it writes ``checkpoints/epoch_NNN.pt`` and
 ``checkpoints/latest.pt`` (model, optimizer, RNG states, history), validates the epoch's
 checkpoint through the evaluation harness (SR/SPL on ``val_split``), and refreshes the
 learning curves (``curves.png``, TensorBoard events in ``tb/``), ``history.json`` and
@@ -58,6 +58,11 @@ class ImitationConfig:
         weight_decay: AdamW weight decay.
         inflection_weighting: Weight steps where the teacher's action changes by VLN-CE's
             coefficient (steps per inflection of the training data).
+        dagger_rounds: DAgger rounds after the teacher-forced one (VLN-CE's DAgger trainer):
+            round ``k`` walks the split with the latest policy mixed with the oracle
+            (oracle with probability ``dagger_p ** k``), labels every step with the oracle's
+            action, adds those walks to the training set and trains ``epochs`` more epochs.
+        dagger_p: DAgger's oracle probability base (VLN-CE: 0.75).
         seed: Seeds initialization, data order and evaluation.
         device: ``cpu``, ``cuda[:N]`` or ``auto``.
         threads: Torch CPU threads for training (``None``: torch's default).
@@ -84,6 +89,8 @@ class ImitationConfig:
     lr: float = 1e-4
     weight_decay: float = 0.01
     inflection_weighting: bool = True
+    dagger_rounds: int = 0
+    dagger_p: float = 0.75
     seed: int = 0
     device: str = "cpu"
     threads: int | None = None
@@ -108,6 +115,14 @@ class ImitationConfig:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
         if not self.lr > 0:
             raise ConfigError(f"lr must be positive, got {self.lr!r}")
+        if not isinstance(self.dagger_rounds, int) or self.dagger_rounds < 0 or not 0.0 <= self.dagger_p <= 1.0:
+            raise ConfigError(f"need dagger_rounds >= 0 and dagger_p in [0, 1], got {self.dagger_rounds!r}, "
+                              f"{self.dagger_p!r}")
+
+    @property
+    def total_epochs(self) -> int:
+        """Epochs over all rounds: ``epochs`` teacher-forced, then ``epochs`` per DAgger round."""
+        return self.epochs * (1 + self.dagger_rounds)
 
     @property
     def frames_dir(self) -> Path:
@@ -119,9 +134,12 @@ class ImitationConfig:
                                workers=self.workers)
 
     def fingerprint(self) -> str:
-        """What decides the trained weights (not how many epochs, nor where or how fast)."""
+        """What decides the trained weights (not how many epochs, unless DAgger rounds follow
+        them, nor where or how fast)."""
         data = config_to_dict(self)
-        for name in ("epochs", "out", "frames", "device", "loader_workers", "workers", "val_episodes",
+        if not self.dagger_rounds:
+            data.pop("epochs")
+        for name in ("out", "frames", "device", "loader_workers", "workers", "val_episodes",
                      "val_split", "val_physics", "amp", "data_parallel", "threads"):
             data.pop(name)
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
@@ -209,11 +227,16 @@ def train_imitation(config: ImitationConfig, *, progress: Callable[[str, int, in
     runner = model
     if device.type == "cuda" and config.data_parallel and torch.cuda.device_count() > 1:
         runner = torch.nn.DataParallel(model, dim=0)
-    dataset = EpisodeTensors(store, vocab, model_config.max_instruction_tokens)
+    datasets = [EpisodeTensors(store, vocab, model_config.max_instruction_tokens)]
     sensors = {name: spec for name, spec in store.sensors.items() if name in ("rgb", "depth")}
     logger = _CurveLogger(out, len(history))
     try:
-        for epoch in range(len(history) + 1, config.epochs + 1):
+        for epoch in range(len(history) + 1, config.total_epochs + 1):
+            dagger_round = (epoch - 1) // config.epochs
+            while len(datasets) <= dagger_round:  # DAgger: aggregate the current policy's walks
+                collected = collect_dagger(config, len(datasets), Path(history[-1].checkpoint), frames)
+                datasets.append(EpisodeTensors(collected, vocab, model_config.max_instruction_tokens))
+            dataset = torch.utils.data.ConcatDataset(datasets)
             if config.threads:
                 torch.set_num_threads(config.threads)  # validation's agent may have changed it
             order = torch.Generator().manual_seed(config.seed * 100_003 + epoch)
@@ -242,6 +265,21 @@ def train_imitation(config: ImitationConfig, *, progress: Callable[[str, int, in
         logger.close()
     best = best_epoch(history)
     return ImitationResult(out, history, best, out / "agent.yaml")
+
+
+def collect_dagger(config: ImitationConfig, round_index: int, checkpoint: Path, frames: dict[str, Any]) -> Any:
+    """DAgger round ``round_index``: walk the split mixing the oracle (probability
+    ``dagger_p ** round_index``) with the policy of ``checkpoint``, labelled by the oracle;
+    stored (resumably) in ``FRAMES/dagger_NN``."""
+    from vlnverse.learning.frames import FrameStore
+
+    collect = PrerenderConfig(dataset=config.dataset, out=str(config.frames_dir / f"dagger_{round_index:02d}"),
+                              split=config.split, task=config.task, rgb_size=frames["rgb_size"],
+                              depth_size=frames["depth_size"], depth_dtype=frames["depth_dtype"],
+                              max_steps=config.max_steps, workers=config.workers, policy=str(checkpoint),
+                              beta=config.dagger_p ** round_index, seed=config.seed)
+    prerender(collect)
+    return FrameStore(collect.out, config.split)
 
 
 def _claim(out: Path, config: ImitationConfig) -> None:

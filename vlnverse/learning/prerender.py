@@ -23,6 +23,7 @@ import logging
 import multiprocessing
 import sys
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +62,11 @@ class PrerenderConfig:
         depth_dtype: ``float16`` (half the bytes) or ``float32`` (the env's values exactly).
         workers: Scene-parallel worker processes.
         backend: Simulator backend.
+        policy: A Seq2Seq/CMA checkpoint whose actions are mixed with the oracle's (DAgger):
+            at each step the oracle's action is executed with probability ``beta`` and the
+            policy's otherwise; the stored label is always the oracle's. ``None``: the oracle walks.
+        beta: DAgger's probability of executing the oracle's action.
+        seed: Seeds the DAgger mixture (per episode, so any worker draws the same).
     """
 
     dataset: str
@@ -77,8 +83,13 @@ class PrerenderConfig:
     depth_dtype: str = "float16"
     workers: int = 1
     backend: str = "bullet"
+    policy: str | None = None
+    beta: float = 1.0
+    seed: int = 0
 
     def __post_init__(self) -> None:
+        if not 0.0 <= self.beta <= 1.0:
+            raise ConfigError(f"prerender beta must be in [0, 1], got {self.beta!r}")
         for name in ("rgb_size", "depth_size", "max_steps", "chunk_frames", "workers"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -193,16 +204,41 @@ def completed(folder: Path, config_hash: str) -> dict[str, Any] | None:
     return record
 
 
-def walk_oracle(env: Any, episode: Any, max_steps: int) -> Iterator[tuple[dict[str, Any], int]]:
-    """``(observation, oracle action)`` pairs of the oracle walking ``episode`` in ``env``;
-    the last action is the final STOP (or the step at which the episode ended otherwise)."""
+def walk(env: Any, episode: Any, max_steps: int, mixture: Any = None) -> Iterator[tuple[dict[str, Any], int]]:
+    """``(observation, oracle action)`` pairs along ``episode`` in ``env``: the oracle walks,
+    or ``mixture(observation, oracle_action) -> action`` chooses what is executed (DAgger).
+    The walk ends when the executed action ends the episode (STOP) or after ``max_steps``."""
     obs, info = env.reset(options={"episode": episode})
+    if mixture is not None:
+        mixture.reset(episode.episode_id)
     for _ in range(max_steps):
-        action = int(info["oracle_action"])
-        yield obs, action
+        label = int(info["oracle_action"])
+        yield obs, label
+        action = label if mixture is None else mixture(obs, label)
         obs, _, terminated, truncated, info = env.step(action)
         if terminated or truncated:
             return
+
+
+class DaggerMixture:
+    """Executes the oracle's action with probability ``beta``, else the policy's; the policy
+    always sees (and conditions on) the executed action."""
+
+    def __init__(self, config: PrerenderConfig) -> None:
+        from vlnverse.learning.agent import LearnedAgent, LearnedAgentConfig
+
+        self.agent = LearnedAgent(LearnedAgentConfig(checkpoint=config.policy))
+        self.beta, self.seed = config.beta, config.seed
+
+    def reset(self, episode_id: str) -> None:
+        self.agent.reset(None)
+        self.rng = np.random.default_rng([self.seed, zlib.crc32(episode_id.encode())])
+
+    def __call__(self, observation: dict[str, Any], label: int) -> int:
+        predicted = self.agent.act(observation)
+        action = label if self.rng.random() < self.beta else predicted
+        self.agent.set_previous_action(action)
+        return action
 
 
 class _ChunkWriter:
@@ -255,10 +291,11 @@ def render_scene(scene_id: str, scene_file: str, episodes: list[Any], config: Pr
     records = []
     env = NavEnv(scene_file, backend=config.backend, physics=config.physics, sensors=sensors,
                  max_episode_steps=config.max_steps)
+    mixture = DaggerMixture(config) if config.policy else None
     try:
         for episode in episodes:
             start = len(actions)
-            for obs, action in walk_oracle(env, episode, config.max_steps):
+            for obs, action in walk(env, episode, config.max_steps, mixture):
                 for name, writer in writers.items():
                     writer.add(_frame(name, obs[name], config))
                 actions.append(action)

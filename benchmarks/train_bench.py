@@ -1,0 +1,155 @@
+"""Training benchmarks: pre-rendering against the raw renderer, training and online rollout rates.
+
+Figures (``BENCH <name> <value> <unit> target <op> <value>``):
+
+- ``train.prerender_ratio_vs_raw_render``: frames/s of ``vlnverse dataset prerender``
+  (oracle walk, env steps, RGB-D rendering, compression and writing, env build included)
+  over PyBullet's own ``getCameraImage`` calls/s for the same camera at the poses the
+  pre-render visited (each round replays them), median of interleaved rounds.
+- ``train.prerender_frames_per_s``: the pre-render's absolute rate.
+- ``train.seq2seq_samples_per_s`` / ``train.cma_samples_per_s``: teacher-forced training
+  steps (frames) per second of the smoke preset's models on the pre-rendered frames.
+- ``train.online_vector_scaling_2env``: env steps/s of online rollouts (the oracle's
+  waypoint choices, 12-view panoramas) with 2 async sub-envs over 1, median of pairs.
+
+The dataset is generated from the bundled scenes (fine-grained episodes). The machine is
+shared, so absolute numbers are noisy; ratios are measured within one run.
+
+Usage: ``python benchmarks/train_bench.py [--episodes N] [--size PX] [--rounds R]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def make_dataset(out: Path) -> Path:
+    from vlnverse.tasks.datagen import DatagenConfig, run_datagen
+    from vlnverse.tasks.generate import GenerationConfig
+
+    run_datagen(DatagenConfig(scenes=str(ROOT / "assets" / "scenes"), out=str(out), seed=0,
+                              generation=GenerationConfig(tasks=("fine",), per_scene=30)))
+    return out
+
+
+def raw_render_rate(scene_file: str, poses: np.ndarray, size: int) -> float:
+    """PyBullet ``getCameraImage`` calls/s (RGB + depth, ``size`` px) at ``poses``."""
+    import pybullet as p
+
+    from vlnverse.envs.nav_env import NavEnv
+
+    env = NavEnv(scene_file, sensors=())
+    try:
+        client, height = env.sim.backend.client_id, env.agent_spec.camera_height
+        proj = p.computeProjectionMatrixFOV(90.0, 1.0, 0.05, 30.0, physicsClientId=client)
+        start = time.perf_counter()
+        for x, y, z, yaw in poses:
+            eye = [x, y, z + height]
+            view = p.computeViewMatrix(eye, [x + np.cos(yaw), y + np.sin(yaw), eye[2]], [0, 0, 1],
+                                       physicsClientId=client)
+            p.getCameraImage(size, size, view, proj, renderer=p.ER_TINY_RENDERER, flags=p.ER_NO_SEGMENTATION_MASK,
+                             shadow=0, lightDirection=(0.5, 0.8, 1.0), physicsClientId=client)
+        return len(poses) / (time.perf_counter() - start)
+    finally:
+        env.close()
+
+
+def prerender_round(dataset: Path, work: Path, size: int, episodes: int, index: int) -> tuple[float, float]:
+    """(pre-render frames/s, raw render frames/s at the same poses)."""
+    from vlnverse.learning.frames import FrameStore
+    from vlnverse.learning.prerender import PrerenderConfig, prerender
+    from vlnverse.tasks.dataset import EpisodeDataset
+    from vlnverse.tasks.storage import write_dataset
+
+    subset = work / "subset"
+    if not subset.is_dir():
+        source = EpisodeDataset.open(dataset)
+        write_dataset(subset, source.episodes("train")[:episodes], extra={"scenes_dir": str(source.scenes_dir)})
+    config = PrerenderConfig(dataset=str(subset), out=str(work / f"frames_{index}"), rgb_size=size, depth_size=size)
+    summary = prerender(config)
+    store = FrameStore(config.out, "train")
+    scene_id = store.episodes[0].scene_id
+    poses = store.steps(scene_id)["poses"]
+    return summary.frames_per_second, raw_render_rate(store.records[scene_id]["scene_file"], poses, size)
+
+
+def training_rate(frames: Path, kind: str) -> float:
+    from vlnverse.learning.imitation import ImitationConfig, train_imitation
+    from vlnverse.learning.models import ModelConfig
+    from vlnverse.learning.presets import preset
+
+    data = preset("smoke")
+    model = ModelConfig(**data.pop("model"))
+    data.update(epochs=1, val_split=None, val_episodes=None)
+    with tempfile.TemporaryDirectory() as out:
+        config = ImitationConfig(kind=kind, dataset=str(frames.parent / "subset"), out=out, frames=str(frames),
+                                 model=model, **data)
+        return train_imitation(config).samples_per_second
+
+
+def online_rate(dataset: Path, num_envs: int, iterations: int) -> float:
+    from vlnverse.agents.config import PanoramaConfig, WaypointConfig
+    from vlnverse.learning.online.inputs import InputSpec
+    from vlnverse.learning.online.rollout import TeacherPolicy, make_vector_env, rollout
+    from vlnverse.tasks.dataset import EpisodeDataset
+    from vlnverse.tasks.formats.vocab import build_vocab
+
+    episodes = EpisodeDataset.open(dataset).episodes("train")
+    vocab = build_vocab(e.instruction.text for e in episodes)["stoi"]
+    spec = InputSpec(PanoramaConfig(image_size=32), WaypointConfig())
+    vec = make_vector_env("async", num_envs, dataset=str(dataset), split="train", task=None, physics="slide",
+                          spec=spec, vocab=vocab, max_steps=35)
+    try:
+        rollout(vec, TeacherPolicy(), list(range(num_envs)), 3)  # warm-up: workers started, scene loaded
+        steps = seconds = 0.0
+        for i in range(iterations):
+            stats = rollout(vec, TeacherPolicy(), [(i * num_envs + r) % len(episodes) for r in range(num_envs)], 35)
+            steps, seconds = steps + stats.env_steps, seconds + stats.seconds
+        return steps / seconds
+    finally:
+        vec.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--episodes", type=int, default=12, help="episodes pre-rendered per round")
+    parser.add_argument("--size", type=int, default=128, help="RGB and depth resolution")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved pre-render rounds")
+    parser.add_argument("--online-pairs", type=int, default=3, help="back-to-back (1, 2)-env online pairs")
+    args = parser.parse_args()
+    import torch
+
+    torch.set_num_threads(1)
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        dataset = make_dataset(work / "dataset")
+        rounds = [prerender_round(dataset, work, args.size, args.episodes, i) for i in range(args.rounds)]
+        ratios = [pre / raw for pre, raw in rounds]
+        print(f"pre-render {[round(r[0], 1) for r in rounds]} frames/s, raw render {[round(r[1], 1) for r in rounds]} "
+              f"frames/s ({args.size} px RGB-D)")
+        small = work / "frames_small"
+        from vlnverse.learning.prerender import PrerenderConfig, prerender
+
+        prerender(dataclasses.replace(PrerenderConfig(dataset=str(work / "subset"), out=str(small)), rgb_size=64,
+                                      depth_size=64))
+        rates = {kind: training_rate(small, kind) for kind in ("seq2seq", "cma")}
+        pairs = [(online_rate(dataset, 1, 2), online_rate(dataset, 2, 2)) for _ in range(args.online_pairs)]
+        print(f"online rollouts: {[tuple(round(v, 2) for v in p) for p in pairs]} env steps/s (1 env, 2 envs)")
+        print(f"BENCH train.prerender_ratio_vs_raw_render {statistics.median(ratios):.3f} x target >= 0.8")
+        print(f"BENCH train.prerender_frames_per_s {statistics.median(r[0] for r in rounds):.1f} frames/s target >= 0")
+        for kind, rate in rates.items():
+            print(f"BENCH train.{kind}_samples_per_s {rate:.1f} samples/s target >= 0")
+        print(f"BENCH train.online_vector_scaling_2env {statistics.median(b / a for a, b in pairs):.2f} x target >= 1.6")
+
+
+if __name__ == "__main__":
+    main()
