@@ -181,3 +181,12 @@ def test_a_thin_multi_call_agent_builds_on_consult_and_choose(dataset):
     (step,) = record["agent_trace"]["steps"]
     assert record["agent_trace"]["calls"] == 2 and step["consultations"][0]["purpose"] == "advisor"
     assert "Advisor said: go on" in step["messages"][1]["content"]
+
+
+def test_the_fallback_keeps_moving_and_turns_when_boxed_in():
+    from vlnverse.agents.base import _fallback
+    from vlnverse.agents.waypoints import Candidate
+
+    ahead = [Candidate("C", 1.0, 2.0, 2), Candidate("A", 0.0, 0.8, 0), Candidate("L", -0.5, 3.0, 11)]
+    assert _fallback(ahead).tolist() == pytest.approx([0.8, 0.0, 0.0])
+    assert _fallback([]).tolist() == pytest.approx([0.0, math.pi / 2, 0.0])   # a turn, never STOP
