@@ -190,3 +190,24 @@ def test_the_fallback_keeps_moving_and_turns_when_boxed_in():
     ahead = [Candidate("C", 1.0, 2.0, 2), Candidate("A", 0.0, 0.8, 0), Candidate("L", -0.5, 3.0, 11)]
     assert _fallback(ahead).tolist() == pytest.approx([0.8, 0.0, 0.0])
     assert _fallback([]).tolist() == pytest.approx([0.0, math.pi / 2, 0.0])   # a turn, never STOP
+
+
+class ForwardOnly:
+    """A stand-in learned predictor: one candidate straight ahead."""
+
+    def __init__(self, config):
+        self.config = config
+
+    def predict(self, panorama):
+        from vlnverse.agents.waypoints import Candidate
+
+        return [Candidate("A", 0.0, self.config.min_distance, 0)]
+
+
+def test_a_predictor_named_in_the_config_replaces_the_depth_one(dataset):
+    record, _ = run(dataset, "text_history", ScriptedModel(walk_then_stop(1)),
+                    config={"waypoint_predictor": f"{__name__}:ForwardOnly"})
+    assert [c["id"] for c in record["agent_trace"]["steps"][0]["candidates"]] == ["A"]
+    assert record["actions"][0][:2] == [0.4, 0.0]
+    with pytest.raises(ConfigError, match="waypoint_predictor"):
+        make_agent("text_history", {"waypoint_predictor": "learned"})

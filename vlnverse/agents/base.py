@@ -145,7 +145,7 @@ class LLMWaypointAgent(Agent):
                  predictor: WaypointPredictor | None = None) -> None:
         self.config = _as_config(self.config_class, config, self.name)
         self._llm = llm
-        self.predictor = predictor or DepthWaypoints(self.config.waypoints)
+        self.predictor = predictor or make_predictor(self.config)
         kinds = ("depth", "semantic") if self.config.perception == "gt" else ("rgb", "depth")
         self.sensors = dict(make_rig(self.config.panorama, kinds).items())
         self.privileged = self.config.privileged
@@ -396,6 +396,15 @@ class LLMWaypointAgent(Agent):
         if ASK in view.options:
             fields["question"] = "your question for the guide if the action is ASK, else empty"
         return fields
+
+
+def make_predictor(config: LLMAgentConfig) -> WaypointPredictor:
+    """The candidate predictor ``config.waypoint_predictor`` names."""
+    if config.waypoint_predictor == "depth":
+        return DepthWaypoints(config.waypoints)
+    from vlnverse.registry import load_entry_point
+
+    return load_entry_point(config.waypoint_predictor)(config.waypoints)
 
 
 def _fallback(candidates: Sequence[Candidate]) -> np.ndarray:

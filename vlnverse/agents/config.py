@@ -126,6 +126,9 @@ class LLMAgentConfig:
         local_map: Add the top-down local map drawn from the agent's own depth.
         ask_oracle: Dialogue episodes: offer the ASK action while questions remain.
         waypoints: Candidate waypoint settings.
+        waypoint_predictor: ``depth`` (:class:`~vlnverse.agents.waypoints.DepthWaypoints`)
+            or a ``module:attr`` factory called with the ``waypoints`` settings that returns
+            a :class:`~vlnverse.agents.waypoints.WaypointPredictor` (e.g. a learned one).
         panorama: Camera rig settings.
     """
 
@@ -140,6 +143,7 @@ class LLMAgentConfig:
     local_map: bool = True
     ask_oracle: bool = True
     waypoints: WaypointConfig = field(default_factory=WaypointConfig)
+    waypoint_predictor: str = "depth"
     panorama: PanoramaConfig = field(default_factory=PanoramaConfig)
 
     def __post_init__(self) -> None:
@@ -160,6 +164,8 @@ class LLMAgentConfig:
                 raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
         if not 0.0 <= float(self.temperature) <= 2.0:
             raise ConfigError(f"temperature must be in [0, 2], got {self.temperature!r}")
+        if self.waypoint_predictor != "depth" and ":" not in str(self.waypoint_predictor):
+            raise ConfigError(f"waypoint_predictor must be 'depth' or 'module:attr', got {self.waypoint_predictor!r}")
         if not isinstance(self.waypoints, WaypointConfig) or not isinstance(self.panorama, PanoramaConfig):
             raise ConfigError("waypoints and panorama must be mappings of their settings")
 
