@@ -6,11 +6,21 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 DEMO_OUT ?= demo_out
 
-.PHONY: demo test bench install clean
+# Mesa's EGL and llvmpipe, for the CPU OpenGL renderer (vlnverse.sim.gl); installed when we
+# are root with apt-get, else renderer "auto" falls back to PyBullet's TinyRenderer.
+EGL_PACKAGES := libegl1 libegl-mesa0 libgl1 libgl1-mesa-dri
+
+.PHONY: demo test bench install clean egl
 
 install: $(STAMP)
 
+egl:
+	@if ! ldconfig -p | grep -q libEGL_mesa && command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = "0" ]; then \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(EGL_PACKAGES) >/dev/null; } \
+		|| echo "Mesa EGL could not be installed; renderer 'auto' will use PyBullet's TinyRenderer" >&2; fi
+
 $(STAMP): pyproject.toml
+	@$(MAKE) --no-print-directory egl
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,train]'

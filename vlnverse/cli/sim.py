@@ -9,6 +9,7 @@ from pathlib import Path
 from vlnverse.cli.output import print_json, print_table
 from vlnverse.errors import ConfigError
 from vlnverse.fileio import prepare_output_dir
+from vlnverse.sim.gl.context import RENDERERS
 
 CAMERA_KINDS = ("rgb", "depth", "semantic")
 
@@ -27,6 +28,9 @@ def register(subparsers) -> None:
     render.add_argument("--width", type=int, default=224, help="camera width in pixels (default 224)")
     render.add_argument("--height", type=int, default=224, help="camera height in pixels (default 224)")
     render.add_argument("--hfov", type=float, default=90.0, help="horizontal field of view in degrees (default 90)")
+    render.add_argument("--renderer", choices=RENDERERS, default="auto",
+                        help="camera renderer: gl (textured, lit OpenGL on the CPU), tiny (PyBullet's "
+                             "TinyRenderer) or auto (gl where headless EGL works; default)")
     render.add_argument("--out", type=Path, required=True, help="output folder")
     render.add_argument("--json", action="store_true", help="print one JSON object")
     render.set_defaults(handler=_render)
@@ -70,7 +74,7 @@ def _render(args) -> int:
         raise ConfigError(f"--pose {x:g},{y:g} is off the map of {args.scene} (x {x0:.2f}..{x1:.2f}, "
                           f"y {y0:.2f}..{y1:.2f})")
     pose = Pose(x, y, occupancy.floor_height, math.radians(yaw))
-    with Simulator(scene, sensors=rig, occupancy=occupancy, pose=pose) as simulator:
+    with Simulator(scene, sensors=rig, occupancy=occupancy, pose=pose, renderer=args.renderer) as simulator:
         observation = simulator.observe()
         written = save_observation_pictures(args.out, observation, dict(rig.items()), simulator.instances)
         if args.panorama:
@@ -82,7 +86,8 @@ def _render(args) -> int:
                     save_panorama_strip(path, views)
                     written.append(path)
         navigable = bool(occupancy.is_navigable(pose.position))
-    result = {"scene": str(args.scene), "pose": [x, y, yaw], "navigable": navigable,
+        renderer = getattr(simulator.backend, "renderer", None)
+    result = {"scene": str(args.scene), "pose": [x, y, yaw], "navigable": navigable, "renderer": renderer,
               "files": [str(p) for p in written]}
     if args.json:
         print_json(result)

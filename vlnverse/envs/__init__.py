@@ -28,6 +28,7 @@ def make(
     split: str | None = None,
     task: str | None = None,
     backend: str = "bullet",
+    renderer: str = "auto",
     physics: Any = None,
     action_space: Any = "discrete",
     sensors: Any = None,
@@ -46,7 +47,8 @@ def make(
     (:mod:`vlnverse.envs.protocols`: ``offline_training``, ``online_training``) whose
     settings apply unless given here; otherwise physics is ``strict`` and the sensors an
     RGB-D front camera. ``max_episode_steps`` is the env's own step budget as well as the
-    gymnasium time limit.
+    gymnasium time limit. ``renderer`` picks the embedded backend's camera renderer:
+    ``"gl"`` (textured, lit OpenGL on the CPU), ``"tiny"`` or ``"auto"``.
     """
     from vlnverse.envs.protocols import protocol_settings
 
@@ -66,7 +68,8 @@ def make(
     if steps is not None and (not isinstance(steps, int) or isinstance(steps, bool) or steps < 1):
         raise ConfigError(f"max_episode_steps must be a positive integer, got {steps!r}")
     env = gymnasium.make(NAV_ENV_ID, max_episode_steps=steps, scene=scene, backend=backend,
-                         action_space=action_space, start=start, goal=goal, instruction=instruction, **settings)
+                         renderer=renderer, action_space=action_space, start=start, goal=goal,
+                         instruction=instruction, **settings)
     if steps is not None:
         env.unwrapped.max_episode_steps = steps  # the env's budget agrees with the time limit
     return env

@@ -71,6 +71,7 @@ from vlnverse.scene.types import Scene
 from vlnverse.sim.actions import make_action_space
 from vlnverse.sim.agent import AgentSpec
 from vlnverse.sim.backend import resolve_backend
+from vlnverse.sim.gl.context import RENDERERS
 from vlnverse.sim.physics import PhysicsConfig
 from vlnverse.sim.rig import SensorRig
 from vlnverse.sim.sensors import RGBSensor, SensorSpec, pose_space
@@ -161,6 +162,8 @@ class NavEnv(gym.Env):
         oracle_stop_distance: Geodesic distance at which the oracle says STOP (capped by the goal radius).
         min_goal_distance: Minimum geodesic start–goal distance of random episodes.
         occupancy_resolution: Grid resolution of the navigation map (metres).
+        renderer: Camera renderer of the embedded backend: ``auto``, ``gl`` or ``tiny`` (see
+            :class:`vlnverse.sim.Simulator`).
         render_mode: ``None`` or ``"rgb_array"``.
         instruction_view: Long-horizon: ``"full"`` (default, the paper's) observes the
             whole chained instruction, ``"leg"`` the active leg's sub-instruction.
@@ -173,6 +176,7 @@ class NavEnv(gym.Env):
         scene: str | Path | Scene | None = None,
         *,
         backend: str = "bullet",
+        renderer: str = "auto",
         physics: Any = "strict",
         action_space: Any = "discrete",
         sensors: Any = ("rgb", "depth"),
@@ -206,6 +210,9 @@ class NavEnv(gym.Env):
         self.action_spec = make_action_space(action_space)
         rig = SensorRig.from_spec(sensors)
         backend = resolve_backend(backend)
+        if renderer not in RENDERERS:
+            raise ConfigError(f"unknown renderer {renderer!r}; valid: {', '.join(RENDERERS)}")
+        self._renderer = renderer
         if render_mode not in (None, "rgb_array"):
             raise ConfigError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         self.render_mode = render_mode
@@ -341,7 +348,7 @@ class NavEnv(gym.Env):
             self.sim.close()
             self.sim = None
         sim = Simulator(loaded, agent=spec, sensors=rig, physics=self.physics, backend=self._backend_name,
-                        occupancy=occupancy, pose=Pose(*occupancy.sample_navigable(np.random.default_rng(0), 1)[0], 0.0))
+                        renderer=self._renderer, occupancy=occupancy, pose=Pose(*occupancy.sample_navigable(np.random.default_rng(0), 1)[0], 0.0))
         if self.sim is not None:
             self.sim.close()
             logger.info("switched scene to %s", key)

@@ -75,6 +75,7 @@ class EvalConfig:
         success_distance: Success radius (m): SR needs geodesic distance ``<`` it.
         plots: Trajectory pictures per (task, physics) (0: none).
         backend: Simulator backend.
+        renderer: Camera renderer of the embedded backend (``auto``, ``gl``, ``tiny``).
         scenes_dir: Where the dataset's scene paths are relative to (default: the manifest's).
         bootstrap: Bootstrap resamples of the confidence intervals.
         instruction_view: Long-horizon observation: ``full`` (the whole chained
@@ -108,6 +109,7 @@ class EvalConfig:
     success_distance: float = 3.0
     plots: int = 6
     backend: str = "bullet"
+    renderer: str = "auto"
     scenes_dir: str | None = None
     bootstrap: int = 1000
     instruction_view: str = "full"
@@ -178,6 +180,8 @@ class EvalConfig:
         out: dict[str, Any] = {}
         if self.metrics != MetricsConfig():
             out["metrics"] = json.loads(json.dumps(dataclasses.asdict(self.metrics), default=str))
+        if self.renderer != "auto":
+            out["renderer"] = self.renderer
         for name in ("llm", "oracle_llm"):
             spec = getattr(self, name)
             if spec is not None:
@@ -321,7 +325,7 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
     out = Path(config.out)
     spec = RunSpec(agent=agent if agent is not None else config.agent,
                    agent_config=dict(config.agent_config), seed=config.seed, backend=config.backend,
-                   max_steps=config.max_steps,
+                   renderer=config.renderer, max_steps=config.max_steps,
                    metrics=dataclasses.replace(config.metrics, success_distance=float(config.success_distance)),
                    plots_dir=str((out / PLOTS_DIR).resolve()) if config.plots else None,
                    llm=config.llm, llm_cache=config.llm_cache, llm_record=config.llm_record,

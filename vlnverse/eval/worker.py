@@ -47,6 +47,7 @@ class RunSpec:
         agent_config: The agent's config mapping (for a name).
         seed: Run seed (env resets and agents' randomness derive from it per episode).
         backend: Simulator backend.
+        renderer: Camera renderer of the embedded backend (``auto``, ``gl``, ``tiny``).
         max_steps: Step budget per episode (``None``: the action space's default).
         metrics: Scoring settings.
         plots_dir: Folder for trajectory pictures (``None``: no pictures).
@@ -66,6 +67,7 @@ class RunSpec:
     agent_config: Mapping[str, Any] = field(default_factory=dict)
     seed: int = 0
     backend: str = "bullet"
+    renderer: str = "auto"
     max_steps: int | None = None
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     plots_dir: str | None = None
@@ -239,7 +241,7 @@ class EvalWorker:
         scene_file, physics, dialogue, reference = key
         with self.env_lock:
             self._close_idle(spare=1)
-            env = NavEnv(scene_file, backend=self.spec.backend, physics=physics,
+            env = NavEnv(scene_file, backend=self.spec.backend, renderer=self.spec.renderer, physics=physics,
                          action_space=self.agent.action_space, sensors=self.agent.sensors,
                          max_episode_steps=self.spec.max_steps,
                          occupancy_resolution=self.spec.occupancy_resolution, dialogue=dialogue,

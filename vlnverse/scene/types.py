@@ -26,6 +26,7 @@ class PrimGeometry:
         movable: Whether the prim belongs to a rigid body (``UsdPhysics.RigidBodyAPI``).
         triangle_slice: The prim's triangles in ``Scene.triangles``.
         name: The prim's name (e.g. ``Floor``, ``Ceiling``, ``Wall_0``).
+        material: Name of the bound material (e.g. ``wood_dark_brown``), "" when none.
     """
 
     path: str
@@ -36,6 +37,7 @@ class PrimGeometry:
     movable: bool
     triangle_slice: slice
     name: str
+    material: str = ""
 
 
 @dataclass(frozen=True)

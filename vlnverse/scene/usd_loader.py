@@ -244,7 +244,15 @@ def _collect_gprim(prim, xform_cache, correction, has_collision_api, objects_by_
         movable=movable,
         triangle_slice=slice(start, collector.count),
         name=prim.GetName(),
+        material=_material_name(prim),
     ))
+
+
+def _material_name(prim) -> str:
+    from pxr import UsdShade
+
+    material, _ = UsdShade.MaterialBindingAPI(prim).ComputeBoundMaterial()
+    return material.GetPrim().GetName() if material else ""
 
 
 def _display_color(prim) -> tuple[float, float, float]:

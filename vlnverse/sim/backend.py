@@ -175,11 +175,19 @@ def prepare_backend(name: str) -> str:
     return resolved
 
 
-def create_backend(name: str, physics: PhysicsConfig) -> Backend:
-    """Instantiate the backend ``name`` (or ``"auto"``) with ``physics`` settings."""
+def create_backend(name: str, physics: PhysicsConfig, renderer: str = "auto") -> Backend:
+    """Instantiate the backend ``name`` (or ``"auto"``) with ``physics`` settings.
+
+    ``renderer`` (``"auto"``, ``"gl"``, ``"tiny"``) picks the embedded backend's camera
+    renderer; other backends have their own and accept only ``"auto"``.
+    """
     resolved = resolve_backend(name)
     cls = backend_class(resolved)
     ok, why = cls.available()
     if not ok:
         raise ConfigError(f"backend {resolved!r} is not available: {why}")
+    if resolved == "bullet":
+        return cls(physics, renderer=renderer)
+    if renderer != "auto":
+        raise ConfigError(f"renderer={renderer!r} applies to the 'bullet' backend; {resolved!r} renders itself")
     return cls(physics)

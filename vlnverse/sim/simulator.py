@@ -58,6 +58,9 @@ class Simulator:
         sensors: Anything :meth:`SensorRig.from_spec` accepts (default: RGB + depth).
         physics: Physics settings, including the mode.
         backend: ``"bullet"``, ``"isaac"`` or ``"auto"``.
+        renderer: The embedded backend's camera renderer: ``"gl"`` (textured, lit OpenGL on
+            the CPU), ``"tiny"`` (PyBullet's TinyRenderer) or ``"auto"`` (gl where headless
+            EGL works, else tiny; see :mod:`vlnverse.sim.gl`).
         occupancy: The scene's occupancy map for this agent; built on first need
             (Tel-Hop snapping) when not given.
         pose: Initial agent pose (default: centre of the scene at its lowest floor).
@@ -71,6 +74,7 @@ class Simulator:
         sensors: Any = ("rgb", "depth"),
         physics: PhysicsConfig | None = None,
         backend: str = "bullet",
+        renderer: str = "auto",
         occupancy: Any = None,
         pose: Pose | None = None,
     ) -> None:
@@ -89,7 +93,7 @@ class Simulator:
         self._groups_version = -1
         self._groups: list[tuple[CameraRequest, list[tuple[str, CameraSpec]]]] = []
         self._lidar_dirs: dict[str, np.ndarray] = {}
-        self._backend: Backend | None = create_backend(self.backend_name, self.physics)
+        self._backend: Backend | None = create_backend(self.backend_name, self.physics, renderer)
         try:
             self._backend.load_scene(scene)
             self._backend.spawn_agent(self.agent, pose or self._default_pose())

@@ -28,6 +28,7 @@ class RenderConfig:
         hfov_deg: Horizontal field of view.
         camera_height: Camera height above the floor (m).
         backend: Simulator backend name (``bullet`` renders on the CPU).
+        renderer: The ``bullet`` backend's renderer: ``auto``, ``gl`` or ``tiny``.
         path_frames: Frames rendered along a fine path for the Describer.
     """
 
@@ -36,6 +37,7 @@ class RenderConfig:
     hfov_deg: float = 90.0
     camera_height: float = 1.25
     backend: str = "bullet"
+    renderer: str = "auto"
     path_frames: int = 6
 
     def __post_init__(self) -> None:
@@ -57,7 +59,7 @@ class SceneRenderer:
 
         self.config = config or RenderConfig()
         self.scene = scene
-        self._sim = Simulator(scene, sensors=(), backend=self.config.backend)
+        self._sim = Simulator(scene, sensors=(), backend=self.config.backend, renderer=self.config.renderer)
 
     def close(self) -> None:
         self._sim.close()

@@ -1,4 +1,8 @@
-"""The embedded backend: PyBullet in DIRECT mode with its CPU renderer (no display, no GPU).
+"""The embedded backend: PyBullet in DIRECT mode, rendered on the CPU (no display, no GPU).
+
+Cameras are drawn by the textured, lit OpenGL renderer of :mod:`vlnverse.sim.gl` (headless
+EGL on Mesa's llvmpipe) where it can run, else by PyBullet's TinyRenderer (``renderer``:
+``"auto"``, ``"gl"`` or ``"tiny"``); LiDAR is ray-cast by PyBullet either way.
 
 The agent is a multibody whose links are joined by a prismatic X, a prismatic Y and a
 revolute Z joint; the last link carries the cylinder collider. Velocity motors with
@@ -124,7 +128,10 @@ class BulletBackend:
 
     name = "bullet"
 
-    def __init__(self, physics: PhysicsConfig | None = None) -> None:
+    def __init__(self, physics: PhysicsConfig | None = None, renderer: str = "auto") -> None:
+        from vlnverse.sim.gl.context import resolve_renderer
+
+        self.renderer = resolve_renderer(renderer)
         self._p = _pybullet()
         self.physics = physics or PhysicsConfig()
         self._client = self._p.connect(self._p.DIRECT)
@@ -135,6 +142,8 @@ class BulletBackend:
             numSolverIterations=SOLVER_ITERATIONS, deterministicOverlappingPairs=1, physicsClientId=c,
         )
         self._world: BulletWorld | None = None
+        self._gl = None  # the GLRenderer of the loaded scene with renderer "gl"
+        self._gl_bodies: list[int] = []  # its movable bodies' uids, in pose-row order
         self._agent: int | None = None
         self._spec: AgentSpec | None = None
         self._forces: list[float] = []
@@ -171,7 +180,13 @@ class BulletBackend:
             raise SimulationError("bullet backend is closed")
         if self._world is not None:
             raise SimulationError("bullet backend: load_scene may be called once")
-        self._world = build_world(self._p, self._client, cached_world_plan(scene, build_instance_table(scene)))
+        plan = cached_world_plan(scene, build_instance_table(scene))
+        self._world = build_world(self._p, self._client, plan)
+        if self.renderer == "gl":
+            from vlnverse.sim.gl.renderer import GLRenderer
+
+            self._gl = GLRenderer(scene, [(scene.prims[b.prim].object_index, b.centre) for b in plan.movables])
+            self._gl_bodies = list(self._world.movable)
         self._lut = self._world.lookup_table(extra=4)
         self._managed = np.array(sorted(self._world.dynamics), dtype=np.int64)
         self._boxes = np.zeros((len(self._managed), 2, 2))
@@ -213,6 +228,9 @@ class BulletBackend:
         self.set_agent_pose(pose)
 
     def close(self) -> None:
+        if self._gl is not None:
+            self._gl, gl = None, self._gl
+            gl.release()
         if self._client is not None:
             try:
                 self._p.disconnect(physicsClientId=self._client)
@@ -441,6 +459,9 @@ class BulletBackend:
     def render(self, requests: Sequence[CameraRequest]) -> list[CameraFrame]:
         if self._world is None:
             raise SimulationError("bullet backend: render before load_scene")
+        if self._gl is not None:
+            self._gl.set_poses(self._body_matrices())
+            return self._gl.render(requests)
         p, c = self._p, self._client
         frames = []
         for request in requests:
@@ -467,6 +488,16 @@ class BulletBackend:
                 frame.instance = self._lut[ids + 1]
             frames.append(frame)
         return frames
+
+    def _body_matrices(self) -> np.ndarray:
+        """(B, 4, 4) world transforms of the movable bodies, as the physics has them now."""
+        p, c = self._p, self._client
+        matrices = np.tile(np.eye(4), (len(self._gl_bodies), 1, 1))
+        for matrix, uid in zip(matrices, self._gl_bodies, strict=True):
+            position, orientation = p.getBasePositionAndOrientation(uid, physicsClientId=c)
+            matrix[:3, :3] = np.reshape(p.getMatrixFromQuaternion(orientation), (3, 3))
+            matrix[:3, 3] = position
+        return matrices
 
     def cast_rays(self, origins: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if self._world is None:

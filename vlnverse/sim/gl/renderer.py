@@ -1,0 +1,202 @@
+"""The OpenGL scene renderer: RGB, metric depth and prim ids in one pass per camera.
+
+The whole scene is uploaded once (one vertex buffer, one draw call); a camera is a view
+matrix, a movable object a row of the ``poses`` texture. Depth is the depth buffer
+linearised to metres (distance to the image plane); ids are ``prim index + 1`` written to
+an integer colour attachment. See :mod:`vlnverse.sim.gl.textures` for appearance and
+:mod:`vlnverse.sim.gl.lighting` for the lights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from vlnverse.scene.types import Scene
+from vlnverse.sim.backends.bullet import view_matrix
+from vlnverse.sim.gl import shaders
+from vlnverse.sim.gl.context import gl_context
+from vlnverse.sim.gl.lighting import LIGHT_SOFTNESS, room_lighting
+from vlnverse.sim.gl.textures import MATERIALS, TILE_METRES, prim_materials, texture_layers
+from vlnverse.sim.types import CameraFrame, CameraRequest
+
+#: Light everywhere before the room lights, and the exposure before tone mapping.
+AMBIENT, EXPOSURE = 0.3, 0.8
+#: Linear colour of what no geometry covers (a pale sky).
+BACKGROUND = (0.80, 0.85, 0.92)
+VERTEX_FORMAT = "3f 3f 3f 2f 2i"
+ATTRIBUTES = ("in_position", "in_normal", "in_colour", "in_material", "in_ids")
+
+
+def vertex_data(scene: Scene, bodies: Sequence[tuple[int, np.ndarray]]) -> bytes:
+    """Interleaved vertices (see ``VERTEX_FORMAT``) of every prim, flat-shaded.
+
+    ``bodies`` lists each movable body as ``(object index, centre)``: its prims' vertices
+    are stored relative to the centre and tagged with the body's pose row (1, 2, …).
+    """
+    body_of = {object_index: (row, np.asarray(centre)) for row, (object_index, centre) in enumerate(bodies, 1)}
+    classes = prim_materials(scene)
+    rows, offsets, colours, materials, prims = [], [], [], [], []
+    for index, prim in enumerate(scene.prims):
+        count = len(range(*prim.triangle_slice.indices(len(scene.triangles))))
+        row, centre = body_of.get(prim.object_index, (0, np.zeros(3))) if prim.movable else (0, np.zeros(3))
+        rows.append(np.full(count, row))
+        offsets.append(np.broadcast_to(centre, (count, 3)))
+        colours.append(np.broadcast_to(prim.color, (count, 3)))
+        kind = classes[index]
+        materials.append(np.broadcast_to((MATERIALS.index(kind), 1.0 / TILE_METRES[kind]), (count, 2)))
+        prims.append(np.full(count, index + 1))
+    triangles = scene.triangles[np.concatenate([np.arange(len(scene.triangles))[p.triangle_slice] for p in scene.prims])]
+    triangles = triangles - np.concatenate(offsets)[:, None, :]
+    normals = np.cross(triangles[:, 1] - triangles[:, 0], triangles[:, 2] - triangles[:, 0])
+    length = np.linalg.norm(normals, axis=1, keepdims=True)
+    normals = np.where(length > 1e-12, normals / np.maximum(length, 1e-12), [0.0, 0.0, 1.0])
+    floats = np.concatenate([triangles, np.repeat(normals[:, None], 3, axis=1),
+                             np.repeat(np.concatenate(colours)[:, None], 3, axis=1),
+                             np.repeat(np.concatenate(materials)[:, None], 3, axis=1)], axis=2).astype(np.float32)
+    ints = np.repeat(np.stack([np.concatenate(rows), np.concatenate(prims)], axis=1)[:, None], 3, axis=1)
+    return np.concatenate([floats, ints.astype(np.int32).view(np.float32)], axis=2).tobytes()
+
+
+def projection_matrix(request: CameraRequest) -> np.ndarray:
+    """OpenGL perspective projection of the request, with +Y down so rows read top-down.
+
+    Pixel ``(u, v)`` sees the ray through ``((u - W/2) / f, (v - H/2) / f)``, as the camera's
+    ``intrinsics()`` say with pixel centres at integer coordinates; TinyRenderer samples
+    the same rays. (OpenGL samples pixel centres at half-integers: hence the half-pixel shift.)
+    """
+    fx = 1.0 / np.tan(np.radians(request.hfov_deg) / 2.0)
+    fy = fx * request.width / request.height
+    n, f = request.near, request.far
+    return np.array([[fx, 0, -1.0 / request.width, 0], [0, -fy, 1.0 / request.height, 0],
+                     [0, 0, (f + n) / (n - f), 2 * f * n / (n - f)], [0, 0, -1, 0]])
+
+
+def linear_depth(buffer: np.ndarray, near: float, far: float) -> np.ndarray:
+    """Depth-buffer values in [0, 1] → distance to the image plane in metres (float32).
+
+    ``buffer`` is overwritten (the conversion runs in place).
+    """
+    buffer *= np.float32(near - far)
+    buffer += np.float32(far)
+    return np.divide(np.float32(far * near), buffer, out=buffer)
+
+
+class GLRenderer:
+    """A scene on the GPU side of the process's GL context.
+
+    Args:
+        scene: The scene to draw.
+        bodies: Movable bodies as ``(object index, centre)`` (see :func:`vertex_data`).
+    """
+
+    def __init__(self, scene: Scene, bodies: Sequence[tuple[int, np.ndarray]]) -> None:
+        import moderngl
+
+        self._ctx = ctx = gl_context()
+        lighting = room_lighting(scene)
+        source = shaders.FRAGMENT.replace("N_LIGHTS", str(max(len(lighting.lights), 1))).replace(
+            "N_ROOMS", str(len(lighting.ranges)))
+        self._program = program = ctx.program(vertex_shader=shaders.VERTEX, fragment_shader=source)
+        self._buffer = ctx.buffer(vertex_data(scene, bodies))
+        self._vao = ctx.vertex_array(program, [(self._buffer, VERTEX_FORMAT, *ATTRIBUTES)])
+        layers = texture_layers()
+        self._materials = ctx.texture_array((layers.shape[2], layers.shape[1], len(layers)), 1, layers.tobytes())
+        self._materials.build_mipmaps()
+        self._materials.filter = (moderngl.LINEAR_MIPMAP_NEAREST, moderngl.LINEAR)
+        self._materials.repeat_x = self._materials.repeat_y = True
+        room_map = np.ascontiguousarray(lighting.room_map)
+        self._rooms = ctx.texture((room_map.shape[1], room_map.shape[0]), 1, room_map.tobytes(), dtype="u1")
+        self._rooms.filter = (moderngl.NEAREST, moderngl.NEAREST)
+        self._poses = ctx.texture((4, len(bodies) + 1), 4, dtype="f4")
+        self._poses.filter = (moderngl.NEAREST, moderngl.NEAREST)
+        self._pose_rows = np.tile(np.eye(4, dtype=np.float32).T.reshape(1, 16), (len(bodies) + 1, 1))
+        self._poses.write(self._pose_rows.tobytes())
+        self._uniform("materials", 0)
+        self._uniform("rooms", 1)
+        self._uniform("poses", 2)
+        self._uniform("room_frame", (*lighting.origin, 1.0 / lighting.resolution))
+        if len(lighting.lights):
+            self._uniform("lights", lighting.lights.tobytes())
+            self._uniform("light_colours", lighting.colours.tobytes())
+        self._uniform("room_lights", lighting.ranges.tobytes())
+        self._uniform("ambient", AMBIENT)
+        self._uniform("exposure", EXPOSURE)
+        self._uniform("softness", LIGHT_SOFTNESS)
+        self._targets: dict[tuple[int, int], tuple] = {}
+
+    def _uniform(self, name: str, value) -> None:
+        if name in self._program:
+            if isinstance(value, bytes):
+                self._program[name].write(value)
+            else:
+                self._program[name].value = value
+
+    def set_poses(self, matrices: np.ndarray) -> None:
+        """World transforms (B, 4, 4) of the movable bodies, in ``bodies`` order."""
+        rows = np.asarray(matrices, dtype=np.float32).transpose(0, 2, 1).reshape(-1, 16)
+        if not np.array_equal(rows, self._pose_rows[1:]):
+            self._pose_rows[1:] = rows
+            self._poses.write(self._pose_rows.tobytes())
+
+    def _target(self, width: int, height: int) -> tuple:
+        target = self._targets.get((width, height))
+        if target is None:
+            ctx = self._ctx
+            colour = ctx.renderbuffer((width, height), 4)
+            ids = ctx.renderbuffer((width, height), 1, dtype="i4")
+            depth = ctx.depth_renderbuffer((width, height))
+            # Clearing writes the colour's bits into integer attachments: the second
+            # framebuffer clears the ids alone, to zero bits (id 0: nothing).
+            target = (ctx.framebuffer([colour, ids], depth), ctx.framebuffer([ids]), colour, ids, depth)
+            self._targets[(width, height)] = target
+        return target
+
+    def render(self, requests: Sequence[CameraRequest]) -> list[CameraFrame]:
+        """One pass per request; buffers not asked for are not read back."""
+        import moderngl
+
+        ctx = self._ctx
+        ctx.enable_only(moderngl.DEPTH_TEST)
+        self._materials.use(0)
+        self._rooms.use(1)
+        self._poses.use(2)
+        frames = []
+        for request in requests:
+            fbo, id_fbo = self._target(request.width, request.height)[:2]
+            fbo.clear(*BACKGROUND, 1.0, depth=1.0)
+            id_fbo.clear(0.0, 0.0, 0.0, 0.0)
+            fbo.use()
+            view = np.array(view_matrix(request.position, request.yaw, request.pitch)).reshape(4, 4).T
+            self._program["view_proj"].write((projection_matrix(request) @ view).T.astype(np.float32).tobytes())
+            self._program["eye"].value = tuple(float(v) for v in request.position)
+            self._vao.render(moderngl.TRIANGLES)
+            frames.append(self._read(fbo, request))
+        return frames
+
+    @staticmethod
+    def _read(fbo, request: CameraRequest) -> CameraFrame:
+        shape = (request.height, request.width)
+        frame = CameraFrame()
+        if request.rgb:
+            frame.rgb = np.frombuffer(fbo.read(components=3, attachment=0), np.uint8).reshape(*shape, 3)
+        if request.depth:
+            buffer = np.empty(shape, np.float32)
+            fbo.read_into(buffer, components=1, attachment=-1, dtype="f4")
+            frame.depth = linear_depth(buffer, request.near, request.far)
+        if request.instance:
+            ids = np.frombuffer(fbo.read(components=1, attachment=1, dtype="i4"), np.int32).reshape(shape)
+            frame.instance = ids - 1
+        return frame
+
+    def release(self) -> None:
+        """Free the GPU-side scene (idempotent)."""
+        for target in self._targets.values():
+            for item in target:
+                item.release()
+        self._targets.clear()
+        for name in ("_vao", "_buffer", "_program", "_materials", "_rooms", "_poses"):
+            resource = self.__dict__.pop(name, None)
+            if resource is not None:
+                resource.release()

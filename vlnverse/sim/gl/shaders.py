@@ -1,0 +1,84 @@
+"""GLSL of the scene renderer: one pass writes colour, the depth buffer and prim ids.
+
+Vertices carry their body (0 = static geometry; others read a model matrix from the
+``poses`` texture, one row per body), so movable objects move without re-uploading any
+geometry. Texture coordinates come from object-space positions (box projection along the
+face's dominant axis), in world units. ``N_LIGHTS`` and ``N_ROOMS`` are set per scene.
+"""
+
+VERTEX = """
+#version 330
+uniform mat4 view_proj;
+uniform sampler2D poses;
+in vec3 in_position;
+in vec3 in_normal;
+in vec3 in_colour;
+in vec2 in_material;
+in ivec2 in_ids;
+out vec3 v_world;
+out vec2 v_uv;
+flat out vec3 v_normal;
+flat out vec3 v_colour;
+flat out float v_layer;
+flat out int v_id;
+
+void main() {
+    mat4 model = mat4(texelFetch(poses, ivec2(0, in_ids.x), 0), texelFetch(poses, ivec2(1, in_ids.x), 0),
+                      texelFetch(poses, ivec2(2, in_ids.x), 0), texelFetch(poses, ivec2(3, in_ids.x), 0));
+    vec4 world = model * vec4(in_position, 1.0);
+    vec3 axis = abs(in_normal);
+    vec2 uv = axis.z >= max(axis.x, axis.y) ? in_position.xy : (axis.x >= axis.y ? in_position.yz : in_position.xz);
+    v_world = world.xyz;
+    v_uv = uv * in_material.y;
+    v_normal = mat3(model) * in_normal;
+    v_colour = in_colour;
+    v_layer = in_material.x;
+    v_id = in_ids.y;
+    gl_Position = view_proj * world;
+}
+"""
+
+FRAGMENT = """
+#version 330
+uniform vec3 eye;
+uniform sampler2DArray materials;
+uniform usampler2D rooms;
+uniform vec3 room_frame;  // origin x, origin y, cells per metre
+uniform vec4 lights[N_LIGHTS];  // x, y, z, power
+uniform vec3 light_colours[N_LIGHTS];
+uniform ivec2 room_lights[N_ROOMS];  // first light, count
+uniform float ambient;
+uniform float exposure;
+uniform float softness;
+in vec3 v_world;
+in vec2 v_uv;
+flat in vec3 v_normal;
+flat in vec3 v_colour;
+flat in float v_layer;
+flat in int v_id;
+layout(location = 0) out vec4 out_colour;
+layout(location = 1) out int out_id;
+
+vec3 filmic(vec3 x) {  // Hejl and Burgess-Dawson's filmic curve; its output is already gamma-encoded
+    x = max(vec3(0.0), x - 0.004);
+    return (x * (6.2 * x + 0.5)) / (x * (6.2 * x + 1.7) + 0.06);
+}
+
+void main() {
+    vec3 normal = normalize(v_normal);
+    if (dot(normal, eye - v_world) < 0.0) normal = -normal;
+    ivec2 cell = ivec2(floor((v_world.xy + 0.06 * normal.xy - room_frame.xy) * room_frame.z));
+    cell = clamp(cell, ivec2(0), textureSize(rooms, 0) - 1);
+    ivec2 range = room_lights[int(texelFetch(rooms, cell, 0).r)];
+    vec3 light = vec3(ambient);
+    for (int i = range.x; i < range.x + range.y; ++i) {
+        vec3 to_light = lights[i].xyz - v_world;
+        float d2 = dot(to_light, to_light);
+        float facing = max(dot(normal, to_light), 0.0) * inversesqrt(d2);
+        light += light_colours[i] * (lights[i].w * (0.15 + 0.85 * facing) / (d2 + softness));
+    }
+    float detail = texture(materials, vec3(v_uv, v_layer)).r * (255.0 / 128.0);
+    out_colour = vec4(filmic(v_colour * detail * light * exposure), 1.0);
+    out_id = v_id;
+}
+"""
