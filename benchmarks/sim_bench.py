@@ -1,13 +1,19 @@
-"""Simulator benchmarks: env step overhead over raw PyBullet rendering, panoramas, vector scaling, memory.
+"""Simulator benchmarks: env step overhead over raw rendering, the GL renderer against TinyRenderer,
+panoramas, vector scaling, memory.
 
 Figures (printed as ``BENCH <name> <value> <unit> target <op> <value>``):
 
 - ``sim.step_ratio_vs_raw_render``: env steps/s (one 224×224 RGB-D camera, discrete
-  actions, physics on) over PyBullet's own ``getCameraImage`` calls/s of the same camera
-  in the same world at the same poses (each round's views replayed), measured in
-  interleaved rounds of the same run (median of rounds).
-- ``sim.steps_per_s``: the env's absolute rate; ``sim.panorama_obs_per_s``: observations/s
-  of the paper's 12-view RGB rig.
+  actions, physics on) over raw renders/s of the same camera at the same poses (each
+  round's views replayed) with the renderer the env uses (``GLRenderer.render`` for
+  ``gl``, PyBullet's ``getCameraImage`` for ``tiny``), in interleaved rounds of one run
+  (median of rounds).
+- ``sim.render_gl_speedup_vs_tiny``: TinyRenderer's time per RGB-D frame over the GL
+  renderer's, on the same views in the same run, in process CPU time (both render on one
+  thread, so CPU time is wall time on an idle machine and stays meaningful on a busy,
+  shared one); ``..._wall`` is the same ratio in wall-clock time.
+- ``sim.steps_per_s`` (renderer in use), ``sim.steps_per_s_tiny``: the envs' absolute rates;
+  ``sim.panorama_obs_per_s``: observations/s of the paper's 12-view RGB rig.
 - ``sim.vector_scaling_2proc``: ``AsyncVectorEnv`` throughput with 2 processes over 1: the
   median over ``--vector-rounds`` back-to-back pairs of runs (the VM's speed drifts).
 - ``sim.rss_mb``: resident memory of one env process on the scene.
@@ -15,7 +21,7 @@ Figures (printed as ``BENCH <name> <value> <unit> target <op> <value>``):
 The scene is the largest bundled one (``assets/scenes/*/scene.usd*``), or ``--scene``;
 without either, a procedural house (seed 0) is written to a temporary folder.
 
-Usage: ``python benchmarks/sim_bench.py [--scene PATH] [--steps N] [--rounds R]``
+Usage: ``python benchmarks/sim_bench.py [--scene PATH] [--steps N] [--rounds R] [--renderer auto|gl|tiny]``
 """
 
 from __future__ import annotations
@@ -31,10 +37,12 @@ import numpy as np
 
 from vlnverse.envs.nav_env import NavEnv
 from vlnverse.sim import DepthSensor, RGBSensor, SensorRig, Simulator
-from vlnverse.sim.types import Pose
+from vlnverse.sim.types import CameraRequest, Pose
 
 ROOT = Path(__file__).resolve().parents[1]
 CAMERA = {"rgb": RGBSensor(width=224, height=224), "depth": DepthSensor(width=224, height=224)}
+
+Camera = tuple[float, float, float, float]
 
 
 def pick_scene(explicit: str | None, workdir: Path) -> Path:
@@ -59,11 +67,11 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def make_env(scene: str) -> NavEnv:
-    return NavEnv(scene, sensors=CAMERA, physics="slide", action_space="discrete")
+def make_env(scene: str, renderer: str = "auto") -> NavEnv:
+    return NavEnv(scene, sensors=CAMERA, physics="slide", action_space="discrete", renderer=renderer)
 
 
-def env_block(env: NavEnv, rng: np.random.Generator, steps: int) -> tuple[float, list[tuple[float, float, float, float]]]:
+def env_block(env: NavEnv, rng: np.random.Generator, steps: int) -> tuple[float, list[Camera]]:
     """Steps/s over ``steps`` steps of mostly-forward random discrete actions, and the
     camera pose ``(x, y, z, yaw)`` of every observation rendered."""
     cameras = []
@@ -78,29 +86,38 @@ def env_block(env: NavEnv, rng: np.random.Generator, steps: int) -> tuple[float,
     return steps / (time.perf_counter() - start), cameras
 
 
-def raw_block(env: NavEnv, cameras: list[tuple[float, float, float, float]]) -> float:
-    """``getCameraImage`` calls/s of the env's camera at the same poses, straight from PyBullet.
-
-    Replaying the poses the env rendered makes both sides draw the same views (the cost
-    of a software-rendered frame depends on what is in view).
-    """
+def render_tiny(env: NavEnv, cameras: list[Camera]) -> None:
+    """``getCameraImage`` of the env's camera at ``cameras``, straight from PyBullet."""
     import pybullet as p
 
     client = env.sim.backend.client_id
-    start = time.perf_counter()
     for x, y, z, yaw in cameras:
         view = p.computeViewMatrix([x, y, z], [x + np.cos(yaw), y + np.sin(yaw), z], [0, 0, 1],
                                    physicsClientId=client)
         proj = p.computeProjectionMatrixFOV(90.0, 1.0, 0.05, 30.0, physicsClientId=client)
         p.getCameraImage(224, 224, view, proj, renderer=p.ER_TINY_RENDERER, flags=p.ER_NO_SEGMENTATION_MASK,
                          shadow=0, lightDirection=(0.5, 0.8, 1.0), physicsClientId=client)
-    return len(cameras) / (time.perf_counter() - start)
 
 
-def vector_rate(scene: str, processes: int, steps: int) -> float:
+def render_gl(env: NavEnv, cameras: list[Camera]) -> None:
+    """The GL renderer's RGB-D frames of the env's camera at ``cameras``, one call each."""
+    renderer = env.sim.backend.gl_renderer
+    for x, y, z, yaw in cameras:
+        renderer.render([CameraRequest(position=(x, y, z), yaw=yaw, pitch=0.0, width=224, height=224,
+                                       hfov_deg=90.0, near=0.05, far=30.0, rgb=True, depth=True)])
+
+
+def timed(render, env: NavEnv, cameras: list[Camera]) -> tuple[float, float]:
+    """(wall, CPU) seconds per frame of ``render(env, cameras)``."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    render(env, cameras)
+    return (time.perf_counter() - wall) / len(cameras), (time.process_time() - cpu) / len(cameras)
+
+
+def vector_rate(scene: str, processes: int, steps: int, renderer: str) -> float:
     from gymnasium.vector import AsyncVectorEnv
 
-    envs = AsyncVectorEnv([functools.partial(make_env, scene)] * processes)
+    envs = AsyncVectorEnv([functools.partial(make_env, scene, renderer)] * processes)
     try:
         envs.reset(seed=list(range(processes)))
         rng = np.random.default_rng(0)
@@ -121,25 +138,37 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=40, help="env steps per round")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--vector-rounds", type=int, default=5)
+    parser.add_argument("--renderer", default="auto", help="renderer of the env measured (auto, gl, tiny)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         scene = str(pick_scene(args.scene, Path(tmp)))
-        env = make_env(scene)
-        env.reset(seed=0)
-        rng = np.random.default_rng(0)
-        env_block(env, rng, 5)
-        env_rates, raw_rates = [], []
+        env, tiny_env = make_env(scene, args.renderer), make_env(scene, "tiny")
+        renderer = env.sim.backend.renderer
+        raw_render = render_gl if renderer == "gl" else render_tiny
+        rng, tiny_rng = np.random.default_rng(0), np.random.default_rng(0)
+        for e, r in ((env, rng), (tiny_env, tiny_rng)):
+            e.reset(seed=0)
+            env_block(e, r, 5)
+        env_rates, raw_rates, tiny_rates, speedups, wall_speedups = [], [], [], [], []
         for _ in range(args.rounds):
             rate, cameras = env_block(env, rng, args.steps)
             env_rates.append(rate)
-            raw_rates.append(raw_block(env, cameras))
+            raw_rates.append(1.0 / timed(raw_render, env, cameras)[0])
+            tiny_rates.append(env_block(tiny_env, tiny_rng, args.steps)[0])
+            if renderer == "gl":
+                (gl_wall, gl_cpu), (tiny_wall, tiny_cpu) = timed(render_gl, env, cameras), timed(render_tiny, env, cameras)
+                speedups.append(tiny_cpu / gl_cpu)
+                wall_speedups.append(tiny_wall / gl_wall)
         memory = rss_mb()
         ratios = [e / r for e, r in zip(env_rates, raw_rates, strict=True)]
         steps_per_s, raw_per_s = statistics.median(env_rates), statistics.median(raw_rates)
-        print(f"scene {scene}: {len(env.scene.triangles)} triangles, {len(env.scene.objects)} objects")
+        print(f"scene {scene}: {len(env.scene.triangles)} triangles, {len(env.scene.objects)} objects; "
+              f"renderer {renderer}")
         print(f"env {steps_per_s:.1f} steps/s, raw render {raw_per_s:.1f} frames/s, ratios {np.round(ratios, 3).tolist()}")
+        if speedups:
+            print(f"gl over tiny, same views: CPU {np.round(speedups, 2).tolist()}, wall {np.round(wall_speedups, 2).tolist()}")
         panorama = Simulator(env.scene, sensors=SensorRig.panoramic(), occupancy=env.occupancy,
-                             pose=Pose(*env.sim.pose.as_array()))
+                             pose=Pose(*env.sim.pose.as_array()), renderer=args.renderer)
         panorama.observe()
         start = time.perf_counter()
         for _ in range(3):
@@ -148,14 +177,19 @@ def main() -> None:
         panorama_rate = 3 / (time.perf_counter() - start)
         panorama.close()
         env.close()
-        pairs = [(vector_rate(scene, 1, args.steps), vector_rate(scene, 2, args.steps))
+        tiny_env.close()
+        pairs = [(vector_rate(scene, 1, args.steps, args.renderer), vector_rate(scene, 2, args.steps, args.renderer))
                  for _ in range(args.vector_rounds)]  # back to back: a pair sees the same VM speed
         one, two = statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs)
         scaling = statistics.median(b / a for a, b in pairs)
         print(f"vector env: {one:.1f} steps/s with 1 process, {two:.1f} with 2 (medians); pairs "
               f"{[(round(a, 1), round(b, 1)) for a, b in pairs]}")
         print(f"BENCH sim.step_ratio_vs_raw_render {statistics.median(ratios):.3f} x target >= 0.8")
+        if speedups:
+            print(f"BENCH sim.render_gl_speedup_vs_tiny {statistics.median(speedups):.2f} x target >= 3")
+            print(f"BENCH sim.render_gl_speedup_vs_tiny_wall {statistics.median(wall_speedups):.2f} x target >= 0")
         print(f"BENCH sim.steps_per_s {steps_per_s:.1f} steps/s target >= 0")
+        print(f"BENCH sim.steps_per_s_tiny {statistics.median(tiny_rates):.1f} steps/s target >= 0")
         print(f"BENCH sim.panorama_obs_per_s {panorama_rate:.2f} obs/s target >= 0")
         print(f"BENCH sim.vector_scaling_2proc {scaling:.2f} x target >= 1.7")
         print(f"BENCH sim.rss_mb {memory:.0f} MB target <= 1024")

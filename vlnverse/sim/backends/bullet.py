@@ -165,6 +165,11 @@ class BulletBackend:
             raise SimulationError("bullet backend is closed")
         return self._client
 
+    @property
+    def gl_renderer(self):
+        """The :class:`~vlnverse.sim.gl.renderer.GLRenderer` drawing the cameras (None with ``tiny``)."""
+        return self._gl
+
     @classmethod
     def available(cls) -> tuple[bool, str]:
         try:

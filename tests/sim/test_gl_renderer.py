@@ -1,0 +1,128 @@
+"""The OpenGL renderer (headless EGL on llvmpipe): agreement with TinyRenderer, ids, poses,
+determinism across processes and thread counts, and the fallback to ``tiny``."""
+
+import hashlib
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vlnverse.errors import ConfigError
+from vlnverse.scene import load_scene
+from vlnverse.sim import DepthSensor, Pose, RGBSensor, SemanticSensor, Simulator
+from vlnverse.sim.gl import context
+from vlnverse.sim.gl.lighting import room_lighting
+from vlnverse.sim.gl.textures import MATERIALS, prim_materials, texture_layers
+from vlnverse.sim.testing import Box, box_room
+
+SCENE = Path(__file__).resolve().parents[2] / "assets" / "scenes" / "scene_0000" / "scene.usdc"
+CAMERAS = {"rgb": RGBSensor(), "depth": DepthSensor(width=224, height=224, max_depth=30.0),
+           "semantic": SemanticSensor()}
+#: Views of the bundled scene: (x, y, yaw) on its floor.
+VIEWS = ((3.26, 5.4, 0.0), (3.26, 5.4, 2.1), (1.5, 2.5, 1.0), (4.2, 9.3, -1.6))
+
+if not context.resolve_renderer("auto") == "gl":
+    pytest.skip("no headless EGL here (the fallback is tested in test_configs)", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    if not SCENE.is_file():
+        pytest.skip(f"no bundled scene {SCENE}")
+    return load_scene(SCENE)
+
+
+def observe(scene, renderer: str, views=VIEWS) -> list[dict]:
+    with Simulator(scene, sensors=CAMERAS, renderer=renderer) as sim:
+        out = []
+        for x, y, yaw in views:
+            sim.backend.set_agent_pose(Pose(x, y, 0.0, yaw))
+            out.append(sim.observe())
+        return out
+
+
+def test_gl_depth_and_semantics_agree_with_tiny(bundled):
+    gl, tiny = observe(bundled, "gl"), observe(bundled, "tiny")
+    for a, b in zip(gl, tiny, strict=True):
+        close = np.abs(a["depth"] - b["depth"]) <= 0.01
+        assert close.mean() >= 0.99
+        assert (a["semantic"] == b["semantic"]).mean() >= 0.99
+        assert a["rgb"].shape == b["rgb"].shape and a["rgb"].dtype == np.uint8
+
+
+def test_instance_at_the_centre_follows_a_movable_object_moved_by_physics():
+    crate = Box("crate_0", (3.0, 1.7, 0.0), (3.6, 2.3, 1.6), (0.7, 0.1, 0.1), "crate", movable=True)
+    with Simulator(box_room(6.0, 4.0, furniture=[crate]), sensors={"semantic": SemanticSensor()},
+                   renderer="gl", pose=Pose(1.0, 2.0, 0.0, 0.0)) as sim:
+        centre = sim.observe()["semantic"][112, 112]
+        assert sim.instances.instances[centre].object_id == "crate_0"
+        backend = sim.backend
+        uid = next(iter(backend._world.movable))
+        backend._p.resetBasePositionAndOrientation(uid, [3.3, 3.5, 0.8], [0, 0, 0, 1],
+                                                   physicsClientId=backend.client_id)
+        semantic = sim.observe()["semantic"]
+        assert sim.instances.instances[semantic[112, 112]].category == "wall"
+        assert "crate_0" in {sim.instances.instances[i].object_id for i in np.unique(semantic)}
+
+
+DIGEST = """
+import hashlib, sys
+from vlnverse.scene import load_scene
+from vlnverse.sim import DepthSensor, Pose, RGBSensor, SemanticSensor, Simulator
+sensors = {"rgb": RGBSensor(), "depth": DepthSensor(width=224, height=224), "semantic": SemanticSensor()}
+with Simulator(load_scene(sys.argv[1]), sensors=sensors, renderer="gl", pose=Pose(3.26, 5.4, 0.0, 2.1)) as sim:
+    obs = sim.observe()
+print(hashlib.sha256(b"".join(obs[k].tobytes() for k in sorted(obs))).hexdigest())
+"""
+
+
+def test_bytes_are_equal_across_processes_and_thread_counts(bundled):
+    runs = [subprocess.Popen([sys.executable, "-c", DIGEST, str(SCENE)], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "LP_NUM_THREADS": threads}) for threads in ("0", "2")]
+    digests = [run.communicate(timeout=120)[0].strip().splitlines()[-1] for run in runs]
+    assert all(run.returncode == 0 for run in runs)
+    with Simulator(bundled, sensors=CAMERAS, renderer="gl", pose=Pose(3.26, 5.4, 0.0, 2.1)) as sim:
+        obs = sim.observe()
+    here = hashlib.sha256(b"".join(obs[k].tobytes() for k in sorted(obs))).hexdigest()
+    assert digests == [here, here]
+
+
+def test_auto_falls_back_to_tiny_without_egl_and_says_so_once(monkeypatch, caplog):
+    monkeypatch.setenv(context.DISABLE_ENV, "1")
+    monkeypatch.setattr(context, "_state", {"pid": None, "context": None, "error": None, "logged": False})
+    scene = box_room()
+    with caplog.at_level(logging.INFO, logger="vlnverse.sim.gl.context"):
+        for _ in range(2):
+            with Simulator(scene, sensors=("rgb",), renderer="auto") as sim:
+                assert sim.backend.renderer == "tiny"
+                assert sim.observe()["rgb"].shape == (224, 224, 3)
+    lines = [r.getMessage() for r in caplog.records if r.name == "vlnverse.sim.gl.context"]
+    assert len(lines) == 1 and "'tiny'" in lines[0] and context.DISABLE_ENV in lines[0]
+    with pytest.raises(ConfigError, match="renderer 'gl' is unavailable.*VLNVERSE_DISABLE_EGL"):
+        Simulator(scene, sensors=("rgb",), renderer="gl")
+
+
+def test_unknown_renderer_is_a_config_error():
+    with pytest.raises(ConfigError, match="valid: auto, gl, tiny"):
+        Simulator(box_room(), renderer="opengl")
+
+
+def test_materials_textures_and_room_lights(bundled):
+    classes = prim_materials(bundled)
+    by_name = {p.material: c for p, c in zip(bundled.prims, classes, strict=True) if p.material}
+    assert by_name["carpet_gray"] == "carpet" and by_name["tile_gray"] == "tile"
+    assert by_name["glass_glass"] == "glass" and by_name["plaster_olive"] == "plaster"
+    layers = texture_layers(64)
+    assert layers.shape == (len(MATERIALS), 64, 64) and np.array_equal(layers, texture_layers(64))
+    assert np.all(np.abs(layers.reshape(len(MATERIALS), -1).mean(axis=1) - 128) < 20)
+    lighting = room_lighting(bundled)
+    for index, room in enumerate(bundled.rooms):  # each room's lights sit over its own floor
+        first, count = lighting.ranges[index + 1]
+        assert count >= 1
+        for x, y, _z, _power in lighting.lights[first:first + count]:
+            cell = ((np.array([y, x]) - lighting.origin[::-1]) / lighting.resolution).astype(int)
+            assert lighting.room_map[cell[0], cell[1]] == index + 1, room.room_id
