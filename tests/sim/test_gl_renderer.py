@@ -25,8 +25,7 @@ CAMERAS = {"rgb": RGBSensor(), "depth": DepthSensor(width=224, height=224, max_d
 #: Views of the bundled scene: (x, y, yaw) on its floor.
 VIEWS = ((3.26, 5.4, 0.0), (3.26, 5.4, 2.1), (1.5, 2.5, 1.0), (4.2, 9.3, -1.6))
 
-if not context.resolve_renderer("auto") == "gl":
-    pytest.skip("no headless EGL here (the fallback is tested in test_configs)", allow_module_level=True)
+needs_gl = pytest.mark.skipif(context.resolve_renderer("auto") != "gl", reason="no headless EGL here")
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +44,7 @@ def observe(scene, renderer: str, views=VIEWS) -> list[dict]:
         return out
 
 
+@needs_gl
 def test_gl_depth_and_semantics_agree_with_tiny(bundled):
     gl, tiny = observe(bundled, "gl"), observe(bundled, "tiny")
     for a, b in zip(gl, tiny, strict=True):
@@ -54,6 +54,7 @@ def test_gl_depth_and_semantics_agree_with_tiny(bundled):
         assert a["rgb"].shape == b["rgb"].shape and a["rgb"].dtype == np.uint8
 
 
+@needs_gl
 def test_instance_at_the_centre_follows_a_movable_object_moved_by_physics():
     crate = Box("crate_0", (3.0, 1.7, 0.0), (3.6, 2.3, 1.6), (0.7, 0.1, 0.1), "crate", movable=True)
     with Simulator(box_room(6.0, 4.0, furniture=[crate]), sensors={"semantic": SemanticSensor()},
@@ -80,6 +81,7 @@ print(hashlib.sha256(b"".join(obs[k].tobytes() for k in sorted(obs))).hexdigest(
 """
 
 
+@needs_gl
 def test_bytes_are_equal_across_processes_and_thread_counts(bundled):
     runs = [subprocess.Popen([sys.executable, "-c", DIGEST, str(SCENE)], stdout=subprocess.PIPE, text=True,
                              env={**os.environ, "LP_NUM_THREADS": threads}) for threads in ("0", "2")]

@@ -497,11 +497,16 @@ class BulletBackend:
     def _body_matrices(self) -> np.ndarray:
         """(B, 4, 4) world transforms of the movable bodies, as the physics has them now."""
         p, c = self._p, self._client
-        matrices = np.tile(np.eye(4), (len(self._gl_bodies), 1, 1))
-        for matrix, uid in zip(matrices, self._gl_bodies, strict=True):
-            position, orientation = p.getBasePositionAndOrientation(uid, physicsClientId=c)
-            matrix[:3, :3] = np.reshape(p.getMatrixFromQuaternion(orientation), (3, 3))
-            matrix[:3, 3] = position
+        poses = [p.getBasePositionAndOrientation(uid, physicsClientId=c) for uid in self._gl_bodies]
+        matrices = np.tile(np.eye(4), (len(poses), 1, 1))
+        if poses:
+            matrices[:, :3, 3] = [position for position, _ in poses]
+            x, y, z, w = np.array([orientation for _, orientation in poses]).T
+            matrices[:, :3, :3] = np.stack([
+                [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+            ]).transpose(2, 0, 1)
         return matrices
 
     def cast_rays(self, origins: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
