@@ -20,7 +20,7 @@ from vlnverse.sim.gl.textures import MATERIALS, prim_materials, texture_layers
 from vlnverse.sim.testing import Box, box_room
 
 SCENE = Path(__file__).resolve().parents[2] / "assets" / "scenes" / "scene_0000" / "scene.usdc"
-CAMERAS = {"rgb": RGBSensor(), "depth": DepthSensor(width=224, height=224, max_depth=30.0),
+CAMERAS = {"rgb": RGBSensor(), "depth": DepthSensor(width=224, height=224, max_depth=30.0, normalize=False),
            "semantic": SemanticSensor()}
 #: Views of the bundled scene: (x, y, yaw) on its floor.
 VIEWS = ((3.26, 5.4, 0.0), (3.26, 5.4, 2.1), (1.5, 2.5, 1.0), (4.2, 9.3, -1.6))
@@ -74,7 +74,8 @@ DIGEST = """
 import hashlib, sys
 from vlnverse.scene import load_scene
 from vlnverse.sim import DepthSensor, Pose, RGBSensor, SemanticSensor, Simulator
-sensors = {"rgb": RGBSensor(), "depth": DepthSensor(width=224, height=224), "semantic": SemanticSensor()}
+sensors = {"rgb": RGBSensor(), "depth": DepthSensor(width=224, height=224, normalize=False),
+           "semantic": SemanticSensor()}
 with Simulator(load_scene(sys.argv[1]), sensors=sensors, renderer="gl", pose=Pose(3.26, 5.4, 0.0, 2.1)) as sim:
     obs = sim.observe()
 print(hashlib.sha256(b"".join(obs[k].tobytes() for k in sorted(obs))).hexdigest())
@@ -91,6 +92,18 @@ def test_bytes_are_equal_across_processes_and_thread_counts(bundled):
         obs = sim.observe()
     here = hashlib.sha256(b"".join(obs[k].tobytes() for k in sorted(obs))).hexdigest()
     assert digests == [here, here]
+
+
+@needs_gl
+def test_other_threads_render_the_same_images(bundled):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with Simulator(bundled, sensors=CAMERAS, renderer="gl", pose=Pose(3.26, 5.4, 0.0, 2.1)) as sim:
+        here = sim.observe()
+        with ThreadPoolExecutor(2) as pool:
+            there = list(pool.map(lambda _: sim.observe(), range(2)))
+    for obs in there:
+        assert all(np.array_equal(obs[k], here[k]) for k in here)
 
 
 def test_auto_falls_back_to_tiny_without_egl_and_says_so_once(monkeypatch, caplog):

@@ -1,7 +1,7 @@
 """The headless OpenGL context (EGL on Mesa's llvmpipe) and the renderer choice.
 
 One standalone context serves every simulator of a process (a forked child makes its
-own). ``renderer="auto"`` picks ``gl`` where such a context can be made and ``tiny``
+own); threads take turns with it (:func:`current_context`). ``renderer="auto"`` picks ``gl`` where such a context can be made and ``tiny``
 (PyBullet's TinyRenderer) otherwise, logging the reason once per process. Setting
 ``VLNVERSE_DISABLE_EGL=1`` makes EGL count as unavailable (to exercise the fallback).
 
@@ -14,8 +14,11 @@ each. Images are the same bytes whatever ``LP_NUM_THREADS`` is.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from vlnverse.errors import ConfigError
@@ -28,6 +31,17 @@ DISABLE_ENV = "VLNVERSE_DISABLE_EGL"
 MESA_EGL_VENDOR = Path("/usr/share/glvnd/egl_vendor.d/50_mesa.json")
 
 _state: dict = {"pid": None, "context": None, "error": None, "logged": False}
+_lock = threading.RLock()
+
+
+@contextlib.contextmanager
+def current_context() -> Iterator:
+    """The shared context, current in the calling thread, for one thread at a time (envs
+    may be stepped from several threads, e.g. an eval worker's concurrent episodes)."""
+    with _lock:
+        context = gl_context()
+        with context:
+            yield context
 
 
 def gl_context():

@@ -16,7 +16,7 @@ import numpy as np
 from vlnverse.scene.types import Scene
 from vlnverse.sim.backends.bullet import view_matrix
 from vlnverse.sim.gl import shaders
-from vlnverse.sim.gl.context import gl_context
+from vlnverse.sim.gl.context import current_context
 from vlnverse.sim.gl.lighting import LIGHT_SOFTNESS, room_lighting
 from vlnverse.sim.gl.textures import MATERIALS, TILE_METRES, prim_materials, texture_layers
 from vlnverse.sim.types import CameraFrame, CameraRequest
@@ -92,9 +92,16 @@ class GLRenderer:
     """
 
     def __init__(self, scene: Scene, bodies: Sequence[tuple[int, np.ndarray]]) -> None:
+        with current_context() as ctx:
+            self._ctx = ctx
+            self._upload(scene, bodies)
+        self._targets: dict[tuple[int, int], tuple] = {}
+
+    def _upload(self, scene: Scene, bodies: Sequence[tuple[int, np.ndarray]]) -> None:
+        """Programs, geometry, textures, lights: everything the scene needs on the GL side."""
         import moderngl
 
-        self._ctx = ctx = gl_context()
+        ctx = self._ctx
         lighting = room_lighting(scene)
         source = shaders.FRAGMENT.replace("N_LIGHTS", str(max(len(lighting.lights), 1))).replace(
             "N_ROOMS", str(len(lighting.ranges)))
@@ -113,6 +120,7 @@ class GLRenderer:
         self._poses.filter = (moderngl.NEAREST, moderngl.NEAREST)
         self._pose_rows = np.tile(np.eye(4, dtype=np.float32).T.reshape(1, 16), (len(bodies) + 1, 1))
         self._poses.write(self._pose_rows.tobytes())
+        self._poses_stale = False
         self._uniform("materials", 0)
         self._uniform("rooms", 1)
         self._uniform("poses", 2)
@@ -124,7 +132,6 @@ class GLRenderer:
         self._uniform("ambient", AMBIENT)
         self._uniform("exposure", EXPOSURE)
         self._uniform("softness", LIGHT_SOFTNESS)
-        self._targets: dict[tuple[int, int], tuple] = {}
 
     def _uniform(self, name: str, value) -> None:
         if name in self._program:
@@ -138,7 +145,7 @@ class GLRenderer:
         rows = np.asarray(matrices, dtype=np.float32).transpose(0, 2, 1).reshape(-1, 16)
         if not np.array_equal(rows, self._pose_rows[1:]):
             self._pose_rows[1:] = rows
-            self._poses.write(self._pose_rows.tobytes())
+            self._poses_stale = True
 
     def _target(self, width: int, height: int) -> tuple:
         target = self._targets.get((width, height))
@@ -155,9 +162,16 @@ class GLRenderer:
 
     def render(self, requests: Sequence[CameraRequest]) -> list[CameraFrame]:
         """One pass per request; buffers not asked for are not read back."""
+        with current_context():
+            return self._render(requests)
+
+    def _render(self, requests: Sequence[CameraRequest]) -> list[CameraFrame]:
         import moderngl
 
         ctx = self._ctx
+        if self._poses_stale:
+            self._poses.write(self._pose_rows.tobytes())
+            self._poses_stale = False
         ctx.enable_only(moderngl.DEPTH_TEST)
         self._materials.use(0)
         self._rooms.use(1)
@@ -192,11 +206,12 @@ class GLRenderer:
 
     def release(self) -> None:
         """Free the GPU-side scene (idempotent)."""
-        for target in self._targets.values():
-            for item in target:
-                item.release()
-        self._targets.clear()
-        for name in ("_vao", "_buffer", "_program", "_materials", "_rooms", "_poses"):
-            resource = self.__dict__.pop(name, None)
-            if resource is not None:
-                resource.release()
+        with current_context():
+            for target in self._targets.values():
+                for item in target:
+                    item.release()
+            self._targets.clear()
+            for name in ("_vao", "_buffer", "_program", "_materials", "_rooms", "_poses"):
+                resource = self.__dict__.pop(name, None)
+                if resource is not None:
+                    resource.release()
