@@ -187,16 +187,11 @@ def train_imitation(config: ImitationConfig, *, progress: Callable[[str, int, in
         ConfigError: ``out`` holds a run of another configuration; bad settings.
         DatasetError: the dataset or split is missing.
     """
+    from vlnverse.learning.checkpoints import resume, save_checkpoint, training_state
     from vlnverse.learning.data import EpisodeTensors, collate, inflection_coefficient, vocabulary
     from vlnverse.learning.frames import FrameStore
     from vlnverse.learning.models import build_model
-    from vlnverse.learning.torch_support import (
-        require_torch,
-        resolve_device,
-        rng_state,
-        seed_everything,
-        set_rng_state,
-    )
+    from vlnverse.learning.torch_support import require_torch, resolve_device, seed_everything
 
     torch = require_torch()
     out = Path(config.out)
@@ -215,14 +210,9 @@ def train_imitation(config: ImitationConfig, *, progress: Callable[[str, int, in
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=config.lr,
                                   weight_decay=config.weight_decay)
     inflection = inflection_coefficient(store) if config.inflection_weighting else 1.0
-    history: list[EpochStats] = []
     latest = out / CHECKPOINTS / LATEST
-    if latest.is_file():
-        state = torch.load(latest, map_location=device, weights_only=False)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        set_rng_state(state["rng"])
-        history = [EpochStats(**row) for row in state["history"]]
+    history = [EpochStats(**row) for row in resume(latest, model, optimizer, device)]
+    if history:
         log.info("resuming %s after epoch %d", out, len(history))
     runner = model
     if device.type == "cuda" and config.data_parallel and torch.cuda.device_count() > 1:
@@ -251,12 +241,12 @@ def train_imitation(config: ImitationConfig, *, progress: Callable[[str, int, in
             payload = {"kind": config.kind, "model_config": config_to_dict(model_config), "vocab": vocab["word_list"],
                        "sensors": sensors, "depth_dtype": frames["depth_dtype"],
                        "model": model.state_dict(), "epoch": epoch}
-            _save(torch, payload, path)
+            save_checkpoint(payload, path)
             if config.val_split:
                 stats.val_sr, stats.val_spl = validate(config, path, epoch)
             history.append(stats)
-            _save(torch, {**payload, "optimizer": optimizer.state_dict(), "rng": rng_state(),
-                          "history": [dataclasses.asdict(e) for e in history]}, latest)
+            save_checkpoint({**payload, **training_state(optimizer, [dataclasses.asdict(e) for e in history])},
+                            latest)
             logger.log(stats)
             _write_outputs(out, config, history)
             if on_epoch_end:
@@ -330,11 +320,6 @@ def teacher_forced_logits(model: Any, batch: dict[str, Any]) -> Any:
     state = core.initial_state(batch["tokens"].shape[0], batch["tokens"].device)
     logits, _ = core(instruction, batch["rgb"], batch["depth"], batch["prev_actions"], state)
     return logits
-
-
-def _save(torch: Any, payload: dict[str, Any], path: Path) -> None:
-    with atomic_open(path, "wb") as handle:
-        torch.save(payload, handle)
 
 
 def validate(config: ImitationConfig, checkpoint: Path, epoch: int) -> tuple[float, float]:

@@ -27,7 +27,7 @@ import numpy as np
 from vlnverse.agents.config import PanoramaConfig, WaypointConfig
 from vlnverse.config import config_to_dict
 from vlnverse.errors import ConfigError
-from vlnverse.fileio import atomic_open, write_json_atomic, write_text_atomic
+from vlnverse.fileio import write_json_atomic, write_text_atomic
 from vlnverse.learning.online.inputs import InputSpec
 from vlnverse.learning.online.policy import WaypointBertConfig
 from vlnverse.learning.online.rollout import make_vector_env, rollout
@@ -153,14 +153,9 @@ class ScheduledSampling:
 
 def train_online(config: OnlineConfig, *, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Fine-tune (or finish fine-tuning) and evaluate; returns the run summary (see the module docs)."""
+    from vlnverse.learning.checkpoints import resume, save_checkpoint, training_state
     from vlnverse.learning.online.policy import WaypointBert
-    from vlnverse.learning.torch_support import (
-        require_torch,
-        resolve_device,
-        rng_state,
-        seed_everything,
-        set_rng_state,
-    )
+    from vlnverse.learning.torch_support import require_torch, resolve_device, seed_everything
     from vlnverse.tasks.dataset import EpisodeDataset
     from vlnverse.tasks.formats.vocab import build_vocab
 
@@ -178,17 +173,11 @@ def train_online(config: OnlineConfig, *, progress: Callable[[int, int], None] |
     meta = {"model_config": config_to_dict(model_config), "vocab": vocab["word_list"],
             "spec": {"panorama": config_to_dict(config.spec.panorama), "waypoints": config_to_dict(config.waypoints),
                      "max_tokens": model_config.max_tokens}}
-    history: list[IterationStats] = []
     latest = out / "checkpoints" / "latest.pt"
     zero_shot = out / "checkpoints" / "iter_0000.pt"
-    if latest.is_file():
-        state = torch.load(latest, map_location=device, weights_only=False)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        set_rng_state(state["rng"])
-        history = [IterationStats(**row) for row in state["history"]]
-    elif not zero_shot.is_file():
-        _save(torch, {**meta, "model": model.state_dict(), "iteration": 0}, zero_shot)
+    if not zero_shot.is_file():  # the initial policy, before any resumed state
+        save_checkpoint({**meta, "model": model.state_dict(), "iteration": 0}, zero_shot)
+    history = [IterationStats(**row) for row in resume(latest, model, optimizer, device)]
     order = np.random.default_rng(config.seed).permutation(len(episodes))
     vec = make_vector_env(config.vector, config.num_envs, dataset=config.dataset, split=config.split,
                           task=config.task, physics=config.physics, spec=config.spec,
@@ -208,10 +197,10 @@ def train_online(config: OnlineConfig, *, progress: Callable[[int, int], None] |
             history.append(IterationStats(iteration, float(loss.detach()) if loss is not None else 0.0, learner.p,
                                           stats.episodes, stats.successes, stats.env_steps, stats.seconds))
             if iteration % config.checkpoint_every == 0 or iteration == config.iterations:
-                _save(torch, {**meta, "model": model.state_dict(), "iteration": iteration},
-                      out / "checkpoints" / f"iter_{iteration:04d}.pt")
-                _save(torch, {**meta, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                              "rng": rng_state(), "history": [dataclasses.asdict(h) for h in history]}, latest)
+                save_checkpoint({**meta, "model": model.state_dict(), "iteration": iteration},
+                                out / "checkpoints" / f"iter_{iteration:04d}.pt")
+                save_checkpoint({**meta, "model": model.state_dict(),
+                                 **training_state(optimizer, [dataclasses.asdict(h) for h in history])}, latest)
             if progress:
                 progress(iteration, config.iterations)
     finally:
@@ -225,11 +214,6 @@ def train_online(config: OnlineConfig, *, progress: Callable[[int, int], None] |
     if config.eval_split:
         summary["table7"] = table7(config, {"Zero-shot": zero_shot, f"Fine-tuned ({config.iterations} it.)": final})
     return summary
-
-
-def _save(torch: Any, payload: dict[str, Any], path: Path) -> None:
-    with atomic_open(path, "wb") as handle:
-        torch.save(payload, handle)
 
 
 def table7(config: OnlineConfig, checkpoints: dict[str, Path]) -> dict[str, Any]:

@@ -1,0 +1,33 @@
+"""Checkpoint files shared by the trainers: atomic saves and resuming from ``latest.pt``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from vlnverse.fileio import atomic_open
+from vlnverse.learning.torch_support import require_torch, rng_state, set_rng_state
+
+
+def save_checkpoint(payload: dict[str, Any], path: Path) -> None:
+    """``torch.save`` written atomically (a killed run never leaves half a checkpoint)."""
+    torch = require_torch()
+    with atomic_open(path, "wb") as handle:
+        torch.save(payload, handle)
+
+
+def training_state(optimizer: Any, history: list[dict[str, Any]]) -> dict[str, Any]:
+    """What ``latest.pt`` adds to the model: optimizer, RNG states and the history so far."""
+    return {"optimizer": optimizer.state_dict(), "rng": rng_state(), "history": history}
+
+
+def resume(latest: Path, model: Any, optimizer: Any, device: Any) -> list[dict[str, Any]]:
+    """Restore model, optimizer and RNG states from ``latest`` (if it exists); its history rows."""
+    if not latest.is_file():
+        return []
+    torch = require_torch()
+    state = torch.load(latest, map_location=device, weights_only=False)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    set_rng_state(state["rng"])
+    return list(state["history"])
