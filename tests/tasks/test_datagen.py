@@ -129,3 +129,13 @@ def test_kill_and_resume_gives_the_uninterrupted_dataset(tmp_path):
     summary = json.loads(final.stdout)
     assert summary["scenes_resumed"] >= 1  # the killed runs did finish some scenes
     assert tree(out) == tree(tmp_path / "reference")
+
+
+def test_resume_removes_temp_files_a_killed_run_left(corpus, tmp_path):
+    out = tmp_path / "o"
+    run_datagen(config(corpus, out, tasks=("coarse",)))
+    left = [out / ".manifest.json.k1ll3d.tmp", out / "shards" / ".x.jsonl.gz.k1ll3d.tmp"]
+    for path in left:
+        path.write_bytes(b"half a file")
+    run_datagen(config(corpus, out, tasks=("coarse",)))
+    assert not any(path.exists() for path in left)

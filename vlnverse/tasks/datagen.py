@@ -243,10 +243,12 @@ def _start_run(config: DatagenConfig, overwrite: bool) -> None:
                                f"(hash {previous.get('config_hash')} vs {config.config_hash}); "
                                "use another --out or pass --overwrite")
     write_json_atomic(run_file, state)
-    # a run killed mid-write leaves the temp files of atomic writes behind
+    # a run killed mid-write leaves the temp files of atomic writes behind (the manifest's too)
+    stale_files = [*out.glob(".*.tmp")]
     for folder in (out / SHARD_DIR, out / "images"):
-        for stale in folder.rglob(".*.tmp") if folder.is_dir() else ():
-            stale.unlink(missing_ok=True)
+        stale_files += folder.rglob(".*.tmp") if folder.is_dir() else ()
+    for stale in stale_files:
+        stale.unlink(missing_ok=True)
 
 
 def run_datagen(config: DatagenConfig, *, overwrite: bool = False,
