@@ -214,9 +214,11 @@ def train_imitation(config: ImitationConfig, *, progress: Callable[[str, int, in
     history = [EpochStats(**row) for row in resume(latest, model, optimizer, device)]
     if history:
         log.info("resuming %s after epoch %d", out, len(history))
-    runner = model
+    from vlnverse.learning.models.encoders import TeacherForced
+
+    runner = TeacherForced(model)
     if device.type == "cuda" and config.data_parallel and torch.cuda.device_count() > 1:
-        runner = torch.nn.DataParallel(model, dim=0)
+        runner = torch.nn.DataParallel(runner, dim=0)
     datasets = [EpisodeTensors(store, vocab, model_config.max_instruction_tokens)]
     sensors = {name: spec for name, spec in store.sensors.items() if name in ("rgb", "depth")}
     logger = _CurveLogger(out, len(history))
@@ -313,13 +315,10 @@ def _train_epoch(model: Any, loader: Any, optimizer: Any, device: Any, config: I
                       time.perf_counter() - started)
 
 
-def teacher_forced_logits(model: Any, batch: dict[str, Any]) -> Any:
-    """Action logits (B, T, 4) of whole padded episodes under teacher forcing."""
-    core = getattr(model, "module", model)
-    instruction = core.encode_instruction(batch["tokens"])
-    state = core.initial_state(batch["tokens"].shape[0], batch["tokens"].device)
-    logits, _ = core(instruction, batch["rgb"], batch["depth"], batch["prev_actions"], state)
-    return logits
+def teacher_forced_logits(runner: Any, batch: dict[str, Any]) -> Any:
+    """Action logits (B, T, 4) of whole padded episodes under teacher forcing (``runner``: a
+    :class:`~vlnverse.learning.models.encoders.TeacherForced`, possibly in ``DataParallel``)."""
+    return runner(batch["tokens"], batch["rgb"], batch["depth"], batch["prev_actions"])
 
 
 def validate(config: ImitationConfig, checkpoint: Path, epoch: int) -> tuple[float, float]:

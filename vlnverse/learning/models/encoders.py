@@ -113,6 +113,20 @@ class RecurrentPolicy(nn.Module):
                 depth_cells.unflatten(0, (batch, steps)), depth_vector.unflatten(0, (batch, steps)))
 
 
+class TeacherForced(nn.Module):
+    """Whole padded episodes through a policy in one ``forward`` (the module that
+    ``DataParallel`` splits along the batch)."""
+
+    def __init__(self, policy: Any) -> None:
+        super().__init__()
+        self.policy = policy
+
+    def forward(self, tokens: Any, rgb: Any, depth: Any, prev_actions: Any) -> Any:
+        instruction = self.policy.encode_instruction(tokens)
+        state = self.policy.initial_state(tokens.shape[0], tokens.device)
+        return self.policy(instruction, rgb, depth, prev_actions, state)[0]
+
+
 def load_encoder_weights(model: Any, path: str) -> None:
     """Load ``rgb_encoder.*`` / ``depth_encoder.*`` entries of a state dict into ``model``."""
     state = torch.load(path, map_location="cpu", weights_only=True)
