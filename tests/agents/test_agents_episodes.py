@@ -211,3 +211,11 @@ def test_a_predictor_named_in_the_config_replaces_the_depth_one(dataset):
     assert record["actions"][0][:2] == [0.4, 0.0]
     with pytest.raises(ConfigError, match="waypoint_predictor"):
         make_agent("text_history", {"waypoint_predictor": "learned"})
+
+
+def test_stop_is_withheld_for_the_first_steps_when_configured(dataset):
+    record, _ = run(dataset, "map_history", ScriptedModel(lambda step, options, prompt: reply(
+        "STOP" if "STOP" in options else options[0])), config={"min_steps_before_stop": 2})
+    steps = record["agent_trace"]["steps"]
+    assert [("STOP" in s["options"]) for s in steps] == [False, False, True]
+    assert record["fail_reason"] == "stop" and record["agent_trace"]["parse_failures"] == 0

@@ -255,7 +255,8 @@ class LLMWaypointAgent(Agent):
             step=state.step, pose=np.asarray(observation["pose"], dtype=np.float64),
             instruction=str(observation.get("instruction", state.episode.instruction)),
             panorama=panorama, candidates=candidates,
-            options=tuple(action_options(candidates, can_ask=can_ask)), objects=objects,
+            options=tuple(action_options(candidates, can_ask=can_ask,
+                                         can_stop=state.step >= cfg.min_steps_before_stop)), objects=objects,
             room_type=state.room_type if cfg.perception == "gt" else None,
             reference_image=None if reference is None else np.asarray(reference), bump=bump,
             dialogue="oracle_answer" in observation)

@@ -123,6 +123,8 @@ class LLMAgentConfig:
         max_tokens_per_episode: Stop the episode (an agent error) once this many tokens
             were used (0 = no cap).
         history_window: Past steps listed verbatim in the prompt.
+        min_steps_before_stop: STOP is not offered before this many steps (MapGPT's
+            ``stop_after``; it stays offered when no candidate exists).
         local_map: Add the top-down local map drawn from the agent's own depth.
         ask_oracle: Dialogue episodes: offer the ASK action while questions remain.
         waypoints: Candidate waypoint settings.
@@ -140,6 +142,7 @@ class LLMAgentConfig:
     max_reply_tokens: int = 600
     max_tokens_per_episode: int = 0
     history_window: int = 8
+    min_steps_before_stop: int = 0
     local_map: bool = True
     ask_oracle: bool = True
     waypoints: WaypointConfig = field(default_factory=WaypointConfig)
@@ -158,7 +161,7 @@ class LLMAgentConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-        for name in ("max_tokens_per_episode", "history_window"):
+        for name in ("max_tokens_per_episode", "history_window", "min_steps_before_stop"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")

@@ -90,9 +90,9 @@ def candidate_cards(candidates: Sequence[Candidate], *, views: Sequence[ViewObje
     return "\n".join(lines) or "(no free space around you: every direction is blocked)"
 
 
-def action_options(candidates: Sequence[Candidate], *, can_ask: bool) -> list[str]:
-    """The valid action words: candidate ids, STOP, and ASK when a question is allowed."""
-    return [c.id for c in candidates] + [STOP] + ([ASK] if can_ask else [])
+def action_options(candidates: Sequence[Candidate], *, can_ask: bool, can_stop: bool = True) -> list[str]:
+    """The valid action words: candidate ids, STOP (unless withheld), and ASK when allowed."""
+    return [c.id for c in candidates] + ([STOP] if can_stop or not candidates else []) + ([ASK] if can_ask else [])
 
 
 def history_text(entries: Sequence[str], window: int) -> str:
