@@ -219,3 +219,23 @@ def test_stop_is_withheld_for_the_first_steps_when_configured(dataset):
     steps = record["agent_trace"]["steps"]
     assert [("STOP" in s["options"]) for s in steps] == [False, False, True]
     assert record["fail_reason"] == "stop" and record["agent_trace"]["parse_failures"] == 0
+
+
+def test_samples_vote_and_unusable_samples_are_counted(dataset):
+    from vlnverse.llm.types import LLMResponse
+
+    class Sampler(ScriptedModel):
+        """Three samples: first a garbage one and two moves, then one move and two STOPs."""
+
+        def send(self, request):
+            assert request.params.n == 3
+            move = super().send(request)
+            votes = ("garbage", move.text, move.text) if len(self.prompts) == 1 else \
+                (move.text, reply("STOP"), reply("STOP"))
+            return LLMResponse(text=votes[0], model=self.model, usage=move.usage, choices=votes, key=move.key)
+
+    record, _ = run(dataset, "text_history", Sampler(walk_then_stop(5)), config={"samples": 3})
+    trace = record["agent_trace"]
+    assert len(trace["steps"]) == 2 and record["fail_reason"] == "stop"
+    assert trace["parse_failures"] == 1 and trace["repairs"] == 0
+    assert trace["steps"][0]["parsed"]["action"] != "STOP"
