@@ -84,3 +84,14 @@ def test_a_second_writer_is_refused_until_the_first_lets_go(tmp_path):
         process.wait(timeout=30)
     with OutputLock(tmp_path):  # the kernel released the killed holder's lock
         pass
+
+
+def test_stale_temp_files_of_a_killed_writer_are_removed(tmp_path):
+    from vlnverse.fileio import remove_stale_temp_files
+
+    (tmp_path / "a").mkdir()
+    for name in (".x.json.abc.tmp", "a/.y.png.def.tmp", "keep.json", "a/keep.tmp"):
+        (tmp_path / name).write_text("")
+    remove_stale_temp_files(tmp_path)
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()) == [
+        "a/keep.tmp", "keep.json"]

@@ -59,6 +59,14 @@ def prepare_output_dir(path: str | os.PathLike) -> Path:
     return folder
 
 
+def remove_stale_temp_files(folder: str | os.PathLike) -> None:
+    """Delete the temp files of atomic writes a killed run left under ``folder`` (call it
+    holding the folder's :class:`OutputLock`, so no live writer's file is taken)."""
+    for stale in Path(folder).rglob(".*.tmp"):
+        with contextlib.suppress(OSError):
+            stale.unlink()
+
+
 class OutputLock:
     """An exclusive lock on an output folder, held while one run writes into it.
 

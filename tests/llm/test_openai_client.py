@@ -280,3 +280,63 @@ def test_slow_server_times_out_and_fails_cleanly(
         client.complete("hello")
     assert time.monotonic() - started < 2.0
     assert len(endpoint.requests) == 2 and len(sleeps) == 1
+
+
+@pytest.mark.parametrize("body, content_type", [
+    (b'{"choices": [', "application/json"),
+    (b"<html><body>502 Bad Gateway</body></html>", "text/html"),
+    (b'{"choices": [{"message": null}]}', "application/json"),
+])
+def test_a_200_with_a_broken_body_is_a_bad_reply_retried_within_the_budget(api_key, body, content_type) -> None:
+    replies = [httpx.Response(200, content=body, headers={"content-type": content_type})] * 2
+    endpoint = ChatEndpoint()
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        return replies.pop(0) if replies else endpoint.transport().handle_request(request)
+
+    sleeps: list[float] = []
+    client = OpenAIClient("gpt-4o", base_url="http://llm.test/v1", api_key_env=API_KEY_ENV, max_retries=2,
+                          http_client=httpx.Client(transport=httpx.MockTransport(handle)), sleep=sleeps.append)
+    assert json.loads(client.complete("ping").text)["echo"] == "ping"  # third attempt answered
+    assert len(sleeps) == 2
+    replies[:] = [httpx.Response(200, content=body, headers={"content-type": content_type})] * 3
+    with pytest.raises(LLMRequestError, match="failed after 3 attempt.*not (a chat completion|JSON)"):
+        client.complete("again")
+
+
+def test_consecutive_connection_failures_open_the_breaker(api_key) -> None:
+    attempts = []
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        attempts.append(request)
+        raise httpx.ConnectError("connection refused", request=request)
+
+    sleeps: list[float] = []
+    client = OpenAIClient("gpt-4o", base_url="http://user:hunter2@llm.test/v1", api_key_env=API_KEY_ENV,
+                          max_retries=3, http_client=httpx.Client(transport=httpx.MockTransport(refuse)),
+                          sleep=sleeps.append)
+    with pytest.raises(LLMRequestError, match="failed after 4 attempt"):
+        client.complete("one")
+    with pytest.raises(LLMRequestError, match=r"failed 5 times in a row .*not calling it again") as second:
+        client.complete("two")
+    assert len(attempts) == 5 and len(sleeps) == 3
+    for prompt in ("three", "four"):
+        with pytest.raises(LLMRequestError, match="is not called any more: 5 consecutive connection failures"):
+            client.complete(prompt)
+    assert len(attempts) == 5 and len(sleeps) == 3  # no more attempts, no more waiting
+    assert "hunter2" not in str(second.value) and "http://***@llm.test/v1" in str(second.value)
+
+
+def test_every_call_has_an_overall_deadline(local_server, monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    endpoint, base_url = local_server
+    endpoint.failures.clear()
+    endpoint.delay_s = 0.6
+    client = OpenAIClient("gpt-4o", base_url=base_url, api_key_env=None, timeout=30, max_retries=10,
+                          backoff_base=0.05, deadline=0.4)
+    started = time.monotonic()
+    with pytest.raises(LLMRequestError, match="within the 0.4 s deadline"):
+        client.complete("hello")
+    assert time.monotonic() - started < 1.5
+    assert len(endpoint.requests) == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 from pathlib import Path
 
 from vlnverse.cli.output import print_json, print_table
@@ -102,10 +103,11 @@ def _run(args) -> int:
     result = {"out": config.out, "episodes": summary.manifest["total_episodes"], "splits": summary.manifest["splits"],
               "scenes_generated": generated, "scenes_resumed": resumed,
               "skipped_scenes": summary.manifest["skipped_scenes"], "llm_usage": usage if config.llm != "none" else None,
+              "shortfall": summary.manifest["shortfall"], "fallbacks": summary.manifest["fallbacks"],
               "seconds": round(summary.seconds, 3), "report": str(report_dir) if report_dir else None}
     if args.json:
         print_json(result)
-        return 0
+        return _exit_code(result)
     from vlnverse.tasks.report import TASK_LABELS
 
     rows = [(TASK_LABELS[t], *[_cell(summary.manifest["splits"], s, t) for s in ("train", "val_seen", "val_unseen", "test")])
@@ -114,13 +116,25 @@ def _run(args) -> int:
                 ("task", "train", "val_seen", "val_unseen", "test"), rows)
     for scene_id, error in summary.manifest["skipped_scenes"].items():
         print(f"skipped scene {scene_id}: {error}")
+    for scene_id, short in summary.manifest["shortfall"].items():
+        print(f"scene {scene_id}: fewer trajectories than asked ({', '.join(f'{k} {v} short' for k, v in short.items())})")
     if config.llm != "none":
         cost = "unknown" if usage["cost_usd"] is None else f"${usage['cost_usd']:.4f}"
-        print(f"LLM: {usage['calls']} calls ({usage['cached_calls']} cached), {usage['prompt_tokens']} prompt + "
-              f"{usage['completion_tokens']} completion tokens, cost {cost}")
+        print(f"LLM: {usage['calls']} server calls, {usage['cached_calls']} answered from the cache, "
+              f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens, cost {cost}; "
+              f"{result['fallbacks']} instruction(s) kept the prior text (reasons in their provenance)")
     if report_dir:
         print(f"report: {report_dir / 'report.md'}")
-    return 0
+    return _exit_code(result)
+
+
+def _exit_code(result: dict) -> int:
+    """1 (with a warning) when the run made no episode at all, else 0."""
+    if result["episodes"]:
+        return 0
+    print(f"warning: no episodes were generated in {result['out']} (see the skipped scenes and shortfalls)",
+          file=sys.stderr)
+    return 1
 
 
 def _cell(splits: dict, split: str, task: str) -> str:
@@ -129,12 +143,13 @@ def _cell(splits: dict, split: str, task: str) -> str:
 
 
 def _report(config, summary, usage) -> Path:
+    from vlnverse.redact import redact
     from vlnverse.tasks.dataset import EpisodeDataset
     from vlnverse.tasks.report import write_report
 
     out = Path(config.out) / "report"
     lines = [f"- scenes: {len(summary.outcomes)} ({len(summary.skipped)} skipped)", f"- seed: {config.seed}",
-             f"- llm: {config.llm}"]
+             f"- llm: {redact(config.llm)}"]
     lines += [f"- skipped {o.scene_id}: {o.error}" for o in summary.skipped]
     if config.llm != "none":
         lines.append(f"- LLM usage (this run): {usage}")

@@ -39,7 +39,13 @@ from vlnverse.eval.report import summarize, summary_markdown
 from vlnverse.eval.store import ResultStore, record_key
 from vlnverse.eval.viewer import write_episode_pages
 from vlnverse.eval.worker import RunSpec, WorkItem, WorkResult, build_agent
-from vlnverse.fileio import OutputLock, prepare_output_dir, write_json_atomic, write_text_atomic
+from vlnverse.fileio import (
+    OutputLock,
+    prepare_output_dir,
+    remove_stale_temp_files,
+    write_json_atomic,
+    write_text_atomic,
+)
 from vlnverse.llm.factory import check_llm_spec, describe_llm_spec
 from vlnverse.sim.physics import PHYSICS_MODES
 
@@ -351,6 +357,7 @@ def _run(config: EvalConfig, spec: RunSpec, items: list[WorkItem], privileged: l
     dataset_id = str(Path(config.dataset).resolve())
     fingerprint = config.fingerprint(dataset_id)
     _check_run_file(out, fingerprint)
+    remove_stale_temp_files(out)
     run = {"agent": config.agent, "agent_config": fingerprint["agent_config"], "dataset": dataset_id,
            "split": config.split, "task": config.task, "physics": list(config.physics),
            "episodes": config.episodes, "seed": config.seed, "max_steps": config.max_steps,

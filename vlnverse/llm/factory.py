@@ -21,6 +21,7 @@ from vlnverse.errors import ConfigError, RegistryError
 from vlnverse.llm.base import LLMClient
 from vlnverse.llm.cache import CachedClient
 from vlnverse.llm.transcript import RecordingClient
+from vlnverse.redact import redact
 from vlnverse.registry import Registry
 
 LLM_BACKENDS: Registry[type[LLMClient]] = Registry("LLM backend")
@@ -46,15 +47,15 @@ def parse_spec(spec: str) -> tuple[str, str, dict[str, str]] | None:
     backend, sep, rest = text.partition(":")
     target, _, query = rest.partition("?")
     if not sep or not backend or not target:
-        raise ConfigError(f"invalid LLM spec {spec!r}; expected {SPEC_FORMS}")
+        raise ConfigError(f"invalid LLM spec {redact(spec)!r}; expected {SPEC_FORMS}")
     try:
         pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=True) if query else []
     except ValueError as exc:
-        raise ConfigError(f"invalid options {query!r} in LLM spec {spec!r}: {exc}") from exc
+        raise ConfigError(f"invalid options {redact(query)!r} in LLM spec {redact(spec)!r}: {exc}") from exc
     options: dict[str, str] = {}
     for key, value in pairs:
         if key in options:
-            raise ConfigError(f"option {key!r} is given twice in LLM spec {spec!r}")
+            raise ConfigError(f"option {key!r} is given twice in LLM spec {redact(spec)!r}")
         options[key] = value
     return backend, target, options
 
@@ -119,18 +120,18 @@ def make_llm(
     try:
         cls = LLM_BACKENDS.get(backend)
     except RegistryError as exc:
-        raise ConfigError(f"invalid LLM spec {spec!r}: {exc}; expected {SPEC_FORMS}") from exc
+        raise ConfigError(f"invalid LLM spec {redact(spec)!r}: {exc}; expected {SPEC_FORMS}") from exc
     check_llm_spec(spec)
     allowed = _spec_options(cls)
     kwargs: dict[str, Any] = {
-        key: _coerce(value, *allowed[key], f"LLM spec {spec!r} option {key}")
+        key: _coerce(value, *allowed[key], f"LLM spec {redact(spec)!r} option {key}")
         for key, value in spec_options.items()
     }
     kwargs.update(options)
     try:
         client: LLMClient = cls(target, **kwargs)
     except TypeError as exc:
-        raise ConfigError(f"LLM spec {spec!r}: {exc}") from exc
+        raise ConfigError(f"LLM spec {redact(spec)!r}: {exc}") from exc
     if cache_dir is not None:
         client = CachedClient(client, cache_dir)
     if record is not None:
@@ -152,31 +153,22 @@ def check_llm_spec(spec: str) -> None:
     try:
         cls = LLM_BACKENDS.get(backend)
     except RegistryError as exc:
-        raise ConfigError(f"invalid LLM spec {spec!r}: {exc}; expected {SPEC_FORMS}") from exc
+        raise ConfigError(f"invalid LLM spec {redact(spec)!r}: {exc}; expected {SPEC_FORMS}") from exc
     allowed = _spec_options(cls)
     for key, value in options.items():
         if key not in allowed:
             valid = ", ".join(sorted(allowed)) or "none"
-            raise ConfigError(f"LLM spec {spec!r}: unknown option {key!r} for {backend}; valid: {valid}")
-        _coerce(value, *allowed[key], f"LLM spec {spec!r} option {key}")
+            raise ConfigError(f"LLM spec {redact(spec)!r}: unknown option {key!r} for {backend}; valid: {valid}")
+        _coerce(value, *allowed[key], f"LLM spec {redact(spec)!r} option {key}")
 
 
 def describe_llm_spec(spec: str) -> dict[str, Any] | None:
     """A spec as ``{"backend", "target", "options"}`` safe to write to ``run.json``:
-    user names and passwords in URLs are dropped (API keys never appear in specs: the
-    client reads them from the environment variable ``api_key_env`` names)."""
+    user names and passwords in URLs and secret-looking query values are masked
+    (:func:`vlnverse.redact.redact`)."""
     parsed = parse_spec(spec)
     if parsed is None:
         return None
     backend, target, options = parsed
-    return {"backend": backend, "target": _without_credentials(target),
-            "options": {k: _without_credentials(v) for k, v in sorted(options.items())}}
-
-
-def _without_credentials(value: str) -> str:
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(value)
-    if parts.scheme and "@" in parts.netloc:
-        return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
-    return value
+    return {"backend": backend, "target": redact(target),
+            "options": {k: redact(f"{k}={v}").split("=", 1)[1] for k, v in sorted(options.items())}}

@@ -2,8 +2,12 @@
 
 Works with OpenAI itself and with servers that speak the same API (vLLM, Ollama,
 LM Studio, routers). Images travel as ``data:`` URLs. Transient failures (timeouts,
-connection errors, 408/409/429/5xx) are retried with bounded exponential backoff; the
-SDK's own retries are turned off so the policy lives in one place.
+connection errors, 408/409/429/5xx, and 200 replies whose body is not a chat completion:
+malformed JSON, an HTML error page) are retried with bounded exponential backoff; the
+SDK's own retries are turned off so the policy lives in one place. Every call has an
+overall deadline, and after :data:`BREAKER_FAILURES` consecutive connection failures the
+client stops calling the server (each later call fails at once), so a dead server costs
+seconds, not the full backoff for every request.
 """
 
 from __future__ import annotations
@@ -21,12 +25,20 @@ from vlnverse.errors import ConfigError, LLMRequestError, LLMUnsupportedFeature
 from vlnverse.llm.base import LLMClient
 from vlnverse.llm.pricing import PriceTable
 from vlnverse.llm.types import ChatMessage, LLMRequest, LLMResponse, ToolCall, Usage
+from vlnverse.redact import redact
 
 log = logging.getLogger(__name__)
 
 BASE_URL_ENV = "VLNVERSE_LLM_BASE_URL"
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 _TRANSIENT_STATUS = frozenset({408, 409, 429})
+BREAKER_FAILURES = 5
+"""Consecutive connection failures (refused, reset, timed out) after which the client
+stops calling the server for the rest of its life."""
+
+
+class BadReply(Exception):
+    """A 200 reply whose body is not a chat completion (retried like a 5xx)."""
 
 
 def message_to_openai(message: ChatMessage) -> dict[str, Any]:
@@ -94,6 +106,14 @@ def _tool_calls(message: Any) -> tuple[ToolCall, ...]:
     return tuple(calls)
 
 
+def _describe_body(body: Any) -> str:
+    """A short description of a reply body that is not a completion object."""
+    if isinstance(body, (str, bytes)):
+        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+        return f"body starts {' '.join(text.split())[:60]!r}"
+    return f"a {type(body).__name__} without the completion fields"
+
+
 def is_transient(exc: Exception) -> bool:
     """True for failures worth retrying: timeouts, lost connections, 408/409/429/5xx."""
     if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
@@ -124,6 +144,7 @@ class OpenAIClient(LLMClient):
         max_retries: retries after the first attempt for transient failures.
         backoff_base: first backoff delay in seconds (doubles each retry).
         backoff_max: cap on one delay, also on a server's ``Retry-After``.
+        deadline: seconds one call may take in all, attempts and backoff included.
         http_client: an ``httpx.Client`` to use (tests pass one with a mock transport).
         structured_output: send JSON schemas as the API's structured output (set false
             for servers without it; a server that rejects one also turns it off).
@@ -143,6 +164,7 @@ class OpenAIClient(LLMClient):
         max_retries: int = 4,
         backoff_base: float = 1.0,
         backoff_max: float = 30.0,
+        deadline: float = 300.0,
         http_client: Any = None,
         structured_output: bool = True,
         native_tools: bool = True,
@@ -154,6 +176,8 @@ class OpenAIClient(LLMClient):
             raise ConfigError(f"timeout must be > 0 seconds, got {timeout}")
         if max_retries < 0:
             raise ConfigError(f"max_retries must be >= 0, got {max_retries}")
+        if not deadline > 0:
+            raise ConfigError(f"deadline must be > 0 seconds, got {deadline}")
         if backoff_base < 0 or backoff_max < backoff_base:
             raise ConfigError(
                 f"need 0 <= backoff_base <= backoff_max, got {backoff_base}, {backoff_max}"
@@ -173,6 +197,9 @@ class OpenAIClient(LLMClient):
         self.max_retries = max_retries
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
+        self.timeout = timeout
+        self.deadline = deadline
+        self.connection_failures = 0
         self._sleep = sleep
         self._client = openai.OpenAI(
             base_url=self.base_url,
@@ -188,27 +215,61 @@ class OpenAIClient(LLMClient):
         delay = hinted if hinted is not None else self.backoff_base * (2**attempt)
         return max(0.0, min(self.backoff_max, delay))
 
+    @property
+    def where(self) -> str:
+        return f"{self.model} at {redact(self.base_url) if self.base_url else 'the OpenAI API'}"
+
     def send(self, request: LLMRequest) -> LLMResponse:
         kwargs = request_to_openai(request)
+        where = self.where
+        if self.connection_failures >= BREAKER_FAILURES:
+            raise LLMRequestError(f"{where} is not called any more: {self.connection_failures} "
+                                  "consecutive connection failures")
+        ends = time.monotonic() + self.deadline
         for attempt in range(self.max_retries + 1):
             try:
-                completion = self._client.chat.completions.create(**kwargs)
-                break
-            except openai.OpenAIError as exc:
-                where = f"{self.model} at {self.base_url or 'the OpenAI API'}"
+                completion = self._create(kwargs, max(0.001, min(self.timeout, ends - time.monotonic())))
+                response = self._to_response(request, completion)
+                self.connection_failures = 0
+                return response
+            except (openai.OpenAIError, BadReply) as exc:
                 self._note_unsupported(request, exc, where)
-                if not is_transient(exc):
+                self._count_connection_failure(exc, where)
+                if not (is_transient(exc) or isinstance(exc, BadReply)):
                     raise LLMRequestError(f"{where} rejected the request: {exc}") from exc
                 if attempt == self.max_retries:
                     raise LLMRequestError(
                         f"{where} failed after {attempt + 1} attempt(s): {exc}"
                     ) from exc
                 delay = self.backoff(attempt, exc)
+                if self.connection_failures >= BREAKER_FAILURES:
+                    raise LLMRequestError(f"{where} failed {self.connection_failures} times in a row "
+                                          f"({exc}); not calling it again") from exc
+                if time.monotonic() + delay >= ends:
+                    raise LLMRequestError(f"{where} failed after {attempt + 1} attempt(s) within the "
+                                          f"{self.deadline:g} s deadline: {exc}") from exc
                 log.warning(
                     "LLM call to %s failed (%s); retry %d in %.1fs", where, exc, attempt + 1, delay
                 )
                 self._sleep(delay)
-        return self._to_response(request, completion)
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _create(self, kwargs: dict[str, Any], timeout: float) -> Any:
+        """One HTTP attempt; a 200 whose body is not JSON raises :class:`BadReply`."""
+        try:
+            return self._client.chat.completions.create(**kwargs, timeout=timeout)
+        except json.JSONDecodeError as exc:
+            raise BadReply(f"the reply is not JSON ({exc})") from exc
+
+    def _count_connection_failure(self, exc: Exception, where: str) -> None:
+        """Count consecutive connection failures; at :data:`BREAKER_FAILURES` say, once,
+        that the server is given up on."""
+        if not isinstance(exc, openai.APIConnectionError):
+            return
+        self.connection_failures += 1
+        if self.connection_failures == BREAKER_FAILURES:
+            log.warning("%s: %d consecutive connection failures; no more calls to it from this process "
+                        "(the remaining requests fail at once and fall back)", where, BREAKER_FAILURES)
 
     def _note_unsupported(self, request: LLMRequest, exc: Exception, where: str) -> None:
         """A server that rejects a request with a schema or tools (400/422) does not have
@@ -226,8 +287,20 @@ class OpenAIClient(LLMClient):
         raise LLMUnsupportedFeature(f"{where} does not take structured output/tools: {exc}") from exc
 
     def _to_response(self, request: LLMRequest, completion: Any) -> LLMResponse:
+        """The response of a completion object.
+
+        Raises:
+            BadReply: the reply is not a chat completion (malformed JSON, an HTML page,
+                missing fields).
+        """
+        try:
+            return self._parse_completion(request, completion)
+        except (AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:
+            raise BadReply(f"the reply is not a chat completion ({_describe_body(completion)})") from exc
+
+    def _parse_completion(self, request: LLMRequest, completion: Any) -> LLMResponse:
         if not completion.choices:
-            raise LLMRequestError(f"{self.model} returned no choices")
+            raise ValueError("no choices")
         texts = tuple(choice.message.content or "" for choice in completion.choices)
         usage_obj = completion.usage
         usage = Usage(

@@ -29,9 +29,15 @@ from typing import Any
 from vlnverse import __version__
 from vlnverse.config import config_from_mapping, config_to_dict, load_config_file
 from vlnverse.errors import ConfigError, DatasetError, VLNVerseError, WorkerError
-from vlnverse.fileio import OutputLock, prepare_output_dir, write_json_atomic
+from vlnverse.fileio import (
+    OutputLock,
+    prepare_output_dir,
+    remove_stale_temp_files,
+    write_json_atomic,
+)
 from vlnverse.llm import UsageTotals, make_llm
 from vlnverse.processes import exit_with_parent
+from vlnverse.redact import redact
 from vlnverse.tasks.corpus import SceneEntry, discover_scenes
 from vlnverse.tasks.generate import GenerationConfig, generate_scene_episodes
 from vlnverse.tasks.storage import (
@@ -93,7 +99,7 @@ class DatagenConfig:
     def fingerprint(self) -> dict[str, Any]:
         """What decides the dataset's bytes (not where it is, nor how many workers make it)."""
         data = config_to_dict(self.generation)
-        return {"seed": self.seed, "llm": self.llm, "generation": data, "vlnverse": __version__}
+        return {"seed": self.seed, "llm": redact(self.llm), "generation": data, "vlnverse": __version__}
 
     @property
     def config_hash(self) -> str:
@@ -243,12 +249,7 @@ def _start_run(config: DatagenConfig, overwrite: bool) -> None:
                                f"(hash {previous.get('config_hash')} vs {config.config_hash}); "
                                "use another --out or pass --overwrite")
     write_json_atomic(run_file, state)
-    # a run killed mid-write leaves the temp files of atomic writes behind (the manifest's too)
-    stale_files = [*out.glob(".*.tmp")]
-    for folder in (out / SHARD_DIR, out / "images"):
-        stale_files += folder.rglob(".*.tmp") if folder.is_dir() else ()
-    for stale in stale_files:
-        stale.unlink(missing_ok=True)
+    remove_stale_temp_files(out)
 
 
 def run_datagen(config: DatagenConfig, *, overwrite: bool = False,
@@ -271,6 +272,7 @@ def run_datagen(config: DatagenConfig, *, overwrite: bool = False,
     started = time.perf_counter()
     entries = discover_scenes(config.scenes)
     _check_spec(config.llm)
+    _check_counts(config.generation)
     if config.llm.strip().lower() != "none" and not config.generation.render:
         raise ConfigError("an LLM pipeline needs rendered images: its Describer reads the target view and "
                           "the path frames; add --render (generation.render: true), or use --llm none")
@@ -309,6 +311,16 @@ def _run(config: DatagenConfig, entries: list[SceneEntry], overwrite: bool,
             totals.merge(o.usage)
     manifest = _write_manifest(config, ordered, entries)
     return DatagenSummary(manifest, ordered, totals, time.perf_counter() - started)
+
+
+def _check_counts(generation: GenerationConfig) -> None:
+    """Refuse settings under which a requested task gets no trajectory in any scene."""
+    counts = generation.counts()
+    ratios = {"fine": generation.fine_ratio, "long_horizon": generation.long_horizon_ratio}
+    for kind, ratio in ratios.items():
+        if kind in generation.tasks and counts[kind] == 0:
+            raise ConfigError(f"--per-scene {generation.per_scene} gives no {kind} trajectories (per_scene x "
+                              f"{kind}_ratio {ratio:g} rounds to 0); raise --per-scene")
 
 
 def _check_spec(spec: str) -> None:
