@@ -11,7 +11,7 @@ import pytest
 from vlnverse.errors import DependencyNotInstalled, LLMRequestError
 from vlnverse.llm import ChatMessage, make_llm
 
-WORDS = "go to the kitchen bedroom lamp sofa left right turn stop walk past door and".split()
+from .tiny_hf import WORDS, build_tiny_gpt2, build_tiny_llava
 
 
 def test_missing_extra_names_the_install_command(
@@ -25,37 +25,7 @@ def test_missing_extra_names_the_install_command(
 @pytest.fixture(scope="module")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 2-layer random GPT-2 and a word-level tokenizer, saved like a hub checkpoint."""
-    torch = pytest.importorskip("torch", reason="torch is not installed (hf extra)")
-    transformers = pytest.importorskip(
-        "transformers", reason="transformers is not installed (hf extra)"
-    )
-    from tokenizers import Tokenizer, models, pre_tokenizers
-
-    specials = ["<pad>", "<unk>", "<eos>"]
-    vocab = {
-        word: i for i, word in enumerate([*specials, *WORDS, "user", "assistant", "system", ":"])
-    }
-    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    core.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Whitespace()])
-    tokenizer = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=core, pad_token="<pad>", unk_token="<unk>", eos_token="<eos>"
-    )
-    torch.manual_seed(0)
-    config = transformers.GPT2Config(
-        vocab_size=len(vocab),
-        n_positions=128,
-        n_embd=32,
-        n_layer=2,
-        n_head=2,
-        bos_token_id=vocab["<eos>"],
-        eos_token_id=vocab["<eos>"],
-        pad_token_id=vocab["<pad>"],
-    )
-    model = transformers.GPT2LMHeadModel(config)
-    path = tmp_path_factory.mktemp("tiny-gpt2")
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
+    return build_tiny_gpt2(tmp_path_factory.mktemp("tiny-gpt2"))
 
 
 def test_tiny_model_generates_deterministically(tiny_model_dir: Path) -> None:
@@ -108,3 +78,17 @@ def test_tiny_model_with_chat_template_and_stop(tiny_model_dir: Path, tmp_path: 
     assert stopped.text == full.text[: full.text.index(stop)]
     with pytest.raises(LLMRequestError, match="text-only"):
         client.complete([ChatMessage.user("look", images=[np.zeros((2, 2, 3), np.uint8)])])
+
+
+def test_a_model_whose_processor_takes_images_gets_them(tmp_path: Path) -> None:
+    client = make_llm(f"hf:{build_tiny_llava(tmp_path / 'llava')}?max_new_tokens=4")
+    assert client.takes_images
+    dark = [ChatMessage.user("what is this", images=[np.zeros((20, 20, 3), np.uint8)])]
+    request = client.request(dark)
+    assert client.prompt_text(request) == "user : what is this <image> assistant :"
+    inputs = client._encode(request)
+    assert tuple(inputs["pixel_values"].shape) == (1, 3, 16, 16)
+    assert int((inputs["input_ids"] == client.tokenizer.convert_tokens_to_ids("<image>")).sum()) == 4
+    first = client.complete(dark)
+    assert client.complete(dark) == first and 1 <= first.usage.completion_tokens <= 4
+    assert first.usage.prompt_tokens == len("user : what is this assistant :".split()) + 4

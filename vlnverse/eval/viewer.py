@@ -27,12 +27,12 @@ from vlnverse.eval.report import PHYSICS_TITLES
 from vlnverse.fileio import write_bytes_atomic, write_text_atomic
 
 VIEWER_DIR = "viewer"
-STRIP_HEIGHT = 96
+STRIP_HEIGHT = 160
 _STYLE = """
 body{font-family:system-ui,sans-serif;margin:1.2em;color:#222;max-width:80em}
 h1{font-size:1.25em}h2{font-size:1.05em;margin:1.4em 0 .4em}.meta{color:#555;font-size:.9em}
 .step{border-top:1px solid #ccc;padding:.6em 0}.flag{color:#c92a2a;font-weight:600}
-.pano{position:relative;display:inline-block;line-height:0}.pano img{height:96px}
+.pano{position:relative;display:inline-block;line-height:0}.pano img{height:160px}
 .cand{position:absolute;top:0;height:100%;border-left:2px solid #e8590c}
 .cand span{position:absolute;top:2px;left:2px;background:#e8590c;color:#fff;font:11px sans-serif;
 padding:0 3px;line-height:14px}.cand.chosen{border-left:3px solid #2b8a3e}.cand.chosen span{background:#2b8a3e}

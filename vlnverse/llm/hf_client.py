@@ -2,16 +2,18 @@
 
 torch and transformers are imported when a client is built, never at module import. The
 model is loaded from a local directory only (``local_files_only``): a benchmark run must
-not download weights behind the user's back. Text-only: for a local vision-language
-model, serve it with an OpenAI-compatible server (e.g. vLLM) and use ``openai:MODEL``.
-``response_format="json"`` cannot be enforced here; the prompt must ask for JSON and
-:func:`~vlnverse.llm.jsonanswer.parse_json_answer` checks it.
+not download weights behind the user's back. A checkpoint whose processor takes images
+(an ``image_processor``, e.g. LLaVA or Qwen-VL layouts) is loaded as an image-text-to-text
+model and gets the messages' images; other checkpoints are text-only and refuse images.
+``response_format="json"`` and JSON schemas cannot be enforced here; the prompt must ask
+for JSON (:mod:`vlnverse.llm.structured` does) and the answer is validated.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -87,24 +89,46 @@ class HFClient(LLMClient):
                 raise ConfigError(f"unknown torch dtype {dtype!r}")
             load_kwargs["dtype"] = getattr(torch, dtype)
         try:
-            self.tokenizer = transformers.AutoTokenizer.from_pretrained(
-                self.path, local_files_only=True
-            )
-            self.hf_model = transformers.AutoModelForCausalLM.from_pretrained(
-                self.path, **load_kwargs
-            )
+            self.processor = _image_processor(transformers, self.path)
+            if self.processor is not None:
+                self.tokenizer = self.processor.tokenizer
+                self.hf_model = transformers.AutoModelForImageTextToText.from_pretrained(
+                    self.path, **load_kwargs
+                )
+            else:
+                self.tokenizer = transformers.AutoTokenizer.from_pretrained(
+                    self.path, local_files_only=True
+                )
+                self.hf_model = transformers.AutoModelForCausalLM.from_pretrained(
+                    self.path, **load_kwargs
+                )
         except (OSError, ValueError) as exc:
-            raise LLMError(f"cannot load a transformers causal LM from {self.path}: {exc}") from exc
+            raise LLMError(f"cannot load a transformers model from {self.path}: {exc}") from exc
+        self._lock = threading.Lock()  # one generation at a time (and the RNG seeding with it)
         self.hf_model.to(device)
         self.hf_model.eval()
         log.info("loaded %s on %s", self.path, device)
 
+    @property
+    def takes_images(self) -> bool:
+        """Whether the checkpoint's processor takes images."""
+        return self.processor is not None
+
     def prompt_text(self, request: LLMRequest) -> str:
-        """The prompt string: the tokenizer's chat template, else role-tagged lines."""
+        """The prompt string: the chat template (the processor's for an image model, with an
+        image placeholder where each image is), else role-tagged lines."""
+        if self.processor is not None:
+            messages = [
+                {"role": m.role, "content": [
+                    {"type": "text", "text": p} if isinstance(p, str) else {"type": "image"}
+                    for p in m.parts]}
+                for m in request.messages
+            ]
+            return self.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         if any(m.images for m in request.messages):
             raise LLMRequestError(
-                f"{self.model} is a text-only local model and cannot take images; "
-                "serve a vision-language model with an OpenAI-compatible server and use openai:MODEL"
+                f"{self.model} is a text-only local model (its processor takes no images); "
+                "use a vision-language checkpoint, or serve one with an OpenAI-compatible server"
             )
         messages = [{"role": m.role, "content": m.text} for m in request.messages]
         if getattr(self.tokenizer, "chat_template", None):
@@ -118,7 +142,7 @@ class HFClient(LLMClient):
             raise LLMRequestError(f"{self.model}: the client was closed")
         torch = self._torch
         params = request.params
-        encoded = self.tokenizer(self.prompt_text(request), return_tensors="pt").to(self.device)
+        encoded = self._encode(request).to(self.device)
         prompt_len = int(encoded["input_ids"].shape[1])
         eos = self.tokenizer.eos_token_id
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else eos
@@ -136,7 +160,7 @@ class HFClient(LLMClient):
         elif params.n > 1:
             raise ConfigError("n > 1 needs temperature > 0 (greedy decoding gives one answer)")
         devices = [self.device] if str(self.device).startswith("cuda") else []
-        with torch.random.fork_rng(devices=devices), torch.inference_mode():
+        with self._lock, torch.random.fork_rng(devices=devices), torch.inference_mode():
             if params.seed is not None:
                 torch.manual_seed(params.seed)
             output = self.hf_model.generate(**encoded, **gen_kwargs)
@@ -162,5 +186,31 @@ class HFClient(LLMClient):
             key=request.key,
         )
 
+    def _encode(self, request: LLMRequest) -> Any:
+        """The model inputs of ``request`` (token ids; pixel values for an image model)."""
+        prompt = self.prompt_text(request)
+        if self.processor is None:
+            return self.tokenizer(prompt, return_tensors="pt")
+        images = [_pil(image) for m in request.messages for image in m.images]
+        return self.processor(text=prompt, images=images or None, return_tensors="pt")
+
     def close(self) -> None:
         self.hf_model = None
+
+
+def _image_processor(transformers: Any, path: Path) -> Any:
+    """The checkpoint's processor when it takes images, else None (text-only models)."""
+    if not (path / "preprocessor_config.json").is_file() and not (path / "processor_config.json").is_file():
+        return None
+    processor = transformers.AutoProcessor.from_pretrained(path, local_files_only=True)
+    return processor if getattr(processor, "image_processor", None) is not None else None
+
+
+def _pil(image: Any) -> Any:
+    """An :class:`~vlnverse.llm.images.ImagePart` as a PIL RGB image."""
+    import io
+
+    from PIL import Image
+
+    with Image.open(io.BytesIO(image.data)) as picture:
+        return picture.convert("RGB")
