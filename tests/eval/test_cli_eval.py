@@ -37,7 +37,7 @@ def test_errors_are_one_line(bundled_dataset, tmp_path):
     result = vlnverse("eval", "--dataset", bundled_dataset, "--agent", "nobody", "--out", tmp_path / "x")
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        "error: unknown agent 'nobody'; valid names: cma, forward, map_history, map_history_cot, oracle, random, "
+        "error: unknown agent 'nobody'; valid names: cma, discussnav, forward, map_history, map_history_cot, oracle, random, "
         "replay, seq2seq, text_history, text_history_cot, waypoint_bert"]
     result = vlnverse("eval", "--dataset", tmp_path / "nowhere", "--agent", "oracle", "--out", tmp_path / "y")
     assert result.returncode == 2 and "not found" in result.stderr

@@ -30,7 +30,8 @@ from __future__ import annotations
 import logging
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -54,6 +55,7 @@ from vlnverse.agents.waypoints import Candidate, DepthWaypoints, WaypointPredict
 from vlnverse.config import config_from_mapping
 from vlnverse.errors import ConfigError, LLMBudgetExceeded
 from vlnverse.eval.agent import Agent, Ask, EpisodeInfo
+from vlnverse.llm.sampling import merge_responses, sample_n
 from vlnverse.llm.types import ChatMessage
 
 logger = logging.getLogger(__name__)
@@ -139,6 +141,7 @@ class LLMWaypointAgent(Agent):
     name: ClassVar[str] = "llm"
     cot: ClassVar[bool] = False
     system_prompt: ClassVar[str] = ""
+    decision_role: ClassVar[str] = "decision"  # the role the action's tokens count under
     action_space = "waypoint"
 
     def __init__(self, config: Mapping[str, Any] | Any = None, *, llm: Any = None,
@@ -166,20 +169,33 @@ class LLMWaypointAgent(Agent):
                                   "(e.g. openai:MODEL) or pass one with --llm")
         return self._llm
 
-    def _complete(self, messages: Sequence[ChatMessage]) -> Any:
+    def _request(self, messages: Sequence[ChatMessage], **overrides: Any) -> list[Any]:
+        """Send one request (``n`` samples through :func:`~vlnverse.llm.sampling.sample_n`);
+        thread-safe: counts nothing (see :meth:`_count`)."""
+        params: dict[str, Any] = {"temperature": self.config.temperature,
+                                  "max_tokens": self.config.max_reply_tokens, "n": self.config.samples}
+        if self.config.prompt_variant == "json":
+            params["response_format"] = "json"
+        params.update(overrides)
+        return sample_n(self.llm, list(messages), params.pop("n"), **params)
+
+    def _check_cap(self) -> None:
         trace, cap = self.state.trace, self.config.max_tokens_per_episode
         if cap and trace.tokens >= cap:
             raise EpisodeBudgetExceeded(f"agent {self.name}: the episode used {trace.tokens} tokens, "
                                         f"its cap is {cap} (max_tokens_per_episode)")
-        params: dict[str, Any] = {"temperature": self.config.temperature,
-                                  "max_tokens": self.config.max_reply_tokens}
-        if self.config.samples > 1:
-            params["n"] = self.config.samples
-        if self.config.prompt_variant == "json":
-            params["response_format"] = "json"
-        response = self.llm.complete(list(messages), **params)
-        trace.count_call(response)
-        return response
+
+    def _count(self, responses: Sequence[Any], role: str) -> Any:
+        for response in responses:
+            self.state.trace.count_call(response, role)
+        return merge_responses(responses)
+
+    def _complete(self, messages: Sequence[ChatMessage], role: str | None = None, **overrides: Any) -> Any:
+        """One counted model call (``overrides``: generation parameters such as
+        ``temperature`` or ``n``); its tokens count under ``role`` (default
+        :attr:`decision_role`)."""
+        self._check_cap()
+        return self._count(self._request(messages, **overrides), role or self.decision_role)
 
     # -- the episode loop ----------------------------------------------------------------
 
@@ -261,32 +277,46 @@ class LLMWaypointAgent(Agent):
             reference_image=None if reference is None else np.asarray(reference), bump=bump,
             dialogue="oracle_answer" in observation)
 
-    def consult(self, messages: Sequence[ChatMessage], purpose: str) -> Any:
-        """An intermediate model call of this step (counted, and kept in the step's trace
-        under ``consultations``); returns the response."""
-        response = self._complete(messages)
-        self.record.setdefault("consultations", []).append(
-            {"purpose": purpose, "messages": describe_messages(messages), "reply": response.text})
-        return response
+    def consult(self, messages: Sequence[ChatMessage], purpose: str, **params: Any) -> Any:
+        """An intermediate model call of this step (counted under the role ``purpose``, and
+        kept in the step's trace under ``consultations``); returns the response."""
+        return self.consult_many([(messages, purpose)], **params)[0]
 
-    def choose(self, prompt: Prompt, view: StepView) -> Decision | None:
-        """Ask for the action: vote over the samples, one repair prompt, then the fallback
-        (None; see the module docs). Fills the step's trace record."""
+    def consult_many(self, calls: Sequence[tuple[Sequence[ChatMessage], str]], *, workers: int = 4,
+                     **params: Any) -> list[Any]:
+        """:meth:`consult` for several independent calls, made concurrently (at most
+        ``workers`` at a time); counted and traced in the order given."""
+        self._check_cap()
+        with ThreadPoolExecutor(max_workers=max(1, min(workers, len(calls)))) as pool:
+            answered = list(pool.map(lambda call: self._request(call[0], **params), calls))
+        responses = []
+        for (messages, purpose), parts in zip(calls, answered, strict=True):
+            response = self._count(parts, purpose)
+            self.record.setdefault("consultations", []).append(
+                {"purpose": purpose, "messages": describe_messages(messages), "reply": response.text})
+            responses.append(response)
+        return responses
+
+    def choose(self, prompt: Prompt, view: StepView, *,
+               pick: Callable[[list[Decision]], Decision] | None = None, **params: Any) -> Decision | None:
+        """Ask for the action: the samples' valid decisions go to ``pick`` (default
+        :func:`majority`), one repair prompt, then the fallback (None; see the module
+        docs). ``params`` override generation parameters. Fills the step's trace record."""
         state, record = self.state, self.record
         messages = prompt.messages(self.system_prompt)
         record["messages"] = prompt.describe(self.system_prompt)
-        response = self._complete(messages)
+        response = self._complete(messages, **params)
         record["reply"] = response.text
-        decision, error = self._vote(response.choices, view.options)
+        decision, error = self._vote(response.choices, view.options, pick)
         if decision is None:
             state.trace.repairs += 1
             record["repair"] = True
             repair = [*messages, ChatMessage.assistant(response.text or "(empty reply)"),
                       ChatMessage.user(self._repair_text(error, view))]
             record["repair_messages"] = describe_messages(repair[-2:])
-            response = self._complete(repair)
+            response = self._complete(repair, **params)
             record["repair_reply"] = response.text
-            decision, error = self._vote(response.choices, view.options)
+            decision, error = self._vote(response.choices, view.options, pick)
         if decision is None:
             state.trace.fallbacks += 1
             record["fallback"] = True
@@ -295,8 +325,10 @@ class LLMWaypointAgent(Agent):
             record["parsed"] = decision.to_dict()
         return decision
 
-    def _vote(self, replies: Sequence[str], options: Sequence[str]) -> tuple[Decision | None, ReplyError | None]:
-        """The most frequent valid action among ``replies`` (first reply wins ties)."""
+    def _vote(self, replies: Sequence[str], options: Sequence[str],
+              pick: Callable[[list[Decision]], Decision] | None = None,
+              ) -> tuple[Decision | None, ReplyError | None]:
+        """The decision ``pick`` (default :func:`majority`) makes from the valid ``replies``."""
         decisions, error = [], None
         for text in replies:
             try:
@@ -306,9 +338,7 @@ class LLMWaypointAgent(Agent):
                 error = error or exc
         if not decisions:
             return None, error
-        counts = Counter(d.action for d in decisions)
-        best = max(counts.values())
-        return next(d for d in decisions if counts[d.action] == best), None
+        return (pick or majority)(decisions), None
 
     def _repair_text(self, error: ReplyError, view: StepView) -> str:
         fields = dict(self.reply_fields(view))
@@ -406,6 +436,13 @@ def make_predictor(config: LLMAgentConfig) -> WaypointPredictor:
     from vlnverse.registry import load_entry_point
 
     return load_entry_point(config.waypoint_predictor)(config.waypoints)
+
+
+def majority(decisions: Sequence[Decision]) -> Decision:
+    """The most frequent action among ``decisions`` (the first one wins ties)."""
+    counts = Counter(d.action for d in decisions)
+    best = max(counts.values())
+    return next(d for d in decisions if counts[d.action] == best)
 
 
 def _fallback(candidates: Sequence[Candidate]) -> np.ndarray:

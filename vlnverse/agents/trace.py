@@ -6,10 +6,11 @@ Shape::
                 "fallback", "repair", ...}],
      "fallbacks", "repairs", "parse_failures", "failures": {kind: n},
      "tokens": {"prompt", "completion"}, "cost_usd", "calls", "cached_calls",
-     "waypoints": [[x, y], ...]}
+     "waypoints": [[x, y], ...], "roles": {role: {"calls", "prompt", "completion"}}}
 
 ``tokens`` count every answered call, cached or not; ``cost_usd`` is what was billed
-(cache hits cost nothing). ``waypoints`` are the decision locations (AORI).
+(cache hits cost nothing); ``roles`` splits the calls and tokens by the role that made
+them (``decision`` for the action; multi-call agents name their experts). ``waypoints`` are the decision locations (AORI).
 """
 
 from __future__ import annotations
@@ -35,13 +36,18 @@ class AgentTrace:
     calls: int = 0
     cached_calls: int = 0
     waypoints: list[list[float]] = field(default_factory=list)
+    roles: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
-    def count_call(self, response: LLMResponse) -> None:
-        """Add one answered call's usage and cost."""
+    def count_call(self, response: LLMResponse, role: str = "decision") -> None:
+        """Add one answered call's usage and cost (its tokens also under ``role``)."""
+        per_role = self.roles.setdefault(role, {"calls": 0, "prompt": 0, "completion": 0})
+        per_role["calls"] += 1
+        per_role["prompt"] += response.usage.prompt_tokens
+        per_role["completion"] += response.usage.completion_tokens
         self.calls += 1
         self.prompt_tokens += response.usage.prompt_tokens
         self.completion_tokens += response.usage.completion_tokens
@@ -62,4 +68,5 @@ class AgentTrace:
             "calls": self.calls,
             "cached_calls": self.cached_calls,
             "waypoints": self.waypoints,
+            "roles": {role: dict(counts) for role, counts in sorted(self.roles.items())},
         }

@@ -4,7 +4,8 @@
   calls and cache hits, tokens (cache hits included), billed cost (cache hits cost 0)
   and list cost (as if nothing were cached), plus the agents' reply-handling counters
   from their traces (``fallbacks``, ``repairs``, ``parse_failures``), so unusable model
-  replies are visible in every report.
+  replies are visible in every report, and the traces' calls and tokens per role
+  (``roles``: the decision, or each expert of a multi-call agent such as DiscussNav).
 - **Trace metrics** (AORI, DR, JOR, MPTR) get a table when any episode has them.
 """
 
@@ -22,6 +23,7 @@ TRACE_METRICS = ("AORI", "DR", "JOR", "MPTR")
 def llm_totals(records: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
     """Per-run LLM totals (None when no record used a model or traced reply handling)."""
     totals: dict[str, Any] = {name: 0 for name in (*USAGE_FIELDS, *TRACE_COUNTERS)}
+    roles: dict[str, dict[str, int]] = {}
     episodes = 0
     seen = False
     for record in records:
@@ -37,6 +39,11 @@ def llm_totals(records: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
                 value = trace.get(name)
                 totals[name] += value if isinstance(value, int) and not isinstance(value, bool) else 0
             counted = True
+        if isinstance(trace, Mapping) and isinstance(trace.get("roles"), Mapping):
+            for role, counts in trace["roles"].items():
+                into = roles.setdefault(str(role), {"calls": 0, "prompt": 0, "completion": 0})
+                for name in into:
+                    into[name] += int(counts.get(name) or 0) if isinstance(counts, Mapping) else 0
         episodes += counted
         seen = seen or counted
     if not seen:
@@ -44,6 +51,8 @@ def llm_totals(records: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
     totals["cost_usd"] = round(totals["cost_usd"], 6)
     totals["list_cost_usd"] = round(totals["list_cost_usd"], 6)
     totals["episodes"] = episodes
+    if roles:
+        totals["roles"] = dict(sorted(roles.items()))
     return totals
 
 
@@ -67,6 +76,19 @@ def usage_markdown(totals: Mapping[str, Any] | None) -> list[str]:
     ]
     if totals.get("unpriced_calls"):
         lines.append(f"{totals['unpriced_calls']} call(s) were to a model without a price; they add no cost.")
+    return [*lines, "", *roles_markdown(totals.get("roles"))]
+
+
+def roles_markdown(roles: Mapping[str, Mapping[str, int]] | None) -> list[str]:
+    """A table of calls and tokens per role (where a multi-call agent's tokens go)."""
+    if not roles or set(roles) == {"decision"}:
+        return []
+    grand = sum(c["prompt"] + c["completion"] for c in roles.values()) or 1
+    lines = ["### LLM tokens by role (agent traces)", "",
+             "| Role | Calls | Prompt tokens | Completion tokens | Share of tokens |", "|---|---|---|---|---|"]
+    for role, c in sorted(roles.items(), key=lambda item: -(item[1]["prompt"] + item[1]["completion"])):
+        share = 100.0 * (c["prompt"] + c["completion"]) / grand
+        lines.append(f"| {role} | {c['calls']} | {c['prompt']} | {c['completion']} | {share:.1f}% |")
     return [*lines, ""]
 
 

@@ -26,10 +26,13 @@ class LLMClient(abc.ABC):
         totals: usage and cost of the calls made through this client.
         supports_json_schema: the backend takes ``json_schema`` (structured output).
         supports_tools: the backend takes ``tools`` (native tool calling).
+        supports_n: the backend answers ``n`` choices in one call (None: not known yet;
+            :func:`vlnverse.llm.sampling.sample_n` finds out and sets it).
     """
 
     supports_json_schema = False
     supports_tools = False
+    supports_n: bool | None = None
 
     def __init__(self, model: str, *, prices: PriceTable | None = None) -> None:
         self.model = model
@@ -134,6 +137,14 @@ class WrapperClient(LLMClient):
     @property
     def supports_tools(self) -> bool:  # type: ignore[override]
         return self.inner.supports_tools
+
+    @property
+    def supports_n(self) -> bool | None:  # type: ignore[override]
+        return self.inner.supports_n
+
+    @supports_n.setter
+    def supports_n(self, value: bool | None) -> None:
+        self.inner.supports_n = value
 
     def close(self) -> None:
         self.inner.close()

@@ -30,6 +30,7 @@ class Reply:
         headers: extra response headers (e.g. ``Retry-After``).
         delay_s: seconds to wait before answering.
         raw: a response body sent as is (overrides everything else but the status).
+        choices: further choices' texts after ``content`` (a server honouring ``n``).
     """
 
     content: str | None = ""
@@ -38,6 +39,7 @@ class Reply:
     headers: Mapping[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
     raw: bytes | None = None
+    choices: Sequence[str] = ()
 
 
 def word_count(value: Any) -> int:
@@ -56,11 +58,14 @@ def completion_body(body: Mapping[str, Any], reply: Reply) -> dict[str, Any]:
         ]
     prompt = word_count(body.get("messages", []))
     completion = word_count(reply.content or "") + word_count(list(reply.tool_calls))
+    completion += sum(word_count(text) for text in reply.choices)
+    extra = [{"index": i, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
+             for i, text in enumerate(reply.choices, 1)]
     return {
         "id": "chatcmpl-loopback", "object": "chat.completion", "created": 1700000000,
         "model": body.get("model", "loopback"),
         "choices": [{"index": 0, "finish_reason": "tool_calls" if reply.tool_calls else "stop",
-                     "message": message}],
+                     "message": message}, *extra],
         "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
                   "total_tokens": prompt + completion},
     }
