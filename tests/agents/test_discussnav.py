@@ -157,7 +157,7 @@ def test_ablations_switch_expert_groups_and_n(dataset, tmp_path):
     assert record["agent_trace"]["roles"]["navigator"]["calls"] == 2
 
     agent = make_agent("discussnav", {"perception": "gt", **SMALL}, llm=PanelModel(Panel(plan)))
-    evaluate(EvalConfig(dataset=str(dataset), out=str(tmp_path), agent="discussnav", task="coarse",
+    evaluate(EvalConfig(dataset=str(dataset), out=str(tmp_path), agent="discussnav", task="fine",
                         episodes=1, physics=("strict",), plots=0, bootstrap=10), agent=agent)
     summary = (tmp_path / "summary.md").read_text()
     assert "LLM tokens by role" in summary and "| scene_observation |" in summary and "| navigator |" in summary
