@@ -154,3 +154,31 @@ def test_bad_transcripts_give_clear_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"holds models \[a, b\]"):
         ReplayClient(two_models)
     assert ReplayClient(two_models, model="b").complete("x").text == "b"
+
+
+def test_a_re_render_differing_in_a_few_pixels_still_replays(tmp_path) -> None:
+    """Replay falls back to the images' coarse signatures when the exact hash misses."""
+    from vlnverse.llm.base import LLMClient
+    from vlnverse.llm.types import LLMResponse
+
+    class Echo(LLMClient):
+        def send(self, request):
+            return LLMResponse(f"seen {request.key[:6]}", self.model, key=request.key)
+
+    rng = np.random.default_rng(0)
+    view = rng.integers(0, 256, (64, 64, 3), dtype=np.uint8)
+    other = rng.integers(0, 256, (64, 64, 3), dtype=np.uint8)
+    path = tmp_path / "t.jsonl"
+    recorder = RecordingClient(Echo("vlm"), path)
+    first = recorder.complete([ChatMessage.user("where now?", images=[view, other])])
+    recorder.complete([ChatMessage.user("and now?", images=[other])])
+
+    rerender = view.copy()
+    rerender[5:8, 10:12] = np.clip(rerender[5:8, 10:12].astype(int) + 3, 0, 255).astype(np.uint8)
+    replay = ReplayClient(path)
+    again = replay.complete([ChatMessage.user("where now?", images=[rerender, other])])
+    assert again.text == first.text and again.key != first.key  # answered by similarity
+    with pytest.raises(ReplayMissError):  # a different view is a different request
+        replay.complete([ChatMessage.user("where now?", images=[255 - view, other])])
+    with pytest.raises(ReplayMissError):  # so is a different text with the same images
+        ReplayClient(path).complete([ChatMessage.user("where to?", images=[rerender, other])])

@@ -69,6 +69,17 @@ def sniff_mime(data: bytes) -> str:
     raise ConfigError("image bytes are neither PNG nor JPEG (bad file signature)")
 
 
+SIGNATURE_SIZE = 8
+"""Side of the thumbnail :meth:`ImagePart.signature` compares."""
+
+
+def signature_distance(a: str, b: str) -> float:
+    """The largest difference (0-255) between two signatures' thumbnail values."""
+    x = np.frombuffer(bytes.fromhex(a), dtype=np.uint8).astype(np.int16)
+    y = np.frombuffer(bytes.fromhex(b), dtype=np.uint8).astype(np.int16)
+    return float(np.abs(x - y).max()) if x.shape == y.shape and x.size else float("inf")
+
+
 @dataclass(frozen=True)
 class ImagePart:
     """One image in a chat message, held as encoded bytes.
@@ -117,6 +128,18 @@ class ImagePart:
     def data_url(self) -> str:
         """The ``data:<mime>;base64,...`` URL OpenAI-compatible APIs accept."""
         return f"data:{self.mime};base64,{base64.b64encode(self.data).decode('ascii')}"
+
+    def signature(self) -> str:
+        """A coarse look of the image: its :data:`SIGNATURE_SIZE`-square RGB thumbnail
+        (area averages), hex-encoded; re-renders that differ in a few pixel values have
+        (nearly) the same signature, unlike their SHA-256."""
+        import io
+
+        from PIL import Image
+
+        with Image.open(io.BytesIO(self.data)) as picture:
+            thumb = picture.convert("RGB").resize((SIGNATURE_SIZE, SIGNATURE_SIZE), Image.BOX)
+            return thumb.tobytes().hex()
 
     def describe(self) -> dict[str, str]:
         """The JSON form used in hashes and transcripts (a digest, not the bytes)."""

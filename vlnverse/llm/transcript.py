@@ -1,11 +1,18 @@
 """Record/replay of LLM calls through JSONL transcripts.
 
 A transcript line is ``{"key", "request", "response"}``: ``request`` is the request's JSON
-form (images as SHA-256 digests), ``response`` is :meth:`LLMResponse.to_dict`. Replay
+form (images as SHA-256 digests), ``response`` is :meth:`LLMResponse.to_dict`; a request
+with images also stores each image's coarse signature (``image_signatures``, by digest). Replay
 recomputes every key from its ``request``, so transcripts may be written by hand (tests
 of the instruction pipeline do): missing parameters take their defaults and a message's
 ``content`` may be a plain string. A request asked ``k`` times is answered by its ``k``-th
 recorded response, so a run with retries replays exactly.
+
+Rendering is not bit-identical across machines and library versions, so a re-rendered
+image changes a request's hash. When no recorded request has the exact hash, replay
+takes the recorded request that matches in everything but its images and whose images'
+signatures (8 x 8 thumbnails) are each within :data:`IMAGE_TOLERANCE` of the new ones:
+a few changed pixel values barely move a thumbnail, a different view moves it a lot.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import logging
 import os
 import threading
 from collections import defaultdict
@@ -22,8 +30,11 @@ from typing import IO, Any
 
 from vlnverse.errors import ConfigError, ReplayMissError
 from vlnverse.llm.base import LLMClient, WrapperClient
+from vlnverse.llm.images import signature_distance
 from vlnverse.llm.pricing import PriceTable
 from vlnverse.llm.types import ROLES, GenerationParams, LLMRequest, LLMResponse, hash_described
+
+log = logging.getLogger(__name__)
 
 try:  # POSIX advisory locks keep concurrent writers' lines whole.
     import fcntl
@@ -94,9 +105,28 @@ def canonical_request(described: Mapping[str, Any], *, where: str = "request") -
     }
 
 
+IMAGE_TOLERANCE = 8.0
+"""Largest thumbnail difference (0-255) at which a re-rendered image still replays."""
+
+
 def transcript_record(request: LLMRequest, response: LLMResponse) -> dict[str, Any]:
     """The transcript line (as a dict) for one call."""
-    return {"key": request.key, "request": request.describe(), "response": response.to_dict()}
+    record = {"key": request.key, "request": request.describe(), "response": response.to_dict()}
+    images = [p for m in request.messages for p in m.images]
+    if images:
+        record["image_signatures"] = {image.sha256: image.signature() for image in images}
+    return record
+
+
+def image_free_key(described: Mapping[str, Any]) -> str:
+    """The hash of a request's JSON form with every image digest blanked (what two
+    requests that differ only in their images share)."""
+    blank = json.loads(json.dumps(described))
+    for message in blank["messages"]:
+        for part in message["content"]:
+            if part.get("type") == "image":
+                part["sha256"] = "*"
+    return hash_described(blank)
 
 
 def append_record(path: str | os.PathLike, record: Mapping[str, Any]) -> None:
@@ -135,7 +165,8 @@ def read_transcript(path: str | os.PathLike) -> list[dict[str, Any]]:
         request = canonical_request(record["request"], where=where)
         LLMResponse.from_dict(record["response"])  # validates early, with the line number
         records.append(
-            {"key": hash_described(request), "request": request, "response": record["response"]}
+            {"key": hash_described(request), "request": request, "response": record["response"],
+             "image_signatures": dict(record.get("image_signatures") or {})}
         )
     return records
 
@@ -178,8 +209,15 @@ class ReplayClient(LLMClient):
             model = models[0]
         super().__init__(model, prices=prices)
         self._answers: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self._by_layout: dict[str, dict[str, list[str]]] = defaultdict(dict)
         for record in records:
             self._answers[record["key"]].append(record["response"])
+            digests = [p["sha256"] for m in record["request"]["messages"] for p in m["content"]
+                       if p["type"] == "image"]
+            signatures = record["image_signatures"]
+            if digests and all(d in signatures for d in digests):
+                layout = self._by_layout[image_free_key(record["request"])]
+                layout[record["key"]] = [signatures[d] for d in digests]
         self._served: dict[str, int] = defaultdict(int)
         self._lock = threading.Lock()
         # Replay sends the requests the recorded run sent, so it claims what that client did.
@@ -190,10 +228,30 @@ class ReplayClient(LLMClient):
     def __len__(self) -> int:
         return sum(len(v) for v in self._answers.values())
 
+    def similar_key(self, request: LLMRequest) -> str | None:
+        """The recorded request that differs from ``request`` only by images within
+        :data:`IMAGE_TOLERANCE` (the closest), or None."""
+        images = [p for m in request.messages for p in m.images]
+        candidates = self._by_layout.get(image_free_key(request.describe())) if images else None
+        if not candidates:
+            return None
+        wanted = [image.signature() for image in images]
+        best, best_distance = None, IMAGE_TOLERANCE
+        for key, recorded in candidates.items():
+            distance = max(signature_distance(a, b) for a, b in zip(wanted, recorded, strict=True))
+            if distance <= best_distance:
+                best, best_distance = key, distance
+        return best
+
     def send(self, request: LLMRequest) -> LLMResponse:
+        key = request.key
+        if key not in self._answers:
+            key = self.similar_key(request) or key
+            if key != request.key:
+                log.info("replaying request %s by image similarity (as %s)", request.key[:12], key[:12])
         with self._lock:
-            answers = self._answers.get(request.key, [])
-            index = self._served[request.key]
+            answers = self._answers.get(key, [])
+            index = self._served[key]
             if index >= len(answers):
                 last = request.messages[-1].text
                 snippet = " ".join(last.split())[:80]
@@ -207,6 +265,6 @@ class ReplayClient(LLMClient):
                     f"(model {request.model}, call {index + 1}; {seen}); last message: {snippet!r}. "
                     "Re-record the run with a RecordingClient."
                 )
-            self._served[request.key] = index + 1
+            self._served[key] = index + 1
         response = LLMResponse.from_dict(answers[index])
         return dataclasses.replace(response, model=response.model or request.model, key=request.key)
