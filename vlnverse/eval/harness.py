@@ -86,7 +86,8 @@ class EvalConfig:
         bootstrap: Bootstrap resamples of the confidence intervals.
         instruction_view: Long-horizon observation: ``full`` (the whole chained
             instruction, the paper's; default) or ``leg`` (the active leg only).
-        llm: The agent's model, a :func:`vlnverse.llm.make_llm` spec (built in the workers).
+        llm: The agent's model, a :func:`vlnverse.llm.make_llm` spec (built in the workers);
+            default: the agent config's ``llm``.
         llm_cache: Response cache folder (a repeated run makes no calls).
         llm_record: JSONL transcript of every call (for ``replay:FILE``).
         budget_tokens: Billed tokens this invocation may use (None: no limit).
@@ -165,6 +166,9 @@ class EvalConfig:
         if self.budget_usd is not None and not (isinstance(self.budget_usd, (int, float))
                                                 and math.isfinite(self.budget_usd) and self.budget_usd > 0):
             raise ConfigError(f"budget_usd must be a positive number, got {self.budget_usd!r}")
+        configured = self.agent_config.get("llm") if isinstance(self.agent_config, Mapping) else None
+        if self.llm is None and isinstance(configured, str) and configured.strip().lower() != "none":
+            object.__setattr__(self, "llm", configured)  # the agent config's model, built the same way
         if (self.budget_tokens is not None or self.budget_usd is not None) and self.llm is None:
             raise ConfigError("a token/USD budget needs a model (--llm)")
         for name in ("llm", "oracle_llm"):
