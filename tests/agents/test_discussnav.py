@@ -17,6 +17,7 @@ from tests.agents.test_agents_episodes import run
 from vlnverse.agents.discussnav import EXPERTS
 from vlnverse.errors import ConfigError
 from vlnverse.eval.registry import make_agent
+from vlnverse.eval.viewer import render_episode_page
 from vlnverse.llm.base import LLMClient
 from vlnverse.llm.transcript import RecordingClient, ReplayClient
 from vlnverse.llm.types import LLMRequest, LLMResponse, Usage
@@ -56,6 +57,8 @@ class Panel:
         if role == "scene_observation":
             kind, direction = re.match(r"What (\w+) can you see in the current direction (\w)", user).groups()
             return [f"A {kind} thing in {direction}."]
+        if role == "object_detection":
+            return ["sofa | lamp"]
         if role == "trajectory_summary":
             return [user.splitlines()[-1].split(" Decision:")[0]]
         if role == "completion_estimation":
@@ -134,6 +137,11 @@ def test_a_discussed_episode_fuses_only_on_disagreement_and_replays(dataset, tmp
                      "decision_testing": 1, "navigator": 3}
     assert roles["navigator"]["completion"] == 3 * 25 and record["agent_trace"]["calls"] == sum(calls.values())
 
+    page = render_episode_page(record, {})                      # the episode viewer shows the discussion
+    assert "disagreed: fused and tested" in page and f"decision {options[1]}" in page
+    assert f"scene_observation: What furniture can you see in the current direction {ids[0]}?" in page
+    assert "tokens by role: action_decomposition" in page
+
     replayed, _ = run(dataset, "discussnav", ReplayClient(transcript))
     assert replayed["actions"] == record["actions"]
     assert replayed["agent_trace"]["steps"] == steps
@@ -163,6 +171,18 @@ def test_ablations_switch_expert_groups_and_n(dataset, tmp_path):
     assert "LLM tokens by role" in summary and "| scene_observation |" in summary and "| navigator |" in summary
     with pytest.raises(ConfigError, match="decision_testing"):
         make_agent("discussnav", {"decision_testing": "yes"})
+
+
+def test_vlm_experts_look_at_the_views_and_tag_them(dataset):
+    record, _ = run(dataset, "discussnav", PanelModel(Panel([lambda o: ["STOP"] * 5])),
+                    config={"perception": "vlm", "instruction_analysis": False})
+    (step,) = record["agent_trace"]["steps"]
+    looks = [c for c in step["consultations"] if c["purpose"] in ("scene_observation", "object_detection")]
+    assert len(looks) == 2 * len(step["candidates"]) and all("<image sha256:" in c["messages"][1]["content"] for c in looks)
+    assert step["discussion"]["vision"]["objects_from"] == "model"
+    assert list(step["discussion"]["vision"]["objects"].values()) == [["sofa", "lamp"]] * len(step["candidates"])
+    assert "What objects can you see in the current direction" in looks[0]["messages"][1]["content"]
+    assert "Objects: sofa | lamp." in step["messages"][1]["content"]
 
 
 def test_the_openai_client_on_a_loopback_server_with_and_without_n(dataset, monkeypatch):

@@ -39,6 +39,7 @@ padding:0 3px;line-height:14px}.cand.chosen{border-left:3px solid #2b8a3e}.cand.
 pre{white-space:pre-wrap;background:#f6f6f6;padding:.5em;font-size:.8em;max-height:22em;overflow:auto}
 .cols{display:flex;gap:1em;align-items:flex-start}.cols>div{flex:1;min-width:0}
 table{border-collapse:collapse;font-size:.85em}td,th{padding:.15em .5em;border-bottom:1px solid #eee;text-align:left}
+details{font-size:.85em;margin:.15em 0}summary{cursor:pointer}
 """
 
 
@@ -177,6 +178,11 @@ def render_episode_page(record: Mapping[str, Any], strips: Mapping[int, str]) ->
     rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(_fmt(v))}</td></tr>"
                    for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
     counts = ", ".join(f"{k} {trace[k]}" for k in ("fallbacks", "repairs", "parse_failures") if k in trace)
+    roles = trace.get("roles") if isinstance(trace.get("roles"), Mapping) else {}
+    if len(roles) > 1:
+        counts += " · tokens by role: " + ", ".join(
+            f"{role} {int(c.get('prompt', 0)) + int(c.get('completion', 0))}" for role, c in roles.items()
+            if isinstance(c, Mapping))
     usage = record.get("llm") or {}
     out = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
@@ -211,9 +217,34 @@ def render_episode_page(record: Mapping[str, Any], strips: Mapping[int, str]) ->
         if step.get("repair_reply") is not None:
             out.append(f"<b>Reply to the repair prompt</b><pre>{html.escape(str(step['repair_reply']))}</pre>")
         out += [f"<b>Parsed</b><pre>{html.escape(json.dumps(step.get('parsed'), indent=1, default=str))}</pre>",
-                f"<b>Action</b><pre>{html.escape(json.dumps(action, default=str))}</pre></div></div></div>"]
+                f"<b>Action</b><pre>{html.escape(json.dumps(action, default=str))}</pre></div></div>",
+                _discussion_html(step), "</div>"]
     out += ["</body></html>", ""]
     return "\n".join(out)
+
+
+def _discussion_html(step: Mapping[str, Any]) -> str:
+    """Multi-call agents: the predictions and how they were settled (``discussion``), and
+    every intermediate call's question and answer (``consultations``), folded."""
+    esc = html.escape
+    parts = []
+    talk = step.get("discussion")
+    if isinstance(talk, Mapping) and talk.get("predictions"):
+        rows = "".join(f"<tr><td>{esc(str(p.get('prediction')))}</td><td>{esc(str(p.get('thought', '')))}</td></tr>"
+                       for p in talk["predictions"] if isinstance(p, Mapping))
+        settled = "disagreed: fused and tested" if talk.get("fusion") else "no fusion"
+        parts.append(f"<b>Predictions</b> ({settled}; decision {esc(str(talk.get('decision')))})<table>{rows}</table>")
+    calls = [c for c in step.get("consultations") or [] if isinstance(c, Mapping)]
+    for call in calls:
+        messages = call.get("messages") if isinstance(call.get("messages"), list) else []
+        last = messages[-1].get("content", "") if messages and isinstance(messages[-1], Mapping) else ""
+        question = str(last).strip().splitlines()[0] if str(last).strip() else ""
+        parts.append(f"<details><summary>{esc(str(call.get('purpose')))}: {esc(question)}</summary>"
+                     f"<pre>{esc(_messages_text(messages))}</pre><b>Answer</b>"
+                     f"<pre>{esc(str(call.get('reply', '')))}</pre></details>")
+    if calls:
+        parts.insert(len(parts) - len(calls), f"<b>Consultations ({len(calls)})</b>")
+    return f"<div>{''.join(parts)}</div>" if parts else ""
 
 
 def _fmt(value: Any) -> str:
