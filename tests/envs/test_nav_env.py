@@ -228,3 +228,18 @@ def test_the_papers_training_protocols_by_name(two_rooms):
     online.close()
     with pytest.raises(ConfigError, match="unknown protocol 'online'; valid: offline_training, online_training"):
         vlnverse.envs.make(two_rooms, protocol="online")
+
+
+def test_off_map_starts_are_refused_like_goals_and_closed_envs_say_so(two_rooms):
+    from vlnverse.errors import InvalidActionError, NavigationError
+
+    env = NavEnv(two_rooms, sensors=(), start=(500.0, 500.0, 0.0), goal=(1.0, 1.0))
+    with pytest.raises(NavigationError, match=r"start \(500, 500\) is off the map of box_scene.usda \(x -0.15..8.15"):
+        env.reset(seed=0)
+    _, info = env.reset(seed=0, options={"start": (1.0, 1.0, 0.0)})
+    assert info["start_snap"] == 0.0
+    with pytest.raises(InvalidActionError, match="got True"):
+        env.step(True)  # not MOVE_FORWARD, though True == 1
+    env.close()
+    with pytest.raises(SimulationError, match="the env is closed"):
+        env.step(1)

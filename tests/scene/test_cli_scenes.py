@@ -51,7 +51,19 @@ def test_path_json_and_picture(tmp_path):
     result = json.loads(proc.stdout)
     assert result["reachable"] is True and result["geodesic_distance"] == pytest.approx(9.09, rel=0.02)
     assert result["path"][0][:2] == [5.5, 0.6] and len(result["path"][0]) == 3
+    assert result["start_used"] == [5.5, 0.6] and result["goal_used"] == [0.6, 5.5]
     assert (tmp_path / "path.png").exists()
+
+
+def test_path_reports_a_snapped_goal(tmp_path):
+    scene = b.kitchen_with_table(tmp_path / "k.usda")
+    proc = run_cli("scenes", "path", scene, "--start", "0.8,0.8", "--goal", "2.5,1.7")
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("goal (2.5, 1.7) is not navigable"))
+    moved = float(line.rsplit(", ", 1)[1].split(" m away")[0])
+    assert 0.3 < moved < 1.0
+    result = json.loads(run_cli("scenes", "path", scene, "--start", "0.8,0.8", "--goal", "2.5,1.7", "--json").stdout)
+    assert result["start_used"] == [0.8, 0.8]
+    assert np.hypot(result["goal_used"][0] - 2.5, result["goal_used"][1] - 1.7) == pytest.approx(moved, abs=0.01)
 
 
 def test_path_unreachable_is_null(tmp_path):

@@ -44,3 +44,27 @@ def test_render_rejects_unknown_sensors(room, tmp_path):
     result = run_cli("sim", "render", str(room), "--pose", "1,2,0", "--sensors", "rgb,sonar", "--out", str(tmp_path))
     assert result.returncode == 2
     assert "unknown sensor(s) sonar" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_bad_poses_and_unwritable_folders_are_one_line_and_write_nothing(room, tmp_path, capsys):
+    from tests.fsfaults import read_only_folder
+    from vlnverse.cli import main
+
+    def render(pose, out):
+        try:
+            code = main(["sim", "render", str(room), "--pose", pose, "--sensors", "rgb", "--width", "16",
+                         "--height", "16", "--out", str(out)])
+        except SystemExit as exc:  # argparse refuses the option itself
+            code = exc.code
+        return code, capsys.readouterr().err
+
+    code, err = render("nan,6,0", tmp_path / "a")
+    assert code == 2 and "expected three finite numbers, got 'nan,6,0'" in err
+    code, err = render("500,500,0", tmp_path / "b")
+    assert code == 2 and err.strip().splitlines() == [
+        f"error: --pose (500, 500) is off the map of {room} (x -0.05..5.05, y -0.05..4.05)"]
+    assert not any((tmp_path / "b").iterdir())
+    with read_only_folder(tmp_path / "ro") as folder:
+        code, err = render("1,2,0", folder / "x")
+    assert code == 2 and err.strip() in (f"error: cannot write {folder}/x: read-only file system",
+                                         f"error: cannot write {folder}/x: permission denied")

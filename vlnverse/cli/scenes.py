@@ -77,6 +77,8 @@ def _inspect(args) -> int:
 
 
 def _path(args) -> int:
+    import numpy as np
+
     from vlnverse.scene.bev import save_bev
 
     if args.out is not None:
@@ -88,11 +90,19 @@ def _path(args) -> int:
         save_bev(args.out / "path.png", prepared.scene, prepared.occupancy,
                  paths=[result.points] if result.reachable else [], markers=markers,
                  title=f"geodesic distance {result.length:.2f} m" if result.reachable else "unreachable")
+    used = {"start": result.points[0, :2], "goal": result.points[-1, :2]} if result.reachable else {}
     if args.json:
         print_json({"geodesic_distance": result.length if result.reachable else None,
-                    "path": result.points.round(4).tolist(), "reachable": result.reachable})
+                    "path": result.points.round(4).tolist(), "reachable": result.reachable,
+                    **{f"{k}_used": v.round(4).tolist() for k, v in used.items()}})
         return 0
     distance = f"{result.length:.3f} m" if result.reachable else "unreachable"
     print_table("shortest path", ("start", "goal", "geodesic distance", "waypoints"),
                 [(args.start, args.goal, distance, len(result.points))])
+    for name, point in used.items():
+        requested = getattr(args, name)
+        moved = float(np.hypot(*(np.asarray(requested) - point)))
+        if moved > 1e-6:
+            print(f"{name} ({requested[0]:g}, {requested[1]:g}) is not navigable: the path uses the nearest "
+                  f"navigable point ({point[0]:.2f}, {point[1]:.2f}), {moved:.2f} m away")
     return 0

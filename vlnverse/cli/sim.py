@@ -48,6 +48,7 @@ def _pose(text: str) -> tuple[float, float, float]:
 
 def _render(args) -> int:
     from vlnverse.scene import build_occupancy, load_scene
+    from vlnverse.scene.occupancy import require_on_map
     from vlnverse.sim import Pose, SensorRig, Simulator, make_sensor
     from vlnverse.sim.pictures import save_observation_pictures, save_panorama_strip
     from vlnverse.sim.sensors import SENSOR_TYPES
@@ -68,11 +69,7 @@ def _render(args) -> int:
     scene = load_scene(args.scene)
     occupancy = build_occupancy(scene)
     x, y, yaw = args.pose
-    if not occupancy.cell_indices((x, y))[2]:
-        (x0, y0), (rows, cols) = occupancy.origin[:2], occupancy.shape
-        x1, y1 = x0 + cols * occupancy.resolution, y0 + rows * occupancy.resolution
-        raise ConfigError(f"--pose {x:g},{y:g} is off the map of {args.scene} (x {x0:.2f}..{x1:.2f}, "
-                          f"y {y0:.2f}..{y1:.2f})")
+    require_on_map(occupancy, (x, y), "--pose")
     pose = Pose(x, y, occupancy.floor_height, math.radians(yaw))
     with Simulator(scene, sensors=rig, occupancy=occupancy, pose=pose, renderer=args.renderer) as simulator:
         observation = simulator.observe()

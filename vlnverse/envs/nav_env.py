@@ -67,6 +67,7 @@ from vlnverse.envs.episode import INSTRUCTION_VIEWS, Goal, NavEpisode, goal_from
 from vlnverse.envs.oracle import Oracle
 from vlnverse.errors import ConfigError, DatasetError, InvalidActionError, SimulationError
 from vlnverse.scene.navigation import DistanceField
+from vlnverse.scene.occupancy import require_on_map
 from vlnverse.scene.types import Scene
 from vlnverse.sim.actions import make_action_space
 from vlnverse.sim.agent import AgentSpec
@@ -467,6 +468,7 @@ class NavEnv(gym.Env):
         self._reference = self._reference_image((options or {}).get("reference_image")) if self.observe_reference else None
         start = np.array([x, y, occ.floor_height])
         self._start_snap = 0.0
+        require_on_map(occ, start, f"episode {self.episode.episode_id}: start")
         if not occ.is_navigable(start):
             # A start off the floor (in a wall, in furniture) goes to reachable floor: the
             # nearest navigable point of the largest component, never a sealed pocket.
@@ -553,6 +555,8 @@ class NavEnv(gym.Env):
         return self._step(action, None)
 
     def _step(self, action: Any, question: str | None):
+        if self.sim.closed:
+            raise SimulationError("the env is closed; make a new one")
         if self._done:
             raise SimulationError("the episode is over; call reset() first")
         command = self.action_spec.to_command(action, self.agent_spec) if question is None else None

@@ -369,3 +369,18 @@ def _room_map(scene: Scene, free: np.ndarray, origin: np.ndarray, resolution: fl
         near = unassigned & (dist * resolution <= DOOR_GAP_M)
         room_map[near] = room_map[rows[near], cols[near]]
     return room_map, list(scene.rooms)
+
+
+def require_on_map(occupancy: OccupancyMap, point, what: str = "point") -> None:
+    """Refuse a point ``(x, y, …)`` outside the map's grid (off the scene altogether).
+
+    Raises:
+        NavigationError: the point is not finite or lies off the map (names the map's extent).
+    """
+    x, y = (float(v) for v in np.asarray(point, dtype=np.float64)[:2])
+    if np.isfinite([x, y]).all() and occupancy.cell_indices((x, y))[2]:
+        return
+    (x0, y0), (rows, cols) = occupancy.origin[:2], occupancy.shape
+    raise NavigationError(f"{what} ({x:g}, {y:g}) is off the map of {occupancy.scene_path or 'the scene'} "
+                          f"(x {x0:.2f}..{x0 + cols * occupancy.resolution:.2f}, "
+                          f"y {y0:.2f}..{y0 + rows * occupancy.resolution:.2f})")

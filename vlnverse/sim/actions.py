@@ -84,6 +84,8 @@ class DiscreteActions(ActionSpaceSpec):
         return spaces.Discrete(4)
 
     def to_command(self, action: Any, agent: AgentSpec) -> MotionCommand | None:
+        if isinstance(action, (bool, np.bool_)):  # True == 1 in Python, but it is no action
+            raise InvalidActionError(f"discrete action must be an integer 0-3, got {action!r}")
         try:
             index = int(action)
         except (TypeError, ValueError) as exc:

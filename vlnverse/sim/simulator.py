@@ -109,6 +109,11 @@ class Simulator:
             raise SimulationError("the simulator is closed")
         return self._backend
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._backend is None
+
     def close(self) -> None:
         """Release the backend (idempotent)."""
         if self._backend is not None:
