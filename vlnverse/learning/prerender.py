@@ -62,6 +62,8 @@ class PrerenderConfig:
         depth_dtype: ``float16`` (half the bytes) or ``float32`` (the env's values exactly).
         workers: Scene-parallel worker processes.
         backend: Simulator backend.
+        renderer: Camera renderer of the embedded backend (``auto``, ``gl``, ``tiny``); part of
+            the fingerprint, since renderers draw different pixels.
         policy: A Seq2Seq/CMA checkpoint whose actions are mixed with the oracle's (DAgger):
             at each step the oracle's action is executed with probability ``beta`` and the
             policy's otherwise; the stored label is always the oracle's. ``None``: the oracle walks.
@@ -83,6 +85,7 @@ class PrerenderConfig:
     depth_dtype: str = "float16"
     workers: int = 1
     backend: str = "bullet"
+    renderer: str = "auto"
     policy: str | None = None
     beta: float = 1.0
     seed: int = 0
@@ -289,8 +292,8 @@ def render_scene(scene_id: str, scene_file: str, episodes: list[Any], config: Pr
     actions: list[int] = []
     poses: list[np.ndarray] = []
     records = []
-    env = NavEnv(scene_file, backend=config.backend, physics=config.physics, sensors=sensors,
-                 max_episode_steps=config.max_steps)
+    env = NavEnv(scene_file, backend=config.backend, renderer=config.renderer, physics=config.physics,
+                 sensors=sensors, max_episode_steps=config.max_steps)
     mixture = DaggerMixture(config) if config.policy else None
     try:
         for episode in episodes:
