@@ -1,12 +1,27 @@
-"""Checkpoint files shared by the trainers: atomic saves and resuming from ``latest.pt``."""
+"""Files shared by the trainers: the run's claim on its folder, atomic checkpoint saves and
+resuming from ``latest.pt``."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
-from vlnverse.fileio import atomic_open
+from vlnverse.config import config_to_dict
+from vlnverse.errors import ConfigError
+from vlnverse.fileio import atomic_open, write_json_atomic
 from vlnverse.learning.torch_support import require_torch, rng_state, set_rng_state
+
+
+def claim_run(out: Path, fingerprint: str, config: Any) -> None:
+    """Record the run's fingerprint in ``OUT/train.json``; refuse a folder of another config
+    (a resumed run must continue the same training)."""
+    path = out / "train.json"
+    if path.is_file():
+        previous = json.loads(path.read_text(encoding="utf-8"))
+        if previous.get("fingerprint") != fingerprint:
+            raise ConfigError(f"{out} holds a training run of another configuration; use another --out")
+    write_json_atomic(path, {"fingerprint": fingerprint, "config": config_to_dict(config)})
 
 
 def save_checkpoint(payload: dict[str, Any], path: Path) -> None:

@@ -187,7 +187,7 @@ def train_imitation(config: ImitationConfig, *, progress: Callable[[str, int, in
         ConfigError: ``out`` holds a run of another configuration; bad settings.
         DatasetError: the dataset or split is missing.
     """
-    from vlnverse.learning.checkpoints import resume, save_checkpoint, training_state
+    from vlnverse.learning.checkpoints import claim_run, resume, save_checkpoint, training_state
     from vlnverse.learning.data import EpisodeTensors, collate, inflection_coefficient, vocabulary
     from vlnverse.learning.frames import FrameStore
     from vlnverse.learning.models import build_model
@@ -195,7 +195,7 @@ def train_imitation(config: ImitationConfig, *, progress: Callable[[str, int, in
 
     torch = require_torch()
     out = Path(config.out)
-    _claim(out, config)
+    claim_run(out, config.fingerprint(), config)
     if config.frames is None:
         prerender(config.prerender_config(config.split),
                   progress=(lambda s: progress("prerender", s.frames, 0)) if progress else None)
@@ -272,16 +272,6 @@ def collect_dagger(config: ImitationConfig, round_index: int, checkpoint: Path, 
                               beta=config.dagger_p ** round_index, seed=config.seed)
     prerender(collect)
     return FrameStore(collect.out, config.split)
-
-
-def _claim(out: Path, config: ImitationConfig) -> None:
-    """Record the run's fingerprint in ``OUT/train.json``; refuse another config's folder."""
-    path = out / "train.json"
-    if path.is_file():
-        previous = json.loads(path.read_text(encoding="utf-8"))
-        if previous.get("fingerprint") != config.fingerprint():
-            raise ConfigError(f"{out} holds a training run of another configuration; use another --out")
-    write_json_atomic(path, {"fingerprint": config.fingerprint(), "config": config_to_dict(config)})
 
 
 def _train_epoch(model: Any, loader: Any, optimizer: Any, device: Any, config: ImitationConfig, epoch: int,

@@ -15,6 +15,7 @@ and the fine-tuned policy are then evaluated through the eval harness on ``eval_
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import logging
 from collections.abc import Callable
@@ -101,6 +102,14 @@ class OnlineConfig:
         return InputSpec(PanoramaConfig(views=self.views, image_size=self.image_size), self.waypoints,
                          self.model.max_tokens)
 
+    def fingerprint(self) -> str:
+        """What decides the weights (not how many iterations, nor where, how fast or how evaluated)."""
+        data = config_to_dict(self)
+        for name in ("iterations", "out", "device", "vector", "checkpoint_every", "eval_split", "eval_episodes",
+                     "eval_physics"):
+            data.pop(name)
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
     def teacher_probability(self, iteration: int) -> float:
         """Probability of executing the oracle's choice at ``iteration`` (1-based)."""
         return self.schedule_ratio ** (1 + (iteration - 1) // self.decay_time)
@@ -153,7 +162,7 @@ class ScheduledSampling:
 
 def train_online(config: OnlineConfig, *, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Fine-tune (or finish fine-tuning) and evaluate; returns the run summary (see the module docs)."""
-    from vlnverse.learning.checkpoints import resume, save_checkpoint, training_state
+    from vlnverse.learning.checkpoints import claim_run, resume, save_checkpoint, training_state
     from vlnverse.learning.online.policy import WaypointBert
     from vlnverse.learning.torch_support import require_torch, resolve_device, seed_everything
     from vlnverse.tasks.dataset import EpisodeDataset
@@ -161,6 +170,7 @@ def train_online(config: OnlineConfig, *, progress: Callable[[int, int], None] |
 
     torch = require_torch()
     out = Path(config.out)
+    claim_run(out, config.fingerprint(), config)
     episodes = EpisodeDataset.open(config.dataset).episodes(config.split, config.task)
     vocab = build_vocab(e.instruction.text for e in episodes)
     device = resolve_device(config.device)
