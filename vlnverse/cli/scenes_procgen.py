@@ -31,7 +31,7 @@ def register_scene_commands(scenes_subparsers) -> None:
     gen.add_argument("--out", type=Path, required=True, help="output folder")
     gen.add_argument("--count", type=int, required=True, help="number of scenes")
     gen.add_argument("--seed", type=int, default=0, help="corpus seed (default 0)")
-    gen.add_argument("--rooms", type=_rooms_range, default=(3, 12), help="room count range MIN-MAX (3-12)")
+    gen.add_argument("--rooms", type=_rooms_range, default=(4, 12), help="room count range MIN-MAX (default 4-12; 3 allowed)")
     gen.add_argument("--format", choices=("usdc", "usda"), default="usdc", help="file format (default usdc)")
     gen.add_argument("--workers", type=int, default=1, help="processes (default 1)")
     gen.add_argument("--agent-radius", type=float, default=0.30, help="agent radius for reachability (m)")

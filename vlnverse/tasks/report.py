@@ -2,13 +2,19 @@
 
 * counts in the shape of Table 2: episodes (scenes) per task and split;
 * instruction lengths (words) per task and style — Fig. 3b;
-* landmark and action-verb frequencies — Fig. 3a / Fig. 4.
+* landmark and action-verb frequencies — Fig. 3a / Fig. 4;
+* per task, the distributions of path length (the reference path's geodesic length),
+  expert steps and instruction length — Fig. 2c / Fig. 3b, to set beside the human TL of
+  Table 3 (12.1 m fine, 10.2 m coarse). Expert steps are the VLN-CE discrete actions a
+  shortest-path follower takes along the reference path: 15° turns, 0.25 m forward
+  steps (:func:`expert_steps`) and one STOP per goal.
 
 Written as ``report.md`` + ``report.json`` + PNG charts.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -28,6 +34,43 @@ corridor""".split())
 TASK_LABELS = {"fine": "Fine-grained", "coarse": "Coarse-grained", "visual_reference": "Visual reference",
                "long_horizon": "Long horizon", "dialogue": "Dialogue"}
 _WORD = re.compile(r"[a-z]+")
+FORWARD_M = 0.25  # VLN-CE discrete forward step
+TURN_DEG = 15.0  # VLN-CE discrete turn
+
+
+def expert_steps(points: Sequence[Sequence[float]], start_yaw: float, goals: int = 1) -> int:
+    """Discrete actions of a shortest-path follower along ``points`` from heading
+    ``start_yaw``: turns of :data:`TURN_DEG`, forward steps of :data:`FORWARD_M`, one STOP per goal."""
+    steps, heading = goals, start_yaw
+    for a, b in zip(points[:-1], points[1:], strict=False):
+        dx, dy = float(b[0]) - float(a[0]), float(b[1]) - float(a[1])
+        length = math.hypot(dx, dy)
+        if length < 1e-6:
+            continue
+        new = math.atan2(dy, dx)
+        steps += round(abs(math.degrees(math.remainder(new - heading, math.tau))) / TURN_DEG)
+        steps += math.ceil(length / FORWARD_M - 1e-9)
+        heading = new
+    return steps
+
+
+def _summary(values: Sequence[float]) -> dict[str, float]:
+    v = np.asarray(values, dtype=np.float64)
+    return {"mean": round(float(v.mean()), 2), "std": round(float(v.std()), 2), "min": round(float(v.min()), 2),
+            "median": round(float(np.median(v)), 2), "p90": round(float(np.percentile(v, 90)), 2),
+            "max": round(float(v.max()), 2), "n": int(v.size)}
+
+
+def task_distributions(episodes: Sequence[Episode]) -> dict[str, dict[str, list[float]]]:
+    """Per task: ``path_length`` (m), ``steps`` and ``instruction_words`` of every episode."""
+    out: dict[str, dict[str, list[float]]] = {}
+    for e in episodes:
+        row = out.setdefault(e.task, {"path_length": [], "steps": [], "instruction_words": []})
+        row["path_length"].append(float(e.geodesic_distance))
+        if e.reference_path:
+            row["steps"].append(float(expert_steps(e.reference_path, e.start_yaw, len(e.goals))))
+        row["instruction_words"].append(float(len(e.instruction.text.split())))
+    return out
 
 
 def length_groups(episodes: Sequence[Episode]) -> dict[str, list[int]]:
@@ -90,6 +133,8 @@ def dataset_stats(episodes: Sequence[Episode]) -> dict[str, Any]:
                                for k, v in lengths.items()},
         "geodesic_distance": ({"mean": round(float(geodesic.mean()), 3), "min": round(float(geodesic.min()), 3),
                                "max": round(float(geodesic.max()), 3)} if geodesic.size else {}),
+        "per_task": {task: {name: _summary(values) for name, values in row.items() if values}
+                     for task, row in task_distributions(episodes).items()},
         "landmarks": dict(landmarks.most_common(30)),
         "verbs": dict(verbs.most_common(20)),
         "instruction_sources": dict(Counter(e.provenance.instruction_source for e in episodes)),
@@ -113,7 +158,7 @@ def _save(fig, path: Path) -> None:
 
 def write_report(episodes: Sequence[Episode], out_dir: str | Path, *, title: str = "VLNVerse dataset",
                  extra_lines: Sequence[str] = ()) -> dict[str, Any]:
-    """Write ``report.md``, ``report.json``, ``instruction_lengths.png`` and ``vocabulary.png``."""
+    """Write ``report.md``, ``report.json``, ``instruction_lengths.png``, ``paths.png`` and ``vocabulary.png``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -136,6 +181,20 @@ def write_report(episodes: Sequence[Episode], out_dir: str | Path, *, title: str
     fig.tight_layout()
     _save(fig, out / "instruction_lengths.png")
     plt.close(fig)
+    distributions = task_distributions(episodes)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, name, unit in ((axes[0], "path_length", "path length (m)"), (axes[1], "steps", "expert steps")):
+        for task, row in distributions.items():
+            if row[name]:
+                ax.hist(row[name], bins=20, alpha=0.5, label=TASK_LABELS.get(task, task))
+        ax.set_xlabel(unit)
+        ax.set_ylabel("episodes")
+        ax.legend()
+    axes[0].set_title("Path length per task (cf. Fig. 2c)")
+    axes[1].set_title("Expert steps per task (0.25 m / 15 deg)")
+    fig.tight_layout()
+    _save(fig, out / "paths.png")
+    plt.close(fig)
     landmarks, verbs = word_frequencies(episodes)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
     for ax, counter, name in ((axes[0], landmarks, "landmarks"), (axes[1], verbs, "action verbs")):
@@ -149,7 +208,13 @@ def write_report(episodes: Sequence[Episode], out_dir: str | Path, *, title: str
           counts_table_markdown(stats), "", "## Instruction length (words)", "",
           "| Group | mean | min | max |", "|---|---|---|---|"]
     md += [f"| {k} | {v['mean']} | {v['min']} | {v['max']} |" for k, v in stats["instruction_length"].items()]
-    md += ["", "![instruction lengths](instruction_lengths.png)", "", "## Landmarks and verbs", "",
+    md += ["", "![instruction lengths](instruction_lengths.png)", "",
+           "## Per task: path length (m), expert steps, instruction length (words)", "",
+           "Human TL in the paper's Table 3: 12.13 m (fine), 10.23 m (coarse).", "",
+           "| Task | measure | mean | std | min | median | p90 | max |", "|---|---|---|---|---|---|---|---|"]
+    md += [f"| {TASK_LABELS.get(task, task)} | {name} | {s['mean']} | {s['std']} | {s['min']} | {s['median']} | "
+           f"{s['p90']} | {s['max']} |" for task, row in stats["per_task"].items() for name, s in row.items()]
+    md += ["", "![paths](paths.png)", "", "## Landmarks and verbs", "",
            "![vocabulary](vocabulary.png)", "", "## Instruction sources", ""]
     md += [f"- {k}: {v}" for k, v in sorted(stats["instruction_sources"].items())]
     md += [f"- fallbacks to the prior: {stats['fallbacks']}"]

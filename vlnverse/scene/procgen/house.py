@@ -22,7 +22,7 @@ from vlnverse.scene.procgen.rules import furnish
 
 logger = logging.getLogger(__name__)
 
-GENERATOR_VERSION = "procgen-1"
+GENERATOR_VERSION = "procgen-2"
 
 
 @dataclass(frozen=True)
@@ -30,13 +30,14 @@ class HouseOptions:
     """Options of the house generator.
 
     Attributes:
-        min_rooms, max_rooms: Inclusive range the room count is drawn from (3..12).
+        min_rooms, max_rooms: Inclusive range the room count is drawn from (default 4..12,
+            as real apartments and houses; 3 is allowed).
         agent_radius: Radius (m) of the agent every room must be reachable for.
         max_attempts: Resampling attempts before giving up on a seed.
         min_room_navigable: Smallest navigable area (m²) a room must keep.
     """
 
-    min_rooms: int = 3
+    min_rooms: int = 4
     max_rooms: int = 12
     agent_radius: float = 0.30
     max_attempts: int = 30

@@ -18,16 +18,18 @@ ROOM_TYPES = (
     "hallway", "study", "laundry", "storage",
 )
 
-#: Target floor area range (m²) per room type (hallways are sized by the layout).
+#: Target floor area range (m²) per room type (hallways are sized by the layout), those
+#: of real apartments and houses: homes of 4-12 rooms come out at about 60-200 m² of
+#: floor (the paper's homes; see README "comparability with the paper").
 ROOM_AREA = {
-    "living_room": (16.0, 30.0),
-    "kitchen": (8.0, 14.0),
-    "dining_room": (9.0, 15.0),
-    "bedroom": (9.0, 16.0),
-    "bathroom": (4.0, 7.0),
-    "study": (7.0, 11.0),
-    "laundry": (4.0, 6.0),
-    "storage": (3.0, 5.0),
+    "living_room": (20.0, 38.0),
+    "kitchen": (10.0, 17.0),
+    "dining_room": (11.0, 18.0),
+    "bedroom": (11.0, 20.0),
+    "bathroom": (5.0, 8.5),
+    "study": (9.0, 13.0),
+    "laundry": (5.0, 7.0),
+    "storage": (3.5, 6.0),
 }
 
 #: Smallest width (m) along the band a room may get.
