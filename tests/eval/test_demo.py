@@ -12,7 +12,7 @@ from tests.bundled import BUNDLED_SCENES, REPO
 def test_demo_runs_end_to_end(tmp_path):
     out = tmp_path / "demo"
     result = subprocess.run([sys.executable, "-m", "vlnverse", "demo", "--out", str(out), "--per-scene", "1",
-                             "--max-steps", "200", "--no-progress"], capture_output=True, text=True, cwd=REPO, timeout=600)
+                             "--max-steps", "300", "--no-progress"], capture_output=True, text=True, cwd=REPO, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     scenes = sorted(p.name for p in BUNDLED_SCENES.iterdir() if (p / "scene.usdc").is_file())
     for scene in scenes:
