@@ -39,7 +39,8 @@ Definitions (``d_s`` = ``MetricsConfig.success_distance``, 3.0 m by default):
   beside SR_All, never in its place.
 - **steps**: actions taken, STOP included (habitat-lab ``StepsTaken``).
 - **AORI**, **DR/JOR/MPTR**: see :mod:`vlnverse.eval.trace_metrics`; computed when the
-  agent's trace holds ``waypoints`` / ``debate``. **tokens**, **cost**: passed through.
+  agent's trace holds ``waypoints`` / ``debate`` (``R_max`` is the trace's own
+  ``debate_max_rounds`` when it states one). **tokens**, **cost**: passed through.
 
 Planar distances: with ``planar=True`` (default) TL, NE_euclidean and DTW use x, y only,
 so a constant height offset between the recorded agent frame and the floor-level
@@ -526,7 +527,7 @@ def _score(
     dr = jor = mptr = None
     debate_counts = None
     if trace.get("debate") is not None:
-        deb = debate_metrics(trace["debate"], config.debate_max_rounds)
+        deb = debate_metrics(trace["debate"], int(trace.get("debate_max_rounds", config.debate_max_rounds)))
         dr, jor, mptr = deb.pop("DR"), deb.pop("JOR"), deb.pop("MPTR")
         debate_counts = deb
     total, prompt, completion = _tokens(record.tokens)

@@ -34,6 +34,7 @@ AGENTS.register("text_history_cot", "vlnverse.agents.text_history:TextHistoryCoT
 AGENTS.register("map_history", "vlnverse.agents.map_history:MapHistoryAgent")
 AGENTS.register("map_history_cot", "vlnverse.agents.map_history:MapHistoryCoTAgent")
 AGENTS.register("discussnav", "vlnverse.agents.discussnav:DiscussNavAgent")
+AGENTS.register("dscd_nav", "vlnverse.agents.dscd_nav:DSCDNavAgent")
 AGENTS.register("seq2seq", "vlnverse.learning.agent:Seq2SeqAgent")
 AGENTS.register("cma", "vlnverse.learning.agent:CMAAgent")
 AGENTS.register("waypoint_bert", "vlnverse.learning.online.agent:WaypointBertAgent")

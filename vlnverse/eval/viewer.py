@@ -216,6 +216,8 @@ def render_episode_page(record: Mapping[str, Any], strips: Mapping[int, str]) ->
         ]
         if step.get("repair_reply") is not None:
             out.append(f"<b>Reply to the repair prompt</b><pre>{html.escape(str(step['repair_reply']))}</pre>")
+        if isinstance(step.get("debate"), Mapping):
+            out.append(f"<b>Debate</b><pre>{html.escape(_debate_text(step['debate']))}</pre>")
         out += [f"<b>Parsed</b><pre>{html.escape(json.dumps(step.get('parsed'), indent=1, default=str))}</pre>",
                 f"<b>Action</b><pre>{html.escape(json.dumps(action, default=str))}</pre></div></div>",
                 _discussion_html(step), "</div>"]
@@ -245,6 +247,17 @@ def _discussion_html(step: Mapping[str, Any]) -> str:
     if calls:
         parts.insert(len(parts) - len(calls), f"<b>Consultations ({len(calls)})</b>")
     return f"<div>{''.join(parts)}</div>" if parts else ""
+
+
+def _debate_text(debate: Mapping[str, Any]) -> str:
+    """A debate step (rounds, the judge, the execution mode) as lines of text."""
+    lines = [f"round {r.get('round')}: TSU {r.get('tsu')} · SIB {r.get('sib_decision')} {r.get('sib')}"
+             for r in debate.get("rounds") or [] if isinstance(r, Mapping)]
+    lines.append(f"judge {debate.get('judge')} · override {debate.get('override', False)} · mode {debate.get('mode')}"
+                 + (f" · probe {json.dumps(debate['probe'])}" if debate.get("probe") else ""))
+    if debate.get("stop_verification"):
+        lines.append(f"stop verification {json.dumps(debate['stop_verification'])}")
+    return "\n".join(lines)
 
 
 def _fmt(value: Any) -> str:

@@ -1,0 +1,376 @@
+"""``dscd_nav``: Dual-Stance Cooperative Debate navigation (An et al., DSCD-Nav, 2026).
+
+One decision step follows the paper's Algorithm 1:
+
+1. **Candidate cards** ``C_t = Phi(A_t)`` (§3.1, Eq. 2): the shared candidate generator's
+   waypoints, each shown with its id, forward distance ``r``, yaw ``theta`` and direction
+   text, without re-scoring. ``X_t = (g, C_t, E_t)``: the goal text, the cards and weak
+   evidence (the last steps; room and visible objects in ``gt`` perception).
+2. **Debate** (§3.2): up to ``rounds`` (K, default 3) rounds, stopping early on agreement.
+   TSU (task–scene understanding: goal progress, layout, room–object commonsense) proposes
+   ``(id, why, evidence)`` (Eq. 5); SIB (safety–information balancing, task-agnostic: it is
+   not told the goal) agrees or counters with an alternative (Eq. 6). Each reads the
+   other's previous arguments. ``schedule: alternating`` is Algorithm 1 (SIB audits TSU's
+   proposal of the same round); ``simultaneous`` reads Eqs. 3–4 literally: from round 2
+   each stance reads only the previous round, so the two calls are sent concurrently.
+3. **NCA arbitration** (§3.3.1, Eq. 10) over the cards and the debate trace →
+   ``(id*, why*, evidence*)``.
+4. **Two-mode execution** (§3.3, Eqs. 8–13): Mode A executes ``(r*, theta*)``. Mode B, when
+   the final round disagrees and ``|dtheta| <= alpha`` with ``dtheta = wrap(theta_alt -
+   theta*)``: the micro-probe ``(beta_r r*, theta* + beta_theta dtheta)`` (:func:`soft_compromise`);
+   the next step debates again on the new observation. ``theta_alt`` is the final
+   preference of the stance NCA did not follow (TSU's when NCA chose neither).
+5. **Stop verification** (Appendix A.2): STOP is executed only when the target is confirmed
+   in view: by the semantic sensor in ``gt`` perception when the episode names an object
+   category, else by a VLM check. A rejected STOP moves to the stances' last non-STOP
+   preference instead (or the nearest candidate straight ahead).
+
+Ablations (Table 3): ``rounds``; ``tsu_only`` / ``sib_only`` (one stance decides alone);
+``nca: false`` (no judge: the agreed id, else TSU's final preference); ``micro_probing:
+false``; ``perception: vlm|gt``. The trace's ``debate`` (one entry per step: rounds,
+judge, override, consensus, mode, probe, stop verification) and ``debate_max_rounds``
+give DR, JOR and MPTR (:mod:`vlnverse.eval.trace_metrics`); ``waypoints`` gives AORI.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from vlnverse.agents.base import LLMWaypointAgent, StepView
+from vlnverse.agents.config import LLMAgentConfig, _positive
+from vlnverse.agents.parsing import Decision, ReplyError, parse_reply, reply_fields
+from vlnverse.agents.prompts import ASK, STOP, Prompt, history_text, output_format
+from vlnverse.errors import ConfigError
+from vlnverse.llm.types import ChatMessage
+
+SCHEDULES = ("alternating", "simultaneous")
+
+TSU_SYSTEM = """\
+You are the Task-Scene Understanding (TSU) agent of a robot searching an indoor home.
+Your stance is goal progress: treat the goal as the primary constraint and use what is
+visible, the room layout and commonsense about which objects are found in which rooms
+to choose the candidate most likely to lead to the goal. STOP only when the goal is
+clearly in view and close. You debate with a safety-information agent (SIB): read its
+previous arguments, keep your proposal or revise it when its evidence is convincing.
+Answer with one candidate id, a concise why, and the evidence you rely on."""
+
+SIB_SYSTEM = """\
+You are the Safety-Information Balancing (SIB) agent of a robot moving in an indoor home.
+Your stance is task-agnostic: you are not told the goal and do not reason about it.
+Audit the proposed candidate for collision risk, uncertain narrow passages, poor
+visibility and premature commitment to one direction. Agree when it is safe and keeps
+the view informative; otherwise counter with a safer or more informative candidate.
+Read the proposer's previous arguments. Answer agree or counter, the candidate id you
+prefer (the proposed one when you agree), a concise why and your evidence."""
+
+NCA_SYSTEM = """\
+You are the Navigation Consensus Arbitration (NCA) agent of a robot searching an indoor
+home. Two agents debated the next move: TSU argues for goal progress, SIB for safety
+and information value. Weigh both sides' reasons and evidence under one set of criteria
+(task progress, safety, information gain) and decide the action. Do not simply pick a
+winner: choose the best-justified candidate. STOP only when the goal is in view and close.
+Answer with the action, a concise why and the evidence distilled from both sides."""
+
+VERIFY_SYSTEM = """\
+You verify a robot's decision to stop. Answer only from what is visible now."""
+
+
+def wrap_angle(angle: float) -> float:
+    """``angle`` wrapped to ``(-pi, pi]`` (radians)."""
+    wrapped = math.remainder(angle, 2.0 * math.pi)
+    return math.pi if wrapped == -math.pi else wrapped
+
+
+def soft_compromise(r_star: float, theta_star: float, theta_alt: float, beta_r: float,
+                    beta_theta: float) -> tuple[float, float, float]:
+    """Mode B's micro-probe (Eq. 13): ``(beta_r r*, theta* + beta_theta dtheta, dtheta)``
+    with ``dtheta = wrap(theta_alt - theta*)`` (radians)."""
+    delta = wrap_angle(theta_alt - theta_star)
+    return beta_r * r_star, wrap_angle(theta_star + beta_theta * delta), delta
+
+
+@dataclass(frozen=True)
+class DSCDNavConfig(LLMAgentConfig):
+    """``dscd_nav`` settings: the shared ones plus the paper's (Appendix A.2).
+
+    Attributes:
+        rounds: Most debate rounds K (early stop on agreement).
+        schedule: ``alternating`` (Algorithm 1) or ``simultaneous`` (Eqs. 3–4, concurrent calls).
+        tsu_only: Ablation: TSU decides alone (no debate, no judge).
+        sib_only: Ablation: SIB decides alone.
+        nca: Arbitrate with NCA (off: the agreed id, else TSU's final preference).
+        micro_probing: Allow Mode B.
+        alpha_deg: Compromise threshold alpha on ``|dtheta|`` (degrees).
+        beta_r: Forward scale of the micro-probe.
+        beta_theta: Yaw interpolation of the micro-probe toward the alternative.
+        verify_stop: Execute STOP only when the target is confirmed in view.
+        verify_range: ``gt`` verification: the goal category must be seen within this (m).
+    """
+
+    rounds: int = 3
+    schedule: str = "alternating"
+    tsu_only: bool = False
+    sib_only: bool = False
+    nca: bool = True
+    micro_probing: bool = True
+    alpha_deg: float = 60.0
+    beta_r: float = 0.5
+    beta_theta: float = 1.0 / 3.0
+    verify_stop: bool = True
+    verify_range: float = 3.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if isinstance(self.rounds, bool) or not isinstance(self.rounds, int) or self.rounds < 1:
+            raise ConfigError(f"dscd_nav.rounds must be a positive integer, got {self.rounds!r}")
+        if self.schedule not in SCHEDULES:
+            raise ConfigError(f"dscd_nav.schedule must be one of {SCHEDULES}, got {self.schedule!r}")
+        if self.tsu_only and self.sib_only:
+            raise ConfigError("dscd_nav: tsu_only and sib_only exclude each other")
+        _positive("dscd_nav", alpha_deg=self.alpha_deg, beta_r=self.beta_r, beta_theta=self.beta_theta,
+                  verify_range=self.verify_range)
+        if self.beta_r > 1 or self.beta_theta > 1 or self.alpha_deg > 180:
+            raise ConfigError("dscd_nav: beta_r and beta_theta must be in (0, 1], alpha_deg in (0, 180]")
+
+
+@dataclass(frozen=True)
+class Round:
+    """One debate round: each stance's parsed reply (None: no usable reply)."""
+
+    index: int
+    tsu: Decision | None
+    sib: Decision | None
+
+    @property
+    def agree(self) -> bool:
+        return self.tsu is not None and self.sib is not None and self.tsu.action == self.sib.action
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"round": self.index, "tsu": _id(self.tsu), "sib": _id(self.sib),
+                               "sib_decision": "agree" if self.agree else "counter"}
+        for name, d in (("tsu", self.tsu), ("sib", self.sib)):
+            for key in ("why", "evidence"):
+                out[f"{name}_{key}"] = d.fields.get(key, "") if d is not None else ""
+        return out
+
+    def describe(self) -> str:
+        """The round as the stances and the judge read it (the paper's Fig. 6 form)."""
+        lines = [f"Round {self.index}:"]
+        for name, d, prefix in (("TSU", self.tsu, ""), ("SIB", self.sib, "agree, " if self.agree else "counter, ")):
+            if d is None:
+                lines.append(f"{name}: (no usable reply)")
+            else:
+                lines.append(f"{name}: {prefix if name == 'SIB' else ''}id {d.action}. why: "
+                             f"{d.fields.get('why', '')} evidence: {d.fields.get('evidence', '')}")
+        return "\n".join(lines)
+
+
+def _id(decision: Decision | None) -> str | None:
+    return None if decision is None else decision.action
+
+
+class DSCDNavAgent(LLMWaypointAgent):
+    """DSCD-Nav (see the module docs)."""
+
+    config_class = DSCDNavConfig
+    name = "dscd_nav"
+    system_prompt = NCA_SYSTEM
+    decision_role = "nca"
+
+    # -- X_t = (g, C_t, E_t) -----------------------------------------------------------
+
+    def goal_text(self, view: StepView) -> str:
+        category = self.state.episode.extra.get("object_category")
+        return f"Find a {category} and stop close to it, with it in view." if category else view.instruction
+
+    def candidate_notes(self, view: StepView) -> Mapping[str, str]:
+        return {c.id: f"[r = {c.distance:.2f} m, theta = {c.heading_deg:+.0f} deg]" for c in view.candidates}
+
+    def _context(self, view: StepView) -> tuple[Prompt, Prompt]:
+        """The step's input with the goal (TSU, NCA) and without it (SIB)."""
+        free = Prompt()
+        free.section("Your last steps", history_text(self.state.history, self.config.history_window))
+        self.observation_sections(free, view)
+        with_goal = Prompt([("text", f"Goal:\n{self.goal_text(view)}"), *free.parts])
+        return with_goal, free
+
+    # -- one step (Algorithm 1) ------------------------------------------------------
+
+    def decide(self, view: StepView) -> Decision | None:
+        cfg = self.config
+        options = tuple(o for o in view.options if o != ASK)
+        goal_ctx, free_ctx = self._context(view)
+        entry: dict[str, Any] = {"rounds": [], "judge": None, "micro_probe": False}
+        self.record["debate"] = entry
+        if cfg.tsu_only or cfg.sib_only:
+            stance = "tsu" if cfg.tsu_only else "sib"
+            ctx = goal_ctx if cfg.tsu_only else free_ctx
+            decision = self._ask(self._stance_messages(stance, ctx, (), None, options), stance, options)
+            entry.update(mode="A", consensus=None)
+            return self._finish(view, decision, (), entry)
+        rounds = self._debate(goal_ctx, free_ctx, options)
+        entry["rounds"] = [r.to_dict() for r in rounds]
+        final = rounds[-1]
+        entry["consensus"] = final.agree
+        if cfg.nca:
+            decision = self._arbitrate(view, goal_ctx, rounds, options)
+            entry["judge"] = _id(decision)
+            entry["override"] = decision is not None and final.tsu is not None and decision.action != final.tsu.action
+        else:
+            decision = final.tsu or final.sib
+        self._execution_mode(view, decision, final, entry)
+        return self._finish(view, decision, rounds, entry)
+
+    def _debate(self, goal_ctx: Prompt, free_ctx: Prompt, options: Sequence[str]) -> list[Round]:
+        rounds: list[Round] = []
+        for k in range(1, self.config.rounds + 1):
+            if k == 1 or self.config.schedule == "alternating":
+                tsu = self._ask(self._stance_messages("tsu", goal_ctx, rounds, None, options), "tsu", options)
+                sib = self._ask(self._stance_messages("sib", free_ctx, rounds, tsu, options), "sib", options)
+            else:  # both read round k-1 only: independent, sent together
+                calls = [(self._stance_messages("tsu", goal_ctx, rounds, None, options), "tsu"),
+                         (self._stance_messages("sib", free_ctx, rounds, rounds[-1].tsu, options), "sib")]
+                tsu, sib = (self._parse(messages, response, purpose, options)
+                            for (messages, purpose), response in zip(calls, self.consult_many(calls), strict=True))
+            rounds.append(Round(k, tsu, sib))
+            if rounds[-1].agree:
+                break
+        return rounds
+
+    def _stance_messages(self, stance: str, ctx: Prompt, rounds: Sequence[Round], proposal: Decision | None,
+                         options: Sequence[str]) -> list[ChatMessage]:
+        prompt = Prompt(list(ctx.parts))
+        prompt.section("Debate so far", "\n\n".join(r.describe() for r in rounds) or "(this is the first round)")
+        if stance == "tsu":
+            fields = {"why": "why this candidate advances toward the goal, briefly",
+                      "evidence": "the visual, layout or commonsense cues you rely on", "action": "one option"}
+            system = TSU_SYSTEM
+        else:
+            if proposal is not None:
+                prompt.section("TSU's proposal to audit", f"id {proposal.action}. why: {proposal.fields.get('why', '')} "
+                               f"evidence: {proposal.fields.get('evidence', '')}")
+            else:
+                prompt.section("Your task", "No proposal to audit: choose the safest, most informative candidate.")
+            fields = {"decision": "agree or counter", "why": "why, in terms of safety and information value",
+                      "evidence": "the cues you rely on", "action": "the option you prefer (the proposed one if you agree)"}
+            system = SIB_SYSTEM
+        prompt.section("Reply format", output_format(self.config.prompt_variant, fields, options))
+        return prompt.messages(system)
+
+    def _arbitrate(self, view: StepView, goal_ctx: Prompt, rounds: Sequence[Round],
+                   options: Sequence[str]) -> Decision | None:
+        prompt = Prompt(list(goal_ctx.parts))
+        prompt.section("Debate trace", "\n\n".join(r.describe() for r in rounds))
+        prompt.section("Reply format", output_format(self.config.prompt_variant, dict(self.reply_fields(view)), options))
+        return self.choose(prompt, _with_options(view, options))
+
+    def reply_fields(self, view: StepView) -> Mapping[str, str]:
+        return {"why": "the unified rationale", "evidence": "the key evidence from both sides",
+                "action": "one option"}
+
+    # -- two-mode execution (Eqs. 8-13) ---------------------------------------------
+
+    def _execution_mode(self, view: StepView, decision: Decision | None, final: Round, entry: dict) -> None:
+        """Mode A, or Mode B with the micro-probe geometry (in ``entry["probe"]``)."""
+        entry["mode"] = "A"
+        if final.agree or decision is None or not self.config.micro_probing:
+            return
+        follows_tsu = final.tsu is not None and decision.action == final.tsu.action
+        alt = final.sib if follows_tsu else final.tsu
+        cards = {c.id: c for c in view.candidates}
+        if alt is None or decision.action not in cards or alt.action not in cards:
+            return
+        star, other = cards[decision.action], cards[alt.action]
+        r, theta, delta = soft_compromise(star.distance, star.heading, other.heading,
+                                          self.config.beta_r, self.config.beta_theta)
+        entry["alt"] = alt.action
+        entry["delta_theta_deg"] = round(math.degrees(delta), 2)
+        if abs(delta) <= math.radians(self.config.alpha_deg):
+            entry.update(mode="B", micro_probe=True, probe={"r": round(r, 4), "theta_deg": round(math.degrees(theta), 2)})
+
+    def _action(self, decision: Decision | None, view: StepView) -> Any:
+        probe = self.record.get("debate", {}).get("probe")
+        if probe is not None:
+            return np.array([probe["r"], math.radians(probe["theta_deg"]), 0.0], dtype=np.float32)
+        return super()._action(decision, view)
+
+    # -- stop verification -----------------------------------------------------------
+
+    def _finish(self, view: StepView, decision: Decision | None, rounds: Sequence[Round], entry: dict) -> Decision | None:
+        if decision is None:
+            if "parsed" not in self.record:  # no judge: the stances gave nothing usable
+                self.state.trace.fallbacks += 1
+                self.record.update(fallback=True, parsed=None)
+            return None
+        self.record.setdefault("parsed", decision.to_dict())
+        if decision.action != STOP or not self.config.verify_stop or not view.candidates:
+            return decision
+        confirmed, how = self._target_in_view(view)
+        entry["stop_verification"] = {"confirmed": confirmed, "by": how}
+        if confirmed:
+            return decision
+        moves = [d.action for r in reversed(rounds) for d in (r.tsu, r.sib) if d is not None and d.action != STOP]
+        ahead = min(view.candidates, key=lambda c: (round(abs(c.heading), 6), -c.distance)).id
+        entry["stop_rejected_for"] = (moves or [ahead])[0]
+        return Decision(entry["stop_rejected_for"], fields={"why": "STOP rejected: the target is not confirmed in view"})
+
+    def _target_in_view(self, view: StepView) -> tuple[bool, str]:
+        category = self.state.episode.extra.get("object_category")
+        if view.objects is not None and category:
+            seen = any(name == category and dist <= self.config.verify_range
+                       for v in view.objects for name, dist in v.objects)
+            return seen, "semantic"
+        prompt = Prompt()
+        prompt.section("Goal", self.goal_text(view))
+        self.observation_sections(prompt, view)
+        prompt.section("Question", 'Is the goal target clearly visible and close now? Reply with one JSON object: '
+                                   '{"visible": "yes or no", "evidence": "<what you see>"}')
+        response = self.consult(prompt.messages(VERIFY_SYSTEM), "stop verification")
+        try:
+            answer = reply_fields(response.text).get("visible", "")
+        except ReplyError:
+            answer = ""
+        return answer.strip().lower().startswith("yes"), "vlm"
+
+    # -- stance replies ---------------------------------------------------------------
+
+    def _ask(self, messages: list[ChatMessage], purpose: str, options: Sequence[str]) -> Decision | None:
+        return self._parse(messages, self.consult(messages, purpose), purpose, options)
+
+    def _parse(self, messages: list[ChatMessage], response: Any, purpose: str,
+               options: Sequence[str]) -> Decision | None:
+        """The stance's decision; one repair prompt, then None (counted in the trace)."""
+        trace, text = self.state.trace, response.text
+        for attempt in range(2):
+            try:
+                return parse_reply(text, options)
+            except ReplyError as exc:
+                trace.failures[exc.kind] += 1
+                if attempt:
+                    return None
+                trace.repairs += 1
+                self.record["repair"] = True
+                repair = [*messages, ChatMessage.assistant(text or "(empty reply)"),
+                          ChatMessage.user(f"Your reply could not be used ({exc}). Reply again in the format asked; "
+                                           f"the action must be exactly one of: {', '.join(options)}.")]
+                text = self.consult(repair, purpose).text
+        return None
+
+    def trace(self) -> Mapping[str, Any] | None:
+        out = super().trace()
+        if out is not None:
+            out["debate"] = [step["debate"] for step in out["steps"] if "debate" in step]
+            out["debate_max_rounds"] = self.config.rounds
+        return out
+
+
+def _with_options(view: StepView, options: Sequence[str]) -> StepView:
+    """``view`` offering ``options`` (ASK removed: the stances do not ask)."""
+    from dataclasses import replace
+
+    return replace(view, options=tuple(options))
