@@ -1,6 +1,8 @@
 # VLNVerse: `make demo` runs the main job, `make test` the tests, `make bench` the benchmarks.
-# Each target creates .venv and installs the project (with the dev extra) when needed.
+# Each target creates .venv and installs the project (with EXTRAS) when needed.
 PYTHON ?= python3
+# The extras `make test` needs: dev (pytest, ruff, ray), hf (CPU torch, transformers), train (tensorboard).
+EXTRAS ?= dev,hf,train
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
@@ -19,11 +21,11 @@ egl:
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(EGL_PACKAGES) >/dev/null; } \
 		|| echo "Mesa EGL could not be installed; renderer 'auto' will use PyBullet's TinyRenderer" >&2; fi
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	@$(MAKE) --no-print-directory egl
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,train]'
+	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
 	@touch $(STAMP)
 
 demo: $(STAMP)

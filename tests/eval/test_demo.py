@@ -29,3 +29,12 @@ def test_demo_runs_end_to_end(tmp_path):
     oracle = json.loads((out / "eval" / "oracle" / "summary.json").read_text())
     assert all(g["metrics"]["SR"]["mean"] == 1.0 for g in oracle["overall"] if g["physics"] == "tel_hop")
     assert "Coarse-grained task" in result.stdout and "Long-horizon" in result.stdout
+    # Re-run with --json: everything is reused, and stdout is one JSON object with the same results.
+    again = subprocess.run([sys.executable, "-m", "vlnverse", "demo", "--out", str(out), "--per-scene", "1",
+                            "--max-steps", "200", "--json"], capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    data = json.loads(again.stdout)
+    assert data["episodes"] == manifest["total_episodes"]
+    assert sorted(s["scene_id"] for s in data["scenes"]) == scenes
+    assert data["runs"]["oracle"] == oracle
+    assert "0 evaluated" in again.stderr  # the narration went to stderr, and nothing was run twice

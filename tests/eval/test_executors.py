@@ -116,3 +116,36 @@ def test_run_items_checks_its_arguments():
         run_items(RunSpec(agent="oracle"), [], print, executor="dask")
     with pytest.raises(ConfigError, match="workers must be a positive integer"):
         run_items(RunSpec(agent="oracle"), [], print, workers=0)
+
+
+class RayInitSeen(Exception):
+    """Raised by the fake Ray below once it has recorded how it was started."""
+
+
+class FakeRay:
+    """Records the environment ``ray.init`` runs in, then stops the run."""
+
+    def __init__(self):
+        self.usage_stats = None
+
+    def is_initialized(self):
+        return False
+
+    def init(self, **kwargs):
+        self.usage_stats = os.environ.get("RAY_USAGE_STATS_ENABLED")
+        raise RayInitSeen
+
+
+@pytest.mark.parametrize(("chosen", "seen"), [(None, "0"), ("1", "1"), ("0", "0")])
+def test_ray_starts_without_usage_stats_unless_the_user_enables_them(monkeypatch, chosen, seen):
+    ray = FakeRay()
+    monkeypatch.setitem(__import__("sys").modules, "ray", ray)
+    if chosen is None:
+        monkeypatch.delenv("RAY_USAGE_STATS_ENABLED", raising=False)
+    else:
+        monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", chosen)
+    with pytest.raises(RayInitSeen):
+        run_items(RunSpec(agent="oracle"), [], print, executor="ray")
+    assert ray.usage_stats == seen
+    assert os.environ.get("RAY_USAGE_STATS_ENABLED") == chosen  # the process environment is left as it was
+

@@ -66,19 +66,25 @@ def test_auto_falls_back_to_bullet_with_a_log_line(caplog):
     assert any("isaac unavailable" in r.getMessage() and "bullet" in r.getMessage() for r in caplog.records)
 
 
-def test_cli_module_gives_one_line_error_for_isaac_backend(tmp_path):
-    """The library error reaches users as one line (exit 2) through any CLI command."""
-    if HAS_ISAAC:
-        pytest.skip("Isaac Sim is installed here")
-    code = (
-        "import sys; from vlnverse.cli import main;"
-        "from vlnverse.sim.backend import create_backend; from vlnverse.sim.physics import PhysicsConfig;"
-        "from vlnverse.errors import VLNVerseError\n"
-        "try:\n    create_backend('isaac', PhysicsConfig())\n"
-        "except VLNVerseError as e:\n    print(e); sys.exit(2)\n"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 2 and "vlnverse[isaac]" in result.stdout
+@no_isaac
+def test_eval_backend_isaac_is_one_line_and_writes_nothing(tmp_path):
+    """`vlnverse eval --backend isaac` (docs/isaac_sim.md) without Isaac Sim: one line naming
+    the install command, exit 2, and no run folder left behind."""
+    from tests.tasks.house import build_scene_dir
+    from vlnverse.tasks.datagen import DatagenConfig, run_datagen
+    from vlnverse.tasks.generate import GenerationConfig
+
+    dataset = tmp_path / "ds"
+    run_datagen(DatagenConfig(scenes=str(build_scene_dir(tmp_path / "scenes", 1)), out=str(dataset),
+                              generation=GenerationConfig(per_scene=1, tasks=("coarse",))))
+    out = tmp_path / "run"
+    result = subprocess.run([sys.executable, "-m", "vlnverse", "eval", "--dataset", str(dataset), "--agent", "oracle",
+                             "--backend", "isaac", "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "pip install 'vlnverse[isaac]'" in errors[0]
+    assert "Traceback" not in result.stderr
+    assert not out.exists()
 
 
 # --------------------------------------------------------------------------- with Isaac Sim

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import math
 
+import numpy as np
 import pytest
 from pxr import Gf, Usd, UsdGeom, UsdPhysics, UsdShade
 
@@ -169,13 +170,16 @@ def test_lidar_description_from_spec():
     assert kwargs["horizontal_fov"] == 360.0 and kwargs["horizontal_resolution"] == 1.0
     assert kwargs["max_range"] == 10.0 and kwargs["rotation_rate"] == 0.0
     assert kwargs["path"] == "/World/Agent/Lidar" and kwargs["enable_semantics"] is True
-    multi = iu.LidarDescription.from_spec(
-        LidarSensor(channels=16, vfov_deg=30.0, hfov_deg=180.0, h_resolution_deg=0.5),
-        agent,
-        "/World/Agent/Lidar",
-    )
-    assert multi.vertical_resolution == pytest.approx(2.0)
-    assert multi.columns == 360 and multi.rows == 15
+    assert kwargs["high_lod"] is False  # PhysX's planar scan
+    spec = LidarSensor(channels=16, vfov_deg=30.0, hfov_deg=180.0, h_resolution_deg=0.5)
+    multi = iu.LidarDescription.from_spec(spec, agent, "/World/Agent/Lidar")
+    # One PhysX row per channel, at the spec's elevations: -15°, -13°, ..., +15°.
+    elevations = np.degrees(np.arcsin(spec.ray_directions()[:, 0, 2]))
+    assert multi.rows == len(elevations) == 16
+    assert np.allclose(np.diff(elevations), multi.vertical_resolution)
+    assert elevations[-1] - elevations[0] == pytest.approx(multi.vertical_fov)
+    assert multi.columns == 360 and multi.command_kwargs()["high_lod"] is True
+    assert iu.LidarDescription.from_spec(LidarSensor(channels=2, vfov_deg=20.0), agent, "/World/L").rows == 2
     with pytest.raises(ConfigError):
         iu.LidarDescription(path="relative/path")
     with pytest.raises(ConfigError):

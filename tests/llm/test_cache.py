@@ -112,6 +112,11 @@ def test_cache_is_shared_across_processes(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("bad", ["", "   "])
-def test_empty_prompt_is_allowed_but_hashes_differ(bad: str, make_client, tmp_path: Path) -> None:
+def test_an_empty_prompt_is_sent_and_cached_under_its_own_key(bad: str, make_client, endpoint, tmp_path: Path) -> None:
     client = CachedClient(make_client(), tmp_path / "cache")
     assert client.request(bad).key != client.request("x").key
+    first = client.complete(bad)
+    assert endpoint.requests[-1]["messages"][-1]["content"] == bad  # it reached the server as it was
+    assert json.loads(first.text)["echo"] == bad
+    assert client.complete(bad).text == first.text
+    assert (client.hits, client.misses, len(endpoint.requests)) == (1, 1, 1)

@@ -16,7 +16,6 @@ from vlnverse.tasks.formats import export_episodes, import_episodes
 from vlnverse.tasks.formats.frames import (
     habitat_to_zup_rotation,
     zup_to_habitat_rotation,
-    zup_to_yup_position,
 )
 
 
@@ -83,7 +82,8 @@ def test_vlnce_round_trip_and_conventions(tmp_path):
     data = json.loads(gzip.decompress((tmp_path / "ce/val_seen/val_seen.json.gz").read_bytes()))
     record = data["episodes"][0]
     source = next(e for e in fine if e.split == "val_seen")
-    assert record["start_position"] == zup_to_yup_position(source.start_position)  # Y-up
+    assert source.start_position == (1.0, 2.0, 0.0)  # Z-up (x, y, z) → Y-up (x, z, -y)
+    assert record["start_position"] == [1.0, 0.0, -2.0]
     assert isinstance(record["goals"], list) and record["goals"][0]["radius"] == 3.0
     assert len(record["instruction"]["instruction_tokens"]) == 200
     gt = json.loads(gzip.decompress((tmp_path / "ce/val_seen/val_seen_gt.json.gz").read_bytes()))

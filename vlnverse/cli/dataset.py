@@ -111,15 +111,20 @@ def _stats(args) -> int:
     from vlnverse.errors import DatasetError
     from vlnverse.tasks.dataset import EpisodeDataset
     from vlnverse.tasks.report import TASK_LABELS, dataset_stats, write_report
-    from vlnverse.tasks.storage import verify_dataset
+    from vlnverse.tasks.storage import iter_episodes, verify_dataset
 
     dataset = EpisodeDataset.open(args.dataset)
-    episodes = dataset.all_episodes()
-    stats = dataset_stats(episodes)
-    if args.verify:
+    if args.verify:  # checksums first: a damaged file is listed, the others still counted
         if not dataset.manifest:
             raise DatasetError("--verify needs a dataset folder with a manifest")
-        stats["corrupt_files"] = verify_dataset(dataset.root)
+        corrupt = verify_dataset(dataset.root)
+        damaged = {(dataset.root / rel).resolve() for rel in corrupt}
+        episodes = [e for f in dataset.files if f.resolve() not in damaged for e in iter_episodes(f)]
+    else:
+        episodes = dataset.all_episodes()
+    stats = dataset_stats(episodes)
+    if args.verify:
+        stats["corrupt_files"] = corrupt
     if args.report is not None:
         write_report(episodes, args.report, title=f"VLNVerse dataset {dataset.root.name}")
     if args.json:
@@ -136,8 +141,8 @@ def _stats(args) -> int:
                     [(TASK_LABELS[t], *[_dist(row.get(m)) for m in ("path_length", "steps", "instruction_words")])
                      for t, row in stats["per_task"].items()])
         if args.verify:
-            print("checksums: " + ("ok" if not stats["corrupt_files"] else f"{len(stats['corrupt_files'])} bad: "
-                                   + ", ".join(stats["corrupt_files"][:5])))
+            print("checksums: " + ("ok" if not stats["corrupt_files"] else f"{len(stats['corrupt_files'])} bad "
+                                   "(left out of the counts above): " + ", ".join(stats["corrupt_files"][:5])))
     return 1 if args.verify and stats["corrupt_files"] else 0
 
 

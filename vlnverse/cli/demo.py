@@ -34,6 +34,9 @@ def register(subparsers) -> None:
     parser.add_argument("--max-steps", type=int, default=None,
                         help="step budget per episode (default: 500 discrete steps)")
     parser.add_argument("--no-progress", action="store_true", help="do not draw progress bars")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object (scenes, episode counts, every run's summary); "
+                             "the narration goes to stderr")
     parser.set_defaults(handler=_demo)
 
 
@@ -41,6 +44,7 @@ def _demo(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from vlnverse.cli.eval import print_summary
+    from vlnverse.cli.output import print_json
     from vlnverse.eval.harness import EvalConfig, evaluate
     from vlnverse.eval.progress import RunProgress
     from vlnverse.scene.inspect import prepare_scene, write_inspection
@@ -48,7 +52,7 @@ def _demo(args: argparse.Namespace) -> int:
     from vlnverse.tasks.datagen import DatagenConfig, run_datagen
     from vlnverse.tasks.generate import GenerationConfig
 
-    console = Console()
+    console = Console(stderr=args.json)
     scenes = args.scenes or default_scenes()
     if not scenes.is_dir():
         raise ConfigError(f"scene corpus {scenes} not found; pass --scenes DIR")
@@ -80,7 +84,7 @@ def _demo(args: argparse.Namespace) -> int:
 
         def on_start(total: int, finished: list, agent: str = agent, progress: list = progress) -> None:
             progress.append(RunProgress(total, finished, description=agent,
-                                        enabled=False if args.no_progress else None).__enter__())
+                                        enabled=False if args.no_progress or args.json else None).__enter__())
 
         def on_result(record: dict, progress: list = progress) -> None:
             progress[0].update(record)
@@ -97,8 +101,13 @@ def _demo(args: argparse.Namespace) -> int:
         runs.append((agent, result.summary))
 
     console.rule("4/4 results")
-    print_summary(runs)
     report = write_demo_report(out, runs, inspected)
+    if args.json:
+        print_json({"out": str(out), "scenes": inspected, "dataset": str(dataset),
+                    "episodes": made.manifest["total_episodes"], "episodes_per_task": counts,
+                    "runs": dict(runs), "report": str(report)})
+        return 0
+    print_summary(runs)
     console.print(f"report: {report}")
     return 0
 

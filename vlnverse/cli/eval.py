@@ -32,6 +32,9 @@ def register(subparsers) -> None:
                         help="local process pool or a Ray cluster (needs the 'ray' extra)")
     parser.add_argument("--ray-address", default=None,
                         help="Ray cluster address (default: start a local Ray instance)")
+    parser.add_argument("--backend", choices=("auto", "bullet", "isaac"), default="bullet",
+                        help="simulator backend: bullet (embedded, default), isaac (Isaac Sim) or "
+                             "auto (Isaac Sim where installed, else bullet)")
     parser.add_argument("--out", required=True, type=Path, help="output folder")
     parser.add_argument("--seed", type=int, default=0, help="run seed (default: 0)")
     parser.add_argument("--max-steps", type=int, default=None,
@@ -98,7 +101,7 @@ def _eval(args: argparse.Namespace) -> int:
         dataset=str(args.dataset), out=str(args.out), agent=args.agent,
         agent_config=load_agent_config(args.agent_config), split=args.split, task=args.task,
         physics=args.physics, episodes=args.episodes, workers=args.workers, executor=args.executor,
-        ray_address=args.ray_address, seed=args.seed, max_steps=args.max_steps,
+        ray_address=args.ray_address, backend=args.backend, seed=args.seed, max_steps=args.max_steps,
         success_distance=args.success_distance, plots=args.plots, instruction_view=args.instruction_view,
         **_timeout(args.episode_timeout),
         scenes_dir=str(args.scenes_dir) if args.scenes_dir else None,

@@ -10,6 +10,7 @@ executor: each episode's seed derives from the run seed and the episode alone.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import os
@@ -17,7 +18,7 @@ import queue
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from vlnverse.errors import ConfigError, DependencyNotInstalled, WorkerError
@@ -44,6 +45,8 @@ POLL_S = 0.2
 """How often the local pool checks, while it waits for results, that its workers live."""
 STOP_TIMEOUT_S = 5.0
 """How long stopping workers may take to close their envs before they are terminated."""
+RAY_USAGE_STATS_ENV = "RAY_USAGE_STATS_ENABLED"
+"""Ray's documented switch for its usage statistics ("0" off, "1" on)."""
 
 OnResult = Callable[[WorkResult], None]
 Group = tuple[str, str]
@@ -233,6 +236,20 @@ def import_ray() -> Any:
     return ray
 
 
+@contextlib.contextmanager
+def usage_stats_off_by_default() -> Iterator[None]:
+    """Start Ray with its usage statistics off (they would post to a server off this
+    machine) unless the user chose otherwise in ``RAY_USAGE_STATS_ENABLED``."""
+    chosen = os.environ.get(RAY_USAGE_STATS_ENV)
+    if chosen is None:
+        os.environ[RAY_USAGE_STATS_ENV] = "0"
+    try:
+        yield
+    finally:
+        if chosen is None:
+            os.environ.pop(RAY_USAGE_STATS_ENV, None)
+
+
 def run_ray(spec: RunSpec, items: Sequence[WorkItem], on_result: OnResult, workers: int,
             address: str | None = None, init_kwargs: dict[str, Any] | None = None) -> None:
     """Run items on ``workers`` Ray actors (one agent and env cache each), fed by :func:`dispatch`.
@@ -246,8 +263,12 @@ def run_ray(spec: RunSpec, items: Sequence[WorkItem], on_result: OnResult, worke
     ray = import_ray()
     started = False
     if not ray.is_initialized():
-        ray.init(address=address, include_dashboard=False, logging_level=logging.WARNING,
-                 **(init_kwargs or {}))
+        options = dict(include_dashboard=False, logging_level=logging.WARNING)
+        if address is None:  # a local instance runs every requested worker, even on 1 CPU
+            options["num_cpus"] = max(workers, os.cpu_count() or 1)
+        options.update(init_kwargs or {})
+        with usage_stats_off_by_default():
+            ray.init(address=address, **options)
         started = True
     try:
         actor_class = ray.remote(num_cpus=1, max_concurrency=spec.concurrency)(EvalWorker)

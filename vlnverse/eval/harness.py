@@ -318,13 +318,16 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
 
     Raises:
         DatasetError: the dataset cannot be read or the selection is empty.
-        ConfigError: invalid settings, or ``out`` holds a different run.
+        ConfigError: invalid settings, a backend that cannot run here, or ``out`` holds a
+            different run.
         DependencyNotInstalled: ``executor="ray"`` without Ray.
     """
+    from vlnverse.sim.backend import require_backend
     from vlnverse.tasks.dataset import EpisodeDataset
     from vlnverse.tasks.storage import check_dataset
 
     # everything that can be checked is checked before the output folder is touched
+    require_backend(config.backend)
     if config.executor == "ray":
         import_ray()
     dataset = EpisodeDataset.open(config.dataset, scenes_dir=config.scenes_dir)

@@ -175,17 +175,28 @@ def prepare_backend(name: str) -> str:
     return resolved
 
 
+def require_backend(name: str) -> str:
+    """Resolve ``name`` and check that its backend can run here.
+
+    Raises:
+        ConfigError: Unknown name, or the backend is not available (the message says
+            what to install).
+    """
+    resolved = resolve_backend(name)
+    ok, why = backend_class(resolved).available()
+    if not ok:
+        raise ConfigError(f"backend {resolved!r} is not available: {why}")
+    return resolved
+
+
 def create_backend(name: str, physics: PhysicsConfig, renderer: str = "auto") -> Backend:
     """Instantiate the backend ``name`` (or ``"auto"``) with ``physics`` settings.
 
     ``renderer`` (``"auto"``, ``"gl"``, ``"tiny"``) picks the embedded backend's camera
     renderer; other backends have their own and accept only ``"auto"``.
     """
-    resolved = resolve_backend(name)
+    resolved = require_backend(name)
     cls = backend_class(resolved)
-    ok, why = cls.available()
-    if not ok:
-        raise ConfigError(f"backend {resolved!r} is not available: {why}")
     if resolved == "bullet":
         return cls(physics, renderer=renderer)
     if renderer != "auto":

@@ -1,6 +1,7 @@
 import networkx as nx
 from pxr import Usd, UsdGeom, UsdPhysics, UsdSemantics
 
+from tests.scene.builders import add_box, add_walls_around, label, new_stage
 from vlnverse.scene import load_scene
 from vlnverse.scene.occupancy import build_occupancy
 from vlnverse.scene.procgen.authoring import write_house
@@ -67,23 +68,75 @@ def test_passes_asset_validator_and_our_checks(small_scene_file):
     assert report.facts["navigable_area_m2"] > 5
 
 
-def test_our_checks_catch_an_unreachable_room(small_house, tmp_path):
-    from pxr import Sdf
-
-    path = write_house(small_house, tmp_path / "scene.usda", "usda")
-    layer = Sdf.Layer.FindOrOpen(str(path))
-    # wall off the first interior doorway with a box object across it
-    door = next(d for d in small_house.doors if len(d.rooms) == 2 and not d.open_plan)
-    stage = Usd.Stage.Open(layer)
-    room = small_house.plan.rooms[door.rooms[0]].room_id
-    blocker = UsdGeom.Cube.Define(stage, f"/World/Rooms/{room}/Objects/blocker/Geom")
-    blocker.CreateSizeAttr(1.0)
-    xf = UsdGeom.Xformable(blocker)
-    c = door.center
-    xf.AddTranslateOp().Set((float(c[0]), float(c[1]), 0.7))
-    xf.AddScaleOp().Set((2.2, 2.2, 1.2))
-    UsdSemantics.LabelsAPI.Apply(stage.GetPrimAtPath(f"/World/Rooms/{room}/Objects/blocker"), "class").CreateLabelsAttr(["box"])
+def _house_with(small_house, path, edit):
+    """The small house written as USDA, then changed by ``edit(stage)``."""
+    write_house(small_house, path, "usda")
+    stage = Usd.Stage.Open(str(path))
+    edit(stage)
     stage.Save()
-    report = validate_scene(path, asset_validator=False)
-    assert not report.ok
-    assert {f.rule for f in report.errors} & {"reachable", "navigable_area", "wall_penetration"}
+    return validate_scene(path, asset_validator=False)
+
+
+def _object(stage, room_id, name, center, size, category="box"):
+    """A labelled box object (``category=None``: unlabelled) in a room's Objects."""
+    prim = UsdGeom.Xform.Define(stage, f"/World/Rooms/{room_id}/Objects/{name}").GetPrim()
+    add_box(stage, f"{prim.GetPath()}/Geom", center, size)
+    if category:
+        label(prim, category)
+
+
+def _rules(report):
+    return {f.rule for f in report.errors}
+
+
+def test_a_blocked_doorway_cuts_off_the_room_behind_it(small_house, tmp_path):
+    plan = small_house.plan
+    alone = [k for k in range(len(plan.rooms)) if sum(k in d.rooms for d in small_house.doors) == 1]
+    door = next(d for d in small_house.doors if len(d.rooms) == 2 and set(d.rooms) & set(alone))
+    room = next(k for k in door.rooms if k in alone)
+    behind = plan.rooms[room].room_id
+    # A box across the opening on the room's side, 1 cm clear of the wall's bounds (the wall is
+    # 15 cm thick): nothing touches a wall, but no agent gets through.
+    along, across = door.width + 0.2, 0.4
+    size = (across, along, 1.0) if door.segment.vertical else (along, across, 1.0)
+    cx, cy = door.center + door.segment.normal_into(room) * (0.075 + 0.01 + across / 2)
+    report = _house_with(small_house, tmp_path / "scene.usda",
+                         lambda stage: _object(stage, behind, "blocker", (float(cx), float(cy), 0.5), size))
+    assert _rules(report) == {"reachable"}
+    (finding,) = report.errors
+    assert finding.message.endswith(f": {behind}")
+
+
+def test_a_filled_room_has_too_little_navigable_area(small_house, tmp_path):
+    room = next(r for r in small_house.plan.rooms if len(r.rects) == 1)
+    x0, y0, x1, y1 = room.rects[0]
+    inset = 0.35  # leaves a 0.3 m strip between box and wall: too narrow for the agent
+    size = (x1 - x0 - 2 * inset, y1 - y0 - 2 * inset, 1.0)
+    report = _house_with(small_house, tmp_path / "scene.usda", lambda stage: _object(
+        stage, room.room_id, "filler", ((x0 + x1) / 2, (y0 + y1) / 2, 0.5), size))
+    assert "navigable_area" in _rules(report) and "wall_penetration" not in _rules(report)
+    assert any(room.room_id in f.message for f in report.errors if f.rule == "navigable_area")
+
+
+def test_an_unlabelled_object_and_a_wall_penetration_are_named(small_house, tmp_path):
+    room = small_house.plan.rooms[0]
+    x0, y0, x1, y1 = room.rects[0]
+
+    def edit(stage):
+        _object(stage, room.room_id, "mystery", ((x0 + x1) / 2, (y0 + y1) / 2, 0.2), (0.2, 0.2, 0.2), category=None)
+        _object(stage, room.room_id, "through_wall", (x0, (y0 + y1) / 2, 0.5), (0.4, 0.4, 0.4))
+
+    report = _house_with(small_house, tmp_path / "scene.usda", edit)
+    assert _rules(report) == {"labelled", "wall_penetration"}
+    by_rule = {f.rule: f for f in report.errors}
+    assert by_rule["labelled"].at == f"/World/Rooms/{room.room_id}/Objects/mystery"
+    assert "through_wall" in by_rule["wall_penetration"].message
+
+
+def test_a_scene_without_rooms_is_reported(tmp_path):
+    path = new_stage(tmp_path / "bare.usda")
+    add_box(path, "/World/Floor", (2.0, 2.0, -0.05), (4.0, 4.0, 0.1))
+    add_walls_around(path, "/World/Walls", 0.0, 0.0, 4.0, 4.0)
+    path.GetRootLayer().Save()
+    report = validate_scene(tmp_path / "bare.usda", asset_validator=False)
+    assert _rules(report) == {"rooms"}

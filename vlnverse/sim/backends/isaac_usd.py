@@ -445,6 +445,7 @@ class LidarDescription:
         horizontal_resolution: Degrees between columns.
         vertical_resolution: Degrees between rows.
         rotation_rate: Turns per second; 0 fires every column at once each step.
+        planar: One row at 0° elevation (PhysX ``high_lod`` off), whatever the vertical field.
     """
 
     path: str
@@ -456,6 +457,7 @@ class LidarDescription:
     horizontal_resolution: float = 1.0
     vertical_resolution: float = 4.0
     rotation_rate: float = 0.0
+    planar: bool = False
 
     def __post_init__(self) -> None:
         from pxr import Sdf
@@ -481,15 +483,18 @@ class LidarDescription:
 
     @property
     def rows(self) -> int:
-        """Beam rows (1 for a planar scan)."""
-        return max(1, round(self.vertical_fov / self.vertical_resolution))
+        """Beam rows: 1 for a planar scan, else one at each edge of the vertical field and
+        every ``vertical_resolution`` between."""
+        if self.planar:
+            return 1
+        return round(self.vertical_fov / self.vertical_resolution) + 1
 
     @classmethod
     def from_spec(cls, spec: LidarSensor, agent: AgentSpec, path: str) -> LidarDescription:
         """The PhysX lidar for our ``LidarSensor`` mounted on ``agent``.
 
-        One channel becomes a 1°-tall single row; several channels spread ``vfov_deg``
-        over ``channels`` rows. The backend resamples the PhysX columns onto the
+        One channel becomes a planar scan (PhysX wants a positive vertical field: 1°);
+        several channels become ``channels`` rows spanning ``vfov_deg``, edges included. The backend resamples the PhysX columns onto the
         spec's ray directions by azimuth/zenith, so column order does not matter.
         """
         if spec.channels > 1:
@@ -507,6 +512,7 @@ class LidarDescription:
             horizontal_resolution=float(spec.h_resolution_deg),
             vertical_resolution=vertical_resolution,
             rotation_rate=0.0,
+            planar=spec.channels == 1,
         )
 
     def command_kwargs(self) -> dict:
