@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from vlnverse.envs.nav_env import NavEnv
-from vlnverse.errors import ConfigError, RegistryError
+from vlnverse.errors import ConfigError, RegistryError, SimulationError
 from vlnverse.eval.agent import Agent, CallableAgent, EpisodeInfo, PolicyAgent, as_agent
 from vlnverse.eval.baselines import ForwardAgent, OracleAgent, RandomAgent, RandomConfig
 from vlnverse.eval.registry import AGENTS, load_agent_config, make_agent
@@ -137,7 +137,7 @@ def test_oracle_agent_reaches_the_goal_and_needs_info(env_factory):
     agent = OracleAgent()
     obs, info = env.reset(seed=0)
     agent.reset(info_for(env))
-    with pytest.raises(Exception, match="no oracle_action"):
+    with pytest.raises(SimulationError, match="no oracle_action"):
         agent.act(obs)
     agent.observe_info(info)
     for _ in range(50):

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 from tests.bundled import BUNDLED_SCENES, REPO
+from tests.outputs import assert_drawn, index_rows
 
 
 def test_demo_runs_end_to_end(tmp_path):
@@ -16,7 +17,7 @@ def test_demo_runs_end_to_end(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     scenes = sorted(p.name for p in BUNDLED_SCENES.iterdir() if (p / "scene.usdc").is_file())
     for scene in scenes:
-        assert (out / "scenes" / scene / "bev.png").stat().st_size > 10_000
+        assert_drawn(out / "scenes" / scene / "bev.png")
     manifest = json.loads((out / "dataset" / "manifest.json").read_text())
     tasks = {task for split in manifest["splits"].values() for task in split}
     assert tasks >= {"coarse", "visual_reference", "long_horizon", "dialogue"}
@@ -25,7 +26,8 @@ def test_demo_runs_end_to_end(tmp_path):
         assert f"| {agent} | Tel-Hop |" in report and f"| {agent} | Strict |" in report
         summary = json.loads((out / "eval" / agent / "summary.json").read_text())
         assert summary["episodes"] == 2 * manifest["total_episodes"]
-        assert (out / "eval" / agent / "index.html").is_file()
+        records = [json.loads(line) for line in (out / "eval" / agent / "episodes.jsonl").read_text().splitlines()]
+        assert sorted(index_rows(out / "eval" / agent / "index.html")) == sorted(r["episode_id"] for r in records)
     oracle = json.loads((out / "eval" / "oracle" / "summary.json").read_text())
     assert all(g["metrics"]["SR"]["mean"] == 1.0 for g in oracle["overall"] if g["physics"] == "tel_hop")
     assert "Coarse-grained task" in result.stdout and "Long-horizon" in result.stdout

@@ -7,10 +7,12 @@ sends and answers with the API's JSON shape); tests mount it on an
 
 from __future__ import annotations
 
+import contextlib
 import json
-import time
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
@@ -63,14 +65,17 @@ class ChatEndpoint:
         failures: (status, headers) to return, in order, before answering normally.
         requests: every request body received.
         headers: every request's headers.
-        delay_s: seconds to wait before answering (to provoke client timeouts).
+        hold: when given, every request waits until it is set before it is answered (to
+            provoke client timeouts without racing the clock).
+        arrived: released once per request received (wait on it for a request to arrive).
     """
 
     answer: Callable[[dict[str, Any]], str] = echo_answer
     failures: list[tuple[int, dict[str, str]]] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
-    delay_s: float = 0.0
+    hold: threading.Event | None = None
+    arrived: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(0))
 
     def respond(
         self, method: str, path: str, headers: dict[str, str], raw: bytes
@@ -79,7 +84,9 @@ class ChatEndpoint:
             return 404, {}, b'{"error": {"message": "not found"}}'
         body = json.loads(raw)
         self.requests.append(body)
-        time.sleep(self.delay_s)
+        self.arrived.release()
+        if self.hold is not None:
+            self.hold.wait()
         self.headers.append(headers)
         if self.failures:
             status, extra = self.failures.pop(0)
@@ -98,3 +105,37 @@ class ChatEndpoint:
             )
 
         return httpx.MockTransport(handle)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    endpoint: ChatEndpoint
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        raw = self.rfile.read(int(self.headers["Content-Length"]))
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        status, extra, payload = self.endpoint.respond("POST", self.path, headers, raw)
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        for key, value in extra.items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def serve_http(endpoint: ChatEndpoint) -> Iterator[str]:
+    """Serve ``endpoint`` over real HTTP on 127.0.0.1; yields its ``/v1`` base URL."""
+    handler = type("Handler", (_Handler,), {"endpoint": endpoint})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)

@@ -5,8 +5,6 @@ from __future__ import annotations
 import base64
 import json
 import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import numpy as np
@@ -16,7 +14,7 @@ from vlnverse.errors import ConfigError, LLMInvalidJSON, LLMRequestError, LLMSch
 from vlnverse.llm import ChatMessage, encode_png
 from vlnverse.llm.openai_client import OpenAIClient
 
-from .endpoint import API_KEY_ENV, ChatEndpoint
+from .endpoint import API_KEY_ENV, ChatEndpoint, serve_http
 
 
 def test_text_request_body_usage_and_cost(
@@ -208,38 +206,11 @@ def test_base_url_defaults_to_environment(monkeypatch: pytest.MonkeyPatch, api_k
     client.close()
 
 
-class _Handler(BaseHTTPRequestHandler):
-    endpoint: ChatEndpoint
-
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-        raw = self.rfile.read(int(self.headers["Content-Length"]))
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        status, extra, payload = self.endpoint.respond("POST", self.path, headers, raw)
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        for key, value in extra.items():
-            self.send_header(key, value)
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
 def local_server():
     endpoint = ChatEndpoint(failures=[(503, {})])
-    handler = type("Handler", (_Handler,), {"endpoint": endpoint})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield endpoint, f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with serve_http(endpoint) as base_url:
+        yield endpoint, base_url
 
 
 def test_real_local_http_server(local_server, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -265,7 +236,7 @@ def test_slow_server_times_out_and_fails_cleanly(
         monkeypatch.delenv(var, raising=False)
     endpoint, base_url = local_server
     endpoint.failures.clear()
-    endpoint.delay_s = 0.5
+    endpoint.hold = threading.Event()  # the server answers nothing until the test is over
     sleeps: list[float] = []
     client = OpenAIClient(
         "gpt-4o",
@@ -275,10 +246,13 @@ def test_slow_server_times_out_and_fails_cleanly(
         max_retries=1,
         sleep=sleeps.append,
     )
-    started = time.monotonic()
-    with pytest.raises(LLMRequestError, match="failed after 2 attempt.*timed out"):
-        client.complete("hello")
-    assert time.monotonic() - started < 2.0
+    try:
+        with pytest.raises(LLMRequestError, match="failed after 2 attempt.*timed out"):
+            client.complete("hello")  # returns although the server never answers: the timeout works
+        for _ in range(2):  # both attempts reached the server (they may still be in flight there)
+            assert endpoint.arrived.acquire(timeout=30)
+    finally:
+        endpoint.hold.set()
     assert len(endpoint.requests) == 2 and len(sleeps) == 1
 
 

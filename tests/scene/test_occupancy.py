@@ -79,7 +79,7 @@ def test_nearest_navigable_and_sampling(tmp_path):
     pts = occ.sample_navigable(np.random.default_rng(0), 50)
     assert occ.is_navigable(pts).all()
     np.testing.assert_array_equal(pts, occ.sample_navigable(np.random.default_rng(0), 50))
-    with pytest.raises(NavigationError):
+    with pytest.raises(NavigationError, match="non-finite point"):
         occ.nearest_navigable((np.nan, 0.0))
 
 
@@ -115,9 +115,13 @@ def test_memory_cap_suggests_coarser_resolution(tmp_path):
     assert "--resolution" in str(info.value)
 
 
-@pytest.mark.parametrize("kwargs", [{"agent_radius": -0.3}, {"resolution": 0.0}, {"agent_height": float("nan")},
-                                    {"step_height": 2.0}])
-def test_invalid_configuration(tmp_path, kwargs):
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"agent_radius": -0.3}, "agent_radius must be a positive number"),
+    ({"resolution": 0.0}, "resolution must be a positive number"),
+    ({"agent_height": float("nan")}, "agent_height must be a positive number"),
+    ({"step_height": 2.0}, r"step_height must be in \[0, agent_height\)"),
+])
+def test_invalid_configuration(tmp_path, kwargs, message):
     scene = load_scene(b.box_room(tmp_path / "r.usda"))
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match=message):
         build_occupancy(scene, **kwargs)

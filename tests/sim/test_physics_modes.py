@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from vlnverse.sim import Displacement, PhysicsConfig, Pose, Simulator, VelocityCommand
-from vlnverse.sim.testing import Box, box_room
+from vlnverse.sim.testing import Box, box_room, scene_from_boxes
 
 TABLE = Box("table_0", (2.5, 1.5, 0.0), (3.5, 2.5, 0.75), (0.6, 0.35, 0.15), "table")
 
@@ -43,6 +43,19 @@ def test_driving_head_on_into_a_wall_is_a_collision(scene, mode):
         assert sim.physics.fails_on_collision is (mode == "strict")
 
 
+@pytest.mark.parametrize(("forward", "threshold", "collision"), [
+    (0.20, 0.10, False),  # stopped 0.05 m short of the command: a touch, not a collision
+    (0.25, 0.10, True),  # 0.101 m short: the paper's 0.1 m is reached
+    (0.25, 0.11, False),  # the same push under a larger configured threshold
+])
+def test_strict_counts_a_collision_from_the_threshold_on(scene, forward, threshold, collision):
+    physics = PhysicsConfig(mode="strict", collision_threshold=threshold)
+    with Simulator(scene, sensors=(), physics=physics, pose=Pose(5.55, 3.0, 0.0, 0.0)) as sim:
+        report = sim.execute(Displacement(forward=forward))  # the wall stops the agent at x = 5.70
+        assert report.displacement == pytest.approx(forward - 0.15, abs=0.003)
+        assert report.collision is collision and sim.collisions == int(collision)
+
+
 def test_slide_mode_slides_along_a_wall_and_counts_the_collision(scene):
     with make_sim(scene, "slide", Pose(5.5, 0.8, 0.0, math.radians(30))) as sim:
         start_y = sim.pose.y
@@ -64,6 +77,23 @@ def test_tel_hop_snaps_out_of_an_obstacle_to_the_nearest_free_pose(scene):
         assert report.contacts.object_ids == ("table_0",)
         assert sim.occupancy.is_navigable(report.reached_pose.position)
         assert not any(c.depth > 0.005 for c in sim.backend.contacts())
+
+
+def test_tel_hop_stays_on_the_start_s_navigable_component():
+    """Two floors 1 m apart: a hop that would end on the other floor (free, but not reachable
+    on foot) ends at the near edge of the start's floor instead, and counts a collision."""
+    brown = (0.45, 0.30, 0.18)
+    scene = scene_from_boxes([Box("FloorA", (0.0, 0.0, -0.1), (2.5, 3.0, 0.0), brown, group="Floor"),
+                              Box("FloorB", (3.5, 0.0, -0.1), (6.0, 3.0, 0.0), brown, group="Floor")])
+    with make_sim(scene, "tel_hop", Pose(1.5, 1.5, 0.0, 0.0)) as sim:
+        occupancy = sim.occupancy
+        start, other = occupancy.component_of((1.5, 1.5, 0.0)), occupancy.component_of((4.0, 1.5, 0.0))
+        assert start >= 0 and other >= 0 and start != other
+        report = sim.execute(Displacement(forward=2.5))  # commanded to x = 4.0, on the other floor
+        assert report.commanded_pose.x == pytest.approx(4.0)
+        assert report.snapped and report.collision
+        assert occupancy.component_of(report.reached_pose.position) == start
+        assert report.reached_pose.x == pytest.approx(2.5 - 0.3, abs=2 * occupancy.resolution)
 
 
 def test_tel_hop_bypasses_obstacles_in_transit(scene):

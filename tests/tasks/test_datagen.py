@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.outputs import assert_drawn
 from tests.tasks.house import build_scene_dir
 from vlnverse.errors import ConfigError, DatasetError
 from vlnverse.tasks.datagen import DatagenConfig, run_datagen
@@ -78,7 +79,11 @@ def test_corrupt_scene_is_skipped_and_reported(corpus_with_corrupt, tmp_path):
                             capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "skipped scene broken" in result.stdout and "report:" in result.stdout
-    assert (tmp_path / "cli/report/report.md").is_file() and (tmp_path / "cli/report/instruction_lengths.png").is_file()
+    total = json.loads((tmp_path / "cli/manifest.json").read_text())["total_episodes"]
+    report = (tmp_path / "cli/report/report.md").read_text()
+    assert f"\n{total} episodes." in report and "| Coarse" in report
+    for picture in ("instruction_lengths.png", "vocabulary.png"):
+        assert_drawn(tmp_path / "cli/report" / picture)
 
 
 def test_bad_input(tmp_path, corpus):

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from tests.llm.endpoint import API_KEY_ENV, ChatEndpoint
+from vlnverse.errors import ConfigError
 from vlnverse.llm import RecordingClient, ReplayClient
 from vlnverse.llm.openai_client import OpenAIClient
 from vlnverse.tasks.dvs import UNCLEAR, InstructionPipeline, PipelineConfig
@@ -222,7 +223,7 @@ def test_prompt_files_can_be_overridden(tmp_path):
     assert prompts.render("oracle", question="where?") == "Q: where?"
     assert prompts.sources["oracle"].endswith("oracle.txt") and prompts.sources["verifier_coarse"] == "default"
     (tmp_path / "bogus.txt").write_text("x")
-    with pytest.raises(Exception, match="unknown prompt file bogus.txt"):
+    with pytest.raises(ConfigError, match="unknown prompt file bogus.txt"):
         PromptSet.load(tmp_path)
 
 

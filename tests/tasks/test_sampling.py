@@ -59,11 +59,13 @@ def test_coarse_goals_are_viewpoints_facing_the_target(context):
 
 
 def test_ambiguous_targets_need_a_distinguishing_reference(context):
-    # two black chairs in the kitchen: each must come with a reference that tells them apart
-    for chair in ("chair_0", "chair_1"):
-        description = describe_target(context, chair)
-        if description is not None:
-            assert description.needs_reference and description.reference_id is not None
+    # Two black chairs in the kitchen (tests/tasks/house.py): chair_0 at x = 7.5 is 0.8 m from
+    # the red cup at x = 8.3, chair_1 at x = 9.6 is 1.3 m away. "The black chair near the red
+    # cup" names chair_0 only; nothing tells chair_1 apart, so it is not a target at all.
+    near_cup = describe_target(context, "chair_0")
+    assert near_cup.phrase == "black chair" and near_cup.needs_reference
+    assert (near_cup.relation, near_cup.reference_id) == ("near", "cup_0")
+    assert describe_target(context, "chair_1") is None
     cup = describe_target(context, "cup_0")
     assert cup.phrase == "red cup" and cup.relation == "on" and cup.reference_id == "dining_table_0"
     assert cup.room == "kitchen"

@@ -43,10 +43,14 @@ def test_parallel_equals_serial_and_other_options_are_refused(tmp_path):
         generate_corpus(tmp_path / "a", CorpusOptions(count=2, seed=10, house=SMALL))
 
 
-@pytest.mark.parametrize("kwargs", [dict(count=-1), dict(count=0), dict(count=2, seed=-3),
-                                    dict(count=2, file_format="obj")])
-def test_invalid_corpus_options(kwargs):
-    with pytest.raises(ConfigError):
+@pytest.mark.parametrize(("kwargs", "message"), [
+    (dict(count=-1), "count must be a positive integer, got -1"),
+    (dict(count=0), "count must be a positive integer, got 0"),
+    (dict(count=2, seed=-3), "seed must be a non-negative integer, got -3"),
+    (dict(count=2, file_format="obj"), "format must be usdc or usda, got 'obj'"),
+])
+def test_invalid_corpus_options(kwargs, message):
+    with pytest.raises(ConfigError, match=message):
         CorpusOptions(**kwargs)
 
 

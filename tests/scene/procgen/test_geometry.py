@@ -28,7 +28,7 @@ def test_box_is_closed_outward_with_exact_volume():
 def test_lathe_and_cylinder_volume_close_to_analytic():
     cyl = cylinder((0, 0, 0), 0.5, 2.0, segments=64)
     assert _signed_volume(cyl) == pytest.approx(np.pi * 0.25 * 2.0, rel=0.01)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="positive radii"):
         lathe([(0.0, 0.0), (1.0, 1.0)])
 
 

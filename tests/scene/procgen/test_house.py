@@ -48,10 +48,18 @@ def test_every_room_keeps_navigable_area_and_rules_hold(small_house):
     assert movable and not ({"bed", "wardrobe", "sofa"} & movable)
 
 
-@pytest.mark.parametrize("kwargs", [dict(min_rooms=0, max_rooms=2), dict(min_rooms=8, max_rooms=5),
-                                    dict(max_rooms=13), dict(agent_radius=0.0), dict(max_attempts=0)])
-def test_invalid_options_raise_config_error(kwargs):
-    with pytest.raises(ConfigError):
+@pytest.mark.parametrize(("kwargs", "message"), [
+    (dict(min_rooms=0, max_rooms=2), "rooms range 0-2 is invalid"),
+    (dict(min_rooms=8, max_rooms=5), "rooms range 8-5 is invalid"),
+    (dict(max_rooms=13), "rooms range 3-13 is invalid"),
+    (dict(agent_radius=0.0), "agent_radius must be in"),
+    (dict(max_attempts=0), "max_attempts must be >= 1"),
+])
+def test_invalid_options_raise_config_error(kwargs, message):
+    with pytest.raises(ConfigError, match=message):
         HouseOptions(**kwargs)
-    with pytest.raises(ConfigError):
+
+
+def test_a_negative_seed_is_refused():
+    with pytest.raises(ConfigError, match="seed must be >= 0, got -1"):
         generate_house(-1)
