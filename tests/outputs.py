@@ -28,4 +28,4 @@ def index_rows(path: str | Path) -> list[str]:
     """The episode ids in the rows of an ``index.html``, in page order."""
     body = Path(path).read_text().split("<tbody>", 1)[1].split("</tbody>", 1)[0]
     rows = re.findall(r'<tr data-i="\d+">(.*?)</tr>', body)
-    return [re.findall(r"<td[^>]*>(.*?)</td>", row)[1] for row in rows]
+    return [re.sub(r"<[^>]+>", "", re.findall(r"<td[^>]*>(.*?)</td>", row)[1]) for row in rows]
