@@ -306,11 +306,24 @@ def test_every_call_has_an_overall_deadline(local_server, monkeypatch: pytest.Mo
         monkeypatch.delenv(var, raising=False)
     endpoint, base_url = local_server
     endpoint.failures.clear()
-    endpoint.delay_s = 0.6
+    endpoint.hold = threading.Event()  # the server answers nothing until the test is over
     client = OpenAIClient("gpt-4o", base_url=base_url, api_key_env=None, timeout=30, max_retries=10,
                           backoff_base=0.05, deadline=0.4)
-    started = time.monotonic()
-    with pytest.raises(LLMRequestError, match="within the 0.4 s deadline"):
-        client.complete("hello")
-    assert time.monotonic() - started < 1.5
+    errors: list[Exception] = []
+
+    def call() -> None:
+        try:
+            client.complete("hello")
+        except LLMRequestError as exc:
+            errors.append(exc)
+
+    caller = threading.Thread(target=call)
+    try:
+        caller.start()
+        caller.join(60)  # only the deadline can end the call (a request timeout would take 30 s)
+        assert not caller.is_alive(), "the deadline did not end the call"
+        assert endpoint.arrived.acquire(timeout=30)
+    finally:
+        endpoint.hold.set()
+    assert len(errors) == 1 and "within the 0.4 s deadline" in str(errors[0])
     assert len(endpoint.requests) == 1
