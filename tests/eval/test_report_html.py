@@ -134,3 +134,13 @@ def test_a_broken_page_is_caught(tmp_path):
     page.write_text(text)
     _, console = open_headless(page, tmp_path)
     assert any("nope is not defined" in line for line in console)
+
+
+def test_undefined_metrics_are_left_out_of_the_details_not_printed_as_nan():
+    summary = summarize([record(i, "fine", "strict", 0.0) for i in range(2)], RUN, n_boot=50)
+    nan = float("nan")
+    summary["groups"][0]["metrics"]["CR"] = {"mean": nan, "ci_low": nan, "ci_high": nan, "n": 0}
+    summary["groups"][0]["metrics"]["SPL"].update(ci_low=None, ci_high=None)
+    details = summary_markdown(summary).split("### Details")[1]
+    assert "nan" not in details.lower() and "CR " not in details
+    assert "SR 0.00 [0.00, 0.00]" in details and "SPL 0.00;" in details

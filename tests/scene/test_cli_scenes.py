@@ -99,3 +99,17 @@ def test_errors_are_one_line_and_nonzero(tmp_path, args, message):
 def test_debug_shows_traceback(tmp_path):
     proc = run_cli("--debug", "scenes", "inspect", tmp_path / "missing.usda", check=False)
     assert proc.returncode != 0 and "Traceback" in proc.stderr
+
+
+def test_usd_warnings_stay_off_stderr_unless_debug(tmp_path, capfd, caplog):
+    from vlnverse.cli import main
+
+    scene = tmp_path / "bad.usda"
+    scene.write_text('#usda 1.0\n(\n    upAxis = "Z"\n)\ndef Xform "World" (\n'
+                     '    prepend references = @./missing_asset.usda@\n)\n{\n}\n')
+    assert main(["scenes", "inspect", str(scene), "--out", str(tmp_path / "o")]) == 2
+    err = capfd.readouterr().err
+    assert err.strip().splitlines() == [f"error: {scene}: references missing asset file(s): {tmp_path}/missing_asset.usda"]
+    with caplog.at_level("DEBUG", logger="vlnverse.scene.usd_loader"):
+        main(["scenes", "inspect", str(scene), "--out", str(tmp_path / "o")])
+    assert "Failed to resolve reference @./missing_asset.usda@" in caplog.text

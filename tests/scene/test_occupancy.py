@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -112,7 +113,23 @@ def test_memory_cap_suggests_coarser_resolution(tmp_path):
     scene = load_scene(b.box_room(tmp_path / "r.usda"))
     with pytest.raises(SceneError, match="coarser resolution") as info:
         build_occupancy(scene, resolution=0.01, max_cells=10_000)
-    assert "--resolution" in str(info.value)
+    assert "--resolution" not in str(info.value)  # not every command has that option (sim render)
+    assert re.search(r"e\.g\. \d\.\d\d m$", str(info.value))
+
+
+def test_a_large_grid_is_announced_before_it_is_built(tmp_path, caplog):
+    scene = load_scene(b.box_room(tmp_path / "r.usda"))
+    with caplog.at_level("WARNING", logger="vlnverse.scene.occupancy"):
+        build_occupancy(scene, resolution=0.05)
+    assert "takes a while" not in caplog.text
+    import vlnverse.scene.occupancy as occupancy
+
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="vlnverse.scene.occupancy"), \
+            pytest.MonkeyPatch.context() as patch:
+        patch.setattr(occupancy, "LARGE_GRID_CELLS", 1000)
+        build_occupancy(scene, resolution=0.05)
+    assert "occupancy grid" in caplog.text and "takes a while" in caplog.text
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [

@@ -93,6 +93,8 @@ def test_dataset_manifest_checksums_and_loader(tmp_path):
     assert [e.episode_id for e in ds.episodes(split="train", task="fine")] == ["a-e0-fine"]
     with pytest.raises(DatasetError, match="no dialogue episodes in split test"):
         ds.episodes(split="test", task="dialogue")
+    with pytest.raises(DatasetError, match=r"^no episodes in split val_unseen in "):
+        ds.episodes(split="val_unseen")
     with pytest.raises(DatasetError, match="unknown task"):
         ds.episodes(task="nope")
     shard = tmp_path / "ds" / "shards" / "a.jsonl.gz"

@@ -27,13 +27,13 @@ def print_json(obj: Any) -> None:
 
 
 def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    """Print a rich table on stdout."""
+    """Print a rich table on stdout (cells too wide for the console wrap)."""
     from rich.console import Console
     from rich.table import Table
 
     table = Table(title=title)
     for column in columns:
-        table.add_column(str(column))
+        table.add_column(str(column), overflow="fold")  # long values (paths) wrap, never cut to "…"
     for row in rows:
         table.add_row(*(_format_cell(v) for v in row))
     Console().print(table)

@@ -7,6 +7,7 @@ The ``scenes`` group itself lives in :mod:`vlnverse.cli.scenes`, which calls
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -131,15 +132,26 @@ def _validate(args) -> int:
     if args.json:
         print_json({"ok": ok, "scenes": [r.to_dict() for r in reports]})
     else:
-        rows = [(r.path, "ok" if r.ok else "FAIL", len(r.errors), len(r.warnings),
+        names = _short_names([r.path for r in reports])
+        rows = [(names[r.path], "ok" if r.ok else "FAIL", len(r.errors), len(r.warnings),
                  r.facts.get("num_rooms", ""), r.facts.get("num_objects", ""),
                  r.facts.get("navigable_area_m2", "")) for r in reports]
-        print_table("scene validation", ("scene", "result", "errors", "warnings", "rooms", "objects",
+        print_table(f"scene validation ({_common_folder([r.path for r in reports])})", ("scene", "result", "errors", "warnings", "rooms", "objects",
                                          "navigable m²"), rows)
         for r in reports:
             for f in r.errors:
                 print(f"{r.path}: {f.source}/{f.rule}: {f.message}" + (f" [{f.at}]" if f.at else ""))
     return 0 if ok else 1
+
+
+def _common_folder(paths: list[str]) -> str:
+    return os.path.commonpath([os.path.dirname(os.path.abspath(p)) for p in paths]) if paths else "."
+
+
+def _short_names(paths: list[str]) -> dict[str, str]:
+    """Each path relative to the folder all of them share (what tells them apart)."""
+    root = _common_folder(paths)
+    return {p: os.path.relpath(os.path.abspath(p), root) for p in paths}
 
 
 def _stats(args) -> int:

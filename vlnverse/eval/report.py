@@ -14,6 +14,7 @@ aggregating, so the summary does not depend on the order episodes finished in.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -84,6 +85,10 @@ def summarize(records: Iterable[Mapping[str, Any]], run: Mapping[str, Any], *, n
     if totals is not None:
         out["llm"] = totals
     return out
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value)
 
 
 def _cell(metric: Mapping[str, Any] | None, name: str) -> str:
@@ -161,9 +166,11 @@ def _details(summary: Mapping[str, Any]) -> list[str]:
         for name in names:
             m = metrics[name]
             scale = 100.0 if _is_percent(name) else 1.0
-            if m.get("mean") is None:
-                continue
-            parts.append(f"{name} {m['mean'] * scale:.2f} [{m['ci_low'] * scale:.2f}, {m['ci_high'] * scale:.2f}]")
+            if not _finite(m.get("mean")):
+                continue  # undefined for these episodes (e.g. CR of episodes without a step)
+            low, high = m.get("ci_low"), m.get("ci_high")
+            ci = f" [{low * scale:.2f}, {high * scale:.2f}]" if _finite(low) and _finite(high) else ""
+            parts.append(f"{name} {m['mean'] * scale:.2f}{ci}")
         lines.append("  " + "; ".join(parts))
     return [*lines, ""]
 

@@ -33,7 +33,8 @@ from vlnverse.scene.types import Room, Scene
 log = logging.getLogger(__name__)
 
 MIN_FLOOR_AREA_M2 = 1.0  # an upward surface level must cover this much to count as a floor
-MAX_CELLS = 20_000_000  # memory cap (about 15 bytes per cell)
+MAX_CELLS = 20_000_000  # cap on grid cells (peak memory measured ~860 B/cell: a 100 m room at 0.05 m)
+LARGE_GRID_CELLS = 2_000_000  # grids this large take tens of seconds: say so before building one
 DOOR_GAP_M = 0.5  # free cells this close to a room, but outside every room floor, join it
 UPWARD_COS = 0.9
 FLOATING_FLOOR_M = 0.5  # geometry this far below the lowest level: that level is no floor
@@ -262,8 +263,12 @@ def build_occupancy(scene: Scene, agent_radius: float = 0.30, agent_height: floa
         raise SceneError(
             f"{scene.path}: a {shape[1]}x{shape[0]} grid at {resolution} m exceeds the memory cap of "
             f"{max_cells} cells ({(hi - lo).round(1).tolist()} m floor extent); use a coarser resolution, "
-            f"e.g. --resolution {resolution * np.sqrt(shape[0] * shape[1] / max_cells) * 1.1:.2f}"
+            f"e.g. {resolution * np.sqrt(shape[0] * shape[1] / max_cells) * 1.1:.2f} m"
         )
+    if shape[0] * shape[1] >= LARGE_GRID_CELLS:
+        log.warning("%s: building a %dx%d occupancy grid (%.1f M cells at %g m); this takes a while and "
+                    "much memory on a large scene (a coarser resolution is faster)",
+                    scene.path, shape[1], shape[0], shape[0] * shape[1] / 1e6, resolution)
     has_floor = np.zeros(shape, dtype=bool)
     rasterize(floor_mask_tris, has_floor, origin, resolution)
     blocked = np.zeros(shape, dtype=bool)

@@ -17,6 +17,7 @@ import numpy as np
 from vlnverse.errors import DependencyNotInstalled, SceneError
 from vlnverse.scene import tessellate
 from vlnverse.scene.types import Door, OrientedBox, PrimGeometry, Room, Scene, SceneObject
+from vlnverse.stdio import c_stderr_to_log
 
 log = logging.getLogger(__name__)
 
@@ -131,11 +132,13 @@ def _open_stage(path: Path) -> tuple[object, tuple[str, ...]]:
         raise SceneError(f"{path}: not a valid USD file ({first.strip()})") from exc
     if layer is None:
         raise SceneError(f"{path}: not a valid USD file")
-    layers, assets, unresolved = UsdUtils.ComputeAllDependencies(str(path))
+    with c_stderr_to_log(log):  # USD's C++ warnings: shown with --debug
+        layers, assets, unresolved = UsdUtils.ComputeAllDependencies(str(path))
     if unresolved:
         missing = ", ".join(sorted(str(p) for p in unresolved))
         raise SceneError(f"{path}: references missing asset file(s): {missing}")
-    stage = Usd.Stage.Open(layer, load=Usd.Stage.LoadAll)
+    with c_stderr_to_log(log):
+        stage = Usd.Stage.Open(layer, load=Usd.Stage.LoadAll)
     if stage is None:
         raise SceneError(f"{path}: USD could not open the stage")
     files = [layer.realPath.split("[", 1)[0] for layer in layers if layer.realPath] + [str(a) for a in assets]

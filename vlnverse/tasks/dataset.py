@@ -82,8 +82,9 @@ class EpisodeDataset:
         if not chosen:
             have = sorted({(e.split, e.task) for e in self.all_episodes()})
             listing = ", ".join(f"{s}/{t}" for s, t in have) or "none"
-            raise DatasetError(f"no {task or 'any-task'} episodes in split {split or 'any'} of {self.root}; "
-                               f"available: {listing}")
+            which = f"{task} episodes" if task else "episodes"
+            where = f" in split {split}" if split else ""
+            raise DatasetError(f"no {which}{where} in {self.root}; available: {listing}")
         return chosen
 
     def episode(self, episode_id: str) -> Episode:
