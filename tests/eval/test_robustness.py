@@ -68,6 +68,10 @@ def test_a_failed_start_writes_nothing_and_blocks_nothing(bundled_dataset, tmp_p
     code, _, err = run_cli(capsys, "eval", "--dataset", bundled_dataset, "--agent", "badname", "--out", out, *SMALL)
     assert code == 2 and "unknown agent 'badname'" in one_error_line(err)
     assert not out.exists()
+    code, _, err = run_cli(capsys, "eval", "--dataset", bundled_dataset, "--agent", "text_history", "--llm",
+                           "openai:gpt-4o?api_key_env=VLNVERSE_TEST_UNSET_KEY", "--out", out, *SMALL)
+    assert code == 2 and "the API key variable VLNVERSE_TEST_UNSET_KEY is not set" in one_error_line(err)
+    assert not out.exists()
     out.mkdir()  # a run file left by a run that stopped before its first episode
     (out / "run.json").write_text(json.dumps({"fingerprint": {"agent": "badname"}}))
     code, _, err = run_cli(capsys, "eval", "--dataset", bundled_dataset, "--agent", "forward", "--out", out, *SMALL)

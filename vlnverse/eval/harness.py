@@ -46,7 +46,7 @@ from vlnverse.fileio import (
     write_json_atomic,
     write_text_atomic,
 )
-from vlnverse.llm.factory import check_llm_spec, describe_llm_spec
+from vlnverse.llm.factory import check_llm_credentials, check_llm_spec, describe_llm_spec
 from vlnverse.sim.physics import PHYSICS_MODES
 
 logger = logging.getLogger(__name__)
@@ -351,6 +351,9 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
     privileged = sorted(getattr(probe, "privileged", ()))  # what a fair comparison must know
     if isinstance(spec.agent, str):
         probe.close()
+    for spec_text in (config.llm, config.oracle_llm):
+        if spec_text is not None:
+            check_llm_credentials(spec_text)  # the client itself is built in the workers
     prepare_output_dir(out)
     with OutputLock(out):
         return _run(config, spec, items, privileged, on_start, on_result)

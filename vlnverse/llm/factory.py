@@ -162,6 +162,20 @@ def check_llm_spec(spec: str) -> None:
         _coerce(value, *allowed[key], f"LLM spec {redact(spec)!r} option {key}")
 
 
+def check_llm_credentials(spec: str) -> None:
+    """Fail now (before a run writes anything), not later in a worker, when an ``openai``
+    spec's API key variable is unset.
+
+    Raises:
+        ConfigError: the variable ``api_key_env`` names is not set.
+    """
+    parsed = parse_spec(spec)
+    if parsed is not None and parsed[0] == "openai":
+        from vlnverse.llm.openai_client import DEFAULT_API_KEY_ENV, require_api_key
+
+        require_api_key(parsed[2].get("api_key_env", DEFAULT_API_KEY_ENV))
+
+
 def describe_llm_spec(spec: str) -> dict[str, Any] | None:
     """A spec as ``{"backend", "target", "options"}`` safe to write to ``run.json``:
     user names and passwords in URLs and secret-looking query values are masked

@@ -132,6 +132,23 @@ def _retry_after(exc: Exception) -> float | None:
         return None
 
 
+def require_api_key(api_key_env: str | None) -> str:
+    """The key in the variable ``api_key_env`` (``"unused"`` for keyless servers: None).
+
+    Raises:
+        ConfigError: the variable is not set.
+    """
+    if not api_key_env or api_key_env.lower() == "none":
+        return "unused"  # the SDK insists on a key; keyless servers ignore it
+    api_key = os.environ.get(api_key_env)
+    if not api_key:
+        raise ConfigError(
+            f"the API key variable {api_key_env} is not set "
+            "(set it, or choose another with api_key_env=...; api_key_env=none for keyless servers)"
+        )
+    return api_key
+
+
 class OpenAIClient(LLMClient):
     """Chat completions from an OpenAI-compatible endpoint.
 
@@ -182,15 +199,7 @@ class OpenAIClient(LLMClient):
             raise ConfigError(
                 f"need 0 <= backoff_base <= backoff_max, got {backoff_base}, {backoff_max}"
             )
-        if api_key_env:
-            api_key = os.environ.get(api_key_env)
-            if not api_key:
-                raise ConfigError(
-                    f"the API key variable {api_key_env} is not set "
-                    "(set it, or choose another with api_key_env=...; api_key_env=none for keyless servers)"
-                )
-        else:
-            api_key = "unused"  # the SDK insists on a key; keyless servers ignore it
+        api_key = require_api_key(api_key_env)
         self.base_url = base_url or os.environ.get(BASE_URL_ENV) or None
         self.supports_json_schema = structured_output
         self.supports_tools = native_tools
