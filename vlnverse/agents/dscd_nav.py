@@ -299,6 +299,13 @@ class DSCDNavAgent(LLMWaypointAgent):
             return np.array([probe["r"], math.radians(probe["theta_deg"]), 0.0], dtype=np.float32)
         return super()._action(decision, view)
 
+    def _log_step(self, view: StepView, decision: Decision | None) -> None:
+        super()._log_step(view, decision)
+        probe = self.record.get("debate", {}).get("probe")
+        if probe is not None:
+            self.state.history[-1] = (f"step {view.step}: micro-probed toward {decision.action} "
+                                      f"({probe['r']:.1f} m at {probe['theta_deg']:+.0f} deg).")
+
     # -- stop verification -----------------------------------------------------------
 
     def _finish(self, view: StepView, decision: Decision | None, rounds: Sequence[Round], entry: dict) -> Decision | None:
