@@ -7,7 +7,9 @@ One step of :class:`LLMWaypointAgent`:
 2. **Propose** candidate waypoints (:class:`~vlnverse.agents.waypoints.WaypointPredictor`).
 3. **Prompt**: the subclass fills a :class:`~vlnverse.agents.prompts.Prompt` from a
    :class:`StepView`; the base adds the reply format for the valid options.
-4. **Decide**: ``samples`` completions, the most frequent valid action wins. A reply with
+4. **Decide**: ``samples`` completions (one request with ``n`` where the server honours
+   it, else concurrent requests: :func:`~vlnverse.llm.sampling.sample_n`); the most
+   frequent valid action wins (a subclass may ``pick`` otherwise). A reply with
    no valid action (``empty`` / ``malformed`` / ``unknown_id``, counted as
    ``parse_failures``) gets **one repair prompt** (``repairs``); if that fails too the
    **fallback** (``fallbacks``) is the candidate nearest straight ahead (the longer one
@@ -285,7 +287,9 @@ class LLMWaypointAgent(Agent):
     def consult_many(self, calls: Sequence[tuple[Sequence[ChatMessage], str]], *, workers: int = 4,
                      **params: Any) -> list[Any]:
         """:meth:`consult` for several independent calls, made concurrently (at most
-        ``workers`` at a time); counted and traced in the order given."""
+        ``workers`` at a time, one sample each unless ``n`` says otherwise); counted and
+        traced in the order given."""
+        params.setdefault("n", 1)
         self._check_cap()
         with ThreadPoolExecutor(max_workers=max(1, min(workers, len(calls)))) as pool:
             answered = list(pool.map(lambda call: self._request(call[0], **params), calls))
