@@ -50,4 +50,4 @@ def walk_then_stop(steps: int = 2) -> Callable[[int, list[str], str], str]:
 
 @pytest.fixture(scope="session")
 def dataset(tmp_path_factory) -> Path:
-    return make_bundled_dataset(tmp_path_factory.mktemp("agents_dataset"), per_scene=1, fine_ratio=1.0)
+    return make_bundled_dataset(tmp_path_factory.mktemp("agents_dataset"), per_scene=1, tasks=("coarse", "visual_reference", "long_horizon", "dialogue"))

@@ -147,7 +147,14 @@ def test_a_discussed_episode_fuses_only_on_disagreement_and_replays(dataset, tmp
     assert replayed["agent_trace"]["steps"] == steps
 
 
-def test_ablations_switch_expert_groups_and_n(dataset, tmp_path):
+@pytest.fixture(scope="module")
+def fine_dataset(tmp_path_factory):
+    from tests.bundled import bundled_dataset
+
+    return bundled_dataset(tmp_path_factory.mktemp("fine_dataset"), per_scene=1, fine_ratio=1.0, tasks=("fine",))
+
+
+def test_ablations_switch_expert_groups_and_n(dataset, fine_dataset, tmp_path):
     from vlnverse.eval.harness import EvalConfig, evaluate
 
     plan = [lambda o: [o[0], o[1], o[1], o[0], o[1]], lambda o: ["STOP"] * 5]
@@ -165,7 +172,7 @@ def test_ablations_switch_expert_groups_and_n(dataset, tmp_path):
     assert record["agent_trace"]["roles"]["navigator"]["calls"] == 2
 
     agent = make_agent("discussnav", {"perception": "gt", **SMALL}, llm=PanelModel(Panel(plan)))
-    evaluate(EvalConfig(dataset=str(dataset), out=str(tmp_path), agent="discussnav", task="fine",
+    evaluate(EvalConfig(dataset=str(fine_dataset), out=str(tmp_path), agent="discussnav", task="fine",
                         episodes=1, physics=("strict",), plots=0, bootstrap=10), agent=agent)
     summary = (tmp_path / "summary.md").read_text()
     assert "LLM tokens by role" in summary and "| scene_observation |" in summary and "| navigator |" in summary

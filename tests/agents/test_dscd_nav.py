@@ -105,7 +105,7 @@ def test_a_debated_episode_replays_with_the_protocol_and_its_metrics(dataset, tm
     delta = wrap_angle(math.radians(alt["heading_deg"] - star["heading_deg"]))
     assert abs(delta) <= math.radians(60)
     assert record["actions"][1][0] == pytest.approx(0.5 * star["distance_m"], abs=1e-3)
-    assert record["actions"][1][1] == pytest.approx(math.radians(star["heading_deg"]) + delta / 3, abs=1e-3)
+    assert record["actions"][1][1] == pytest.approx(wrap_angle(math.radians(star["heading_deg"]) + delta / 3), abs=1e-3)
     assert "step 1: micro-probed toward" in trace["steps"][2]["messages"][1]["content"]
     # step 2: STOP agreed and confirmed by the VLM check (no category in a VLN episode).
     assert third["stop_verification"] == {"confirmed": True, "by": "vlm"} and record["actions"][-1] == [0, 0, 1]
