@@ -87,7 +87,7 @@ class EvalConfig:
         instruction_view: Long-horizon observation: ``full`` (the whole chained
             instruction, the paper's; default) or ``leg`` (the active leg only).
         llm: The agent's model, a :func:`vlnverse.llm.make_llm` spec (built in the workers);
-            default: the agent config's ``llm``.
+            default: the agent config's ``llm`` (see :meth:`model_spec`).
         llm_cache: Response cache folder (a repeated run makes no calls).
         llm_record: JSONL transcript of every call (for ``replay:FILE``).
         budget_tokens: Billed tokens this invocation may use (None: no limit).
@@ -166,10 +166,7 @@ class EvalConfig:
         if self.budget_usd is not None and not (isinstance(self.budget_usd, (int, float))
                                                 and math.isfinite(self.budget_usd) and self.budget_usd > 0):
             raise ConfigError(f"budget_usd must be a positive number, got {self.budget_usd!r}")
-        configured = self.agent_config.get("llm") if isinstance(self.agent_config, Mapping) else None
-        if self.llm is None and isinstance(configured, str) and configured.strip().lower() != "none":
-            object.__setattr__(self, "llm", configured)  # the agent config's model, built the same way
-        if (self.budget_tokens is not None or self.budget_usd is not None) and self.llm is None:
+        if (self.budget_tokens is not None or self.budget_usd is not None) and self.model_spec() is None:
             raise ConfigError("a token/USD budget needs a model (--llm)")
         for name in ("llm", "oracle_llm"):
             if getattr(self, name) is not None:
@@ -182,6 +179,13 @@ class EvalConfig:
             json.dumps(dict(self.agent_config), sort_keys=True, default=str)), "seed": self.seed,
             "max_steps": self.max_steps, "success_distance": float(self.success_distance),
             "backend": self.backend, "instruction_view": self.instruction_view, "vlnverse": __version__, **self._extra_fingerprint()}
+
+    def model_spec(self) -> str | None:
+        """The run's model: ``llm``, else the agent config's ``llm`` (None: no model)."""
+        configured = self.agent_config.get("llm") if isinstance(self.agent_config, Mapping) else None
+        if self.llm is None and isinstance(configured, str) and configured.strip().lower() != "none":
+            return configured
+        return self.llm
 
     def _extra_fingerprint(self) -> dict[str, Any]:
         """The models that decide results (backend and model name only: no options, keys
@@ -341,10 +345,11 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
                    renderer=config.renderer, max_steps=config.max_steps,
                    metrics=dataclasses.replace(config.metrics, success_distance=float(config.success_distance)),
                    plots_dir=str((out / PLOTS_DIR).resolve()) if config.plots else None,
-                   llm=config.llm, llm_cache=config.llm_cache, llm_record=config.llm_record,
+                   llm=config.model_spec() if agent is None else config.llm, llm_cache=config.llm_cache,
+                   llm_record=config.llm_record,
                    concurrency=config.concurrency, oracle_llm=config.oracle_llm,
                    instruction_view=config.instruction_view, episode_timeout=config.episode_timeout)
-    if isinstance(spec.agent, str) and config.llm is not None and not takes_llm(agent_factory(spec.agent)):
+    if isinstance(spec.agent, str) and spec.llm is not None and not takes_llm(agent_factory(spec.agent)):
         raise ConfigError(f"agent {spec.agent} does not take a model; drop --llm")
     # The model client is built in the workers only, so the agent is checked without one.
     probe = build_agent(spec) if isinstance(spec.agent, str) else spec.agent
@@ -376,8 +381,8 @@ def _run(config: EvalConfig, spec: RunSpec, items: list[WorkItem], privileged: l
            "episode_timeout": config.episode_timeout, "privileged": privileged,
            "trace_metrics": {"debate_max_rounds": config.metrics.debate_max_rounds,
                              **{f"aori.{k}": v for k, v in dataclasses.asdict(config.metrics.aori).items()}}}
-    if config.llm is not None:
-        run.update({"llm": describe_llm_spec(config.llm), "llm_cache": config.llm_cache,
+    if spec.llm is not None:
+        run.update({"llm": describe_llm_spec(spec.llm), "llm_cache": config.llm_cache,
                     "llm_record": config.llm_record, "budget_tokens": config.budget_tokens,
                     "budget_usd": config.budget_usd})
     if config.oracle_llm is not None:
