@@ -194,6 +194,8 @@ class EpisodeRecord:
         geodesic_fn: alternative to ``goal_distances`` (see :data:`GeodesicFn`).
         fail_reason: why the episode ended ("stop", "collision", "step_budget",
             "error"), passed through.
+        stop_visible: per STOP, whether the target was in view (ObjectNav); a STOP
+            succeeds only when it was. ``None``: not required.
         agent_trace: the agent's trace; ``waypoints`` (AORI) and ``debate``
             (DR/JOR/MPTR) are read when present.
         tokens: LLM tokens used: an int, or a mapping with ``prompt``/``completion``
@@ -213,6 +215,7 @@ class EpisodeRecord:
     geodesic_fn: GeodesicFn | None = None
     fail_reason: str | None = None
     agent_trace: Mapping[str, Any] | None = None
+    stop_visible: tuple[bool, ...] | None = None
     tokens: int | Mapping[str, int] | None = None
     cost: float | None = None
     episode_id: str = ""
@@ -481,7 +484,9 @@ def _score(
     ne = float(dist[-1, -1])
 
     within = dist < ds  # (G, T)
-    reached = [k < len(record.stops) and bool(within[k, record.stops[k]]) for k in range(n_goals)]
+    seen = record.stop_visible
+    reached = [k < len(record.stops) and bool(within[k, record.stops[k]]) and (seen is None or bool(seen[k]))
+               for k in range(n_goals)]
     # Oracle: within d_s of goal 1, then (at or after that pose) of goal 2, ...
     t0, osr = 0, 1.0
     for k in range(n_goals):

@@ -189,6 +189,9 @@ def run_episode(
     if usage is not None:
         usage.reset_counts()
     metrics = metrics or MetricsConfig()
+    objectnav = episode.task == "objectnav"
+    if objectnav:  # ObjectNav's success radius is its episodes' own (vlnverse.tasks.objectnav)
+        metrics = dataclasses.replace(metrics, success_distance=episode.goals[0].radius)
     base = env.unwrapped
     t_start = time.perf_counter()
     timing = EpisodeTiming()
@@ -201,7 +204,8 @@ def run_episode(
         action_space_name=base.action_spec.name, action_spec=base.action_spec,
         max_steps=base.max_episode_steps, seed=ep_seed,
         subgoal_instructions=tuple(episode.instruction.subgoals), reference_image=reference_image,
-        extra={"question_budget": episode.question_budget} if episode.question_budget is not None else {},
+        extra=({"question_budget": episode.question_budget} if episode.question_budget is not None else {})
+        | ({"object_category": episode.goals[0].category} if objectnav else {}),
     )
 
     options: dict[str, Any] = {"episode": _env_episode(episode, radius)}
@@ -323,13 +327,19 @@ def run_episode(
     if episode.task == "long_horizon":
         goal_distances = base.goal_distances(positions[:, :2])  # the fields the env built at reset
     else:
-        goal_distances = np.array(leg_distances)[None, :]
+        goal_distances = np.array(leg_distances)[None, :]  # to the nearest goal when any goal counts
+        goals = goals[[int(np.argmin(base.goal_distances(positions[-1:, :2])[:, 0]))]] if len(goals) > 1 else goals
+    stop_visible = None
+    if objectnav:
+        from vlnverse.tasks.objectnav import stops_with_target_in_view
+
+        stop_visible = stops_with_target_in_view(base, episode, positions, stops)
     reference = np.array(episode.reference_path, dtype=np.float64) if episode.reference_path else None
     record = EpisodeRecord(
         positions=positions, goals=goals, geodesic_distance=episode.geodesic_distance,
         actions=tuple(actions), stops=tuple(stops), collisions=np.array(collisions, dtype=np.float64),
         reference_path=reference, goal_distances=goal_distances, fail_reason=fail_reason,
-        agent_trace=trace, tokens=tokens, cost=cost,
+        agent_trace=trace, tokens=tokens, cost=cost, stop_visible=stop_visible,
         episode_id=episode.episode_id, task=episode.task, split=episode.split, physics=physics,
     )
     try:
@@ -372,4 +382,6 @@ def run_episode(
     }
     if llm is not None:
         out["llm"] = llm
+    if stop_visible is not None:
+        out["stop_visible"] = list(stop_visible)
     return out, timing

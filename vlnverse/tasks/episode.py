@@ -15,7 +15,9 @@ from typing import Any
 
 from vlnverse.errors import DatasetError
 
-TASKS = ("fine", "coarse", "visual_reference", "long_horizon", "dialogue")
+VLN_TASKS = ("fine", "coarse", "visual_reference", "long_horizon", "dialogue")
+#: Every task: the five VLN tasks and ObjectNav (:mod:`vlnverse.tasks.objectnav`, generated on request).
+TASKS = (*VLN_TASKS, "objectnav")
 SPLITS = ("train", "val_seen", "val_unseen", "test")
 STYLES = ("formal", "natural", "casual")
 DECIMALS = 4

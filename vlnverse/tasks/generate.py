@@ -24,12 +24,14 @@ from vlnverse.tasks.dvs import DVS_VERSION, InstructionPipeline, PipelineConfig,
 from vlnverse.tasks.episode import (
     STYLES,
     TASKS,
+    VLN_TASKS,
     Episode,
     Goal,
     Instruction,
     Provenance,
     yaw_to_quaternion,
 )
+from vlnverse.tasks.objectnav import OBJECTNAV, ObjectNavConfig, objectnav_episodes
 from vlnverse.tasks.pathdesc import describe_path
 from vlnverse.tasks.prior import (
     PRIOR_VERSION,
@@ -51,7 +53,7 @@ class GenerationConfig:
     """What to generate per scene (defaults follow the paper's Table 2 proportions).
 
     Attributes:
-        tasks: Task types to generate.
+        tasks: Task types to generate (default: the five VLN tasks; ``objectnav`` on request).
         per_scene: Coarse trajectories per scene (the unit of Table 2: coarse, visual
             reference and dialogue share them).
         fine_ratio: Fine trajectories per coarse one (3963 / 11895 in Table 2).
@@ -66,9 +68,10 @@ class GenerationConfig:
         sampling: Path sampling settings.
         pipeline: LLM pipeline settings.
         rendering: Camera settings of rendered images.
+        objectnav: ObjectNav settings (``per_scene`` episodes per scene when ``objectnav`` is asked for).
     """
 
-    tasks: tuple[str, ...] = TASKS
+    tasks: tuple[str, ...] = VLN_TASKS
     per_scene: int = 30
     fine_ratio: float = 0.3333
     long_horizon_ratio: float = 1.0
@@ -82,6 +85,7 @@ class GenerationConfig:
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     pipeline: PipelineConfig = field(default_factory=PipelineConfig)
     rendering: RenderConfig = field(default_factory=RenderConfig)
+    objectnav: ObjectNavConfig = field(default_factory=ObjectNavConfig)
 
     def __post_init__(self) -> None:
         tasks = tuple(self.tasks)
@@ -183,6 +187,8 @@ def generate_scene_episodes(
         episodes = writer.fine_episodes(fine, splitter.assign(len(fine)))
         episodes += writer.coarse_episodes(coarse, splitter.assign(len(coarse)))
         episodes += writer.chain_episodes(chains, splitter.assign(len(chains)))
+        if OBJECTNAV in config.tasks:
+            episodes += objectnav_episodes(context, config.objectnav, config.per_scene, seed, splitter.assign, writer)
     finally:
         writer.close()
     order = {t: i for i, t in enumerate(TASKS)}

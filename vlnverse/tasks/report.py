@@ -32,7 +32,7 @@ wait face exit leave cross follow grab navigate stay""".split())
 ROOM_WORDS = frozenset("""bedroom bathroom kitchen hallway study laundry storage living dining room doorway door
 corridor""".split())
 TASK_LABELS = {"fine": "Fine-grained", "coarse": "Coarse-grained", "visual_reference": "Visual reference",
-               "long_horizon": "Long horizon", "dialogue": "Dialogue"}
+               "long_horizon": "Long horizon", "dialogue": "Dialogue", "objectnav": "ObjectNav"}
 _WORD = re.compile(r"[a-z]+")
 FORWARD_M = 0.25  # VLN-CE discrete forward step
 TURN_DEG = 15.0  # VLN-CE discrete turn
@@ -139,7 +139,14 @@ def dataset_stats(episodes: Sequence[Episode]) -> dict[str, Any]:
         "verbs": dict(verbs.most_common(20)),
         "instruction_sources": dict(Counter(e.provenance.instruction_source for e in episodes)),
         "fallbacks": sum(1 for e in episodes if e.provenance.fallback),
+        **_objectnav_vocabulary(episodes),
     }
+
+
+def _objectnav_vocabulary(episodes: Sequence[Episode]) -> dict[str, Any]:
+    """ObjectNav's category vocabulary: episodes per goal category (absent without ObjectNav)."""
+    counts = Counter(e.goals[0].category for e in episodes if e.task == "objectnav")
+    return {"objectnav_categories": dict(sorted(counts.items()))} if counts else {}
 
 
 def counts_table_markdown(stats: dict[str, Any]) -> str:
@@ -218,6 +225,9 @@ def write_report(episodes: Sequence[Episode], out_dir: str | Path, *, title: str
            "![vocabulary](vocabulary.png)", "", "## Instruction sources", ""]
     md += [f"- {k}: {v}" for k, v in sorted(stats["instruction_sources"].items())]
     md += [f"- fallbacks to the prior: {stats['fallbacks']}"]
+    if "objectnav_categories" in stats:
+        md += ["", "## ObjectNav categories (episodes)", "",
+               ", ".join(f"{c} {n}" for c, n in stats["objectnav_categories"].items())]
     if extra_lines:
         md += ["", "## Run", "", *extra_lines]
     write_text_atomic(out / "report.md", "\n".join(md) + "\n")
