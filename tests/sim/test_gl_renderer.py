@@ -16,7 +16,7 @@ from vlnverse.scene import load_scene
 from vlnverse.sim import DepthSensor, Pose, RGBSensor, SemanticSensor, Simulator
 from vlnverse.sim.gl import context
 from vlnverse.sim.gl.lighting import room_lighting
-from vlnverse.sim.gl.textures import MATERIALS, prim_materials, texture_layers
+from vlnverse.sim.gl.textures import MATERIALS, material_class, prim_materials, texture_layers
 from vlnverse.sim.testing import Box, box_room
 
 SCENE = Path(__file__).resolve().parents[2] / "assets" / "scenes" / "scene_0000" / "scene.usdc"
@@ -106,6 +106,30 @@ def test_other_threads_render_the_same_images(bundled):
         assert all(np.array_equal(obs[k], here[k]) for k in here)
 
 
+def _render_in_child(scene, queue) -> None:
+    with Simulator(scene, sensors={"rgb": RGBSensor()}, renderer="gl", pose=Pose(3.26, 5.4, 0.0, 2.1)) as sim:
+        queue.put(sim.observe()["rgb"])
+
+
+@needs_gl
+def test_a_forked_child_renders_after_its_parent_did(bundled):
+    import multiprocessing
+
+    with Simulator(bundled, sensors={"rgb": RGBSensor()}, renderer="gl", pose=Pose(3.26, 5.4, 0.0, 2.1)) as sim:
+        here = sim.observe()["rgb"]
+    fork = multiprocessing.get_context("fork")
+    queue = fork.Queue()
+    child = fork.Process(target=_render_in_child, args=(bundled, queue))
+    child.start()
+    try:
+        there = queue.get(timeout=90)  # a child of a process with llvmpipe threads would hang here
+    finally:
+        child.join(timeout=10)
+        if child.is_alive():
+            child.kill()
+    assert np.array_equal(there, here)
+
+
 def test_auto_falls_back_to_tiny_without_egl_and_says_so_once(monkeypatch, caplog):
     monkeypatch.setenv(context.DISABLE_ENV, "1")
     monkeypatch.setattr(context, "_state", {"pid": None, "context": None, "error": None, "logged": False})
@@ -127,10 +151,13 @@ def test_unknown_renderer_is_a_config_error():
 
 
 def test_materials_textures_and_room_lights(bundled):
-    classes = prim_materials(bundled)
-    by_name = {p.material: c for p, c in zip(bundled.prims, classes, strict=True) if p.material}
-    assert by_name["carpet_gray"] == "carpet" and by_name["tile_gray"] == "tile"
-    assert by_name["glass_glass"] == "glass" and by_name["plaster_olive"] == "plaster"
+    assert [material_class(n) for n in ("wood_dark_brown", "mirror_silver", "Carpet-Gray", "foam_x", "")] == [
+        "wood", "glass", "carpet", None, None]
+    looks = {(p.material, c) for p, c in zip(bundled.prims, prim_materials(bundled), strict=True) if p.material}
+    assert looks and all(c == material_class(look) for look, c in looks if material_class(look))
+    room = box_room()  # no looks: classes by structure
+    by_name = dict(zip((p.name for p in room.prims), prim_materials(room), strict=True))
+    assert by_name["Floor"] == "wood" and by_name["Wall_0"] == "plaster"
     layers = texture_layers(64)
     assert layers.shape == (len(MATERIALS), 64, 64) and np.array_equal(layers, texture_layers(64))
     assert np.all(np.abs(layers.reshape(len(MATERIALS), -1).mean(axis=1) - 128) < 20)
