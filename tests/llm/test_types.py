@@ -155,3 +155,21 @@ def test_response_round_trip() -> None:
     assert LLMResponse.from_dict(response.to_dict(), cached=True).cached
     with pytest.raises(ConfigError, match="text must equal"):
         LLMResponse("a", "m", choices=("b",))
+
+
+def test_jpeg_image_parts() -> None:
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    from vlnverse.llm import ImagePart
+
+    view = np.random.default_rng(0).integers(0, 256, (32, 48, 3), dtype=np.uint8)
+    part = ImagePart.from_array(view, "low", jpeg=True)
+    assert part.mime == "image/jpeg" and part.data_url().startswith("data:image/jpeg;base64,")
+    with Image.open(io.BytesIO(part.data)) as picture:
+        assert picture.size == (48, 32) and picture.format == "JPEG"
+    assert ImagePart.from_array(view, "low", jpeg=True).sha256 == part.sha256  # deterministic
+    with pytest.raises(ConfigError):
+        ImagePart.from_array(view[..., 0], jpeg=True)

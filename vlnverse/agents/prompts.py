@@ -37,7 +37,7 @@ class Prompt:
     def image(self, label: str, image: np.ndarray) -> None:
         """Add ``Image <label>:`` and the image."""
         self.parts.append(("text", f"Image {label}:"))
-        self.parts.append(("image", (label, ImagePart.from_array(np.ascontiguousarray(image), "low"))))
+        self.parts.append(("image", (label, ImagePart.from_array(np.ascontiguousarray(image), "low", jpeg=True))))
 
     def messages(self, system: str) -> list[ChatMessage]:
         """The chat messages: the system prompt and one user turn."""

@@ -19,6 +19,7 @@ from vlnverse.errors import ConfigError
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _JPEG_SIGNATURE = b"\xff\xd8\xff"
 _DETAILS = ("auto", "low", "high")
+JPEG_QUALITY = 90
 
 
 def _png_chunk(kind: bytes, data: bytes) -> bytes:
@@ -80,6 +81,21 @@ def signature_distance(a: str, b: str) -> float:
     return float(np.abs(x - y).max()) if x.shape == y.shape and x.size else float("inf")
 
 
+def encode_jpeg(image: np.ndarray, quality: int = JPEG_QUALITY) -> bytes:
+    """Encode an ``(H, W, 3)`` RGB ``uint8`` array as JPEG bytes (Pillow): a few times
+    faster than PNG on rendered views and about a tenth of the size to upload."""
+    import io
+
+    from PIL import Image
+
+    array = np.asarray(image)
+    if array.dtype != np.uint8 or array.ndim != 3 or array.shape[2] != 3 or not array.size:
+        raise ConfigError(f"a JPEG image must be a non-empty (H, W, 3) uint8 array, got {array.dtype} {array.shape}")
+    buffer = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(array)).save(buffer, format="JPEG", quality=quality)
+    return buffer.getvalue()
+
+
 @dataclass(frozen=True)
 class ImagePart:
     """One image in a chat message, held as encoded bytes.
@@ -108,8 +124,11 @@ class ImagePart:
         object.__setattr__(self, "sha256", hashlib.sha256(self.data).hexdigest())
 
     @classmethod
-    def from_array(cls, image: np.ndarray, detail: str = "auto") -> ImagePart:
-        """Build from an ``(H, W, 3)`` uint8 RGB array (PNG-encoded)."""
+    def from_array(cls, image: np.ndarray, detail: str = "auto", *, jpeg: bool = False) -> ImagePart:
+        """Build from an ``(H, W, 3)`` uint8 RGB array (PNG-encoded, lossless; JPEG with
+        ``jpeg=True``: what camera views sent to a model should use)."""
+        if jpeg:
+            return cls(encode_jpeg(image), "image/jpeg", detail)
         return cls(encode_png(image), "image/png", detail)
 
     @classmethod
