@@ -43,7 +43,8 @@ def register(subparsers) -> None:
                         help="wall-clock limit per episode; past it the episode fails with reason "
                              "'timeout' and the run goes on (default: 900; 0: no limit)")
     parser.add_argument("--success-distance", type=float, default=3.0,
-                        help="success radius in metres (SR needs distance < it; default: 3.0)")
+                        help="success radius in metres (SR needs distance < it; default: 3.0; "
+                             "objectnav uses its episodes' own radius)")
     parser.add_argument("--instruction-view", choices=("full", "leg"), default="full",
                         help="long-horizon: the whole chained instruction (full, the paper's; default) "
                              "or only the active leg's (leg); recorded in run.json")
