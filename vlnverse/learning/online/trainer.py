@@ -4,8 +4,8 @@ Each iteration plays one episode per vector sub-env for at most ``max_traj_len``
 every step the policy scores the candidates and STOP; the loss is the cross-entropy to the
 oracle's choice (paper §5.5, Eq. 1) summed over the steps; the action executed is the
 oracle's with probability ``p`` and the policy's otherwise (scheduled sampling; ``p =
-schedule_ratio ** (1 + iteration // decay_time)``, the paper's SCHEDULE_RATIO 0.85 and
-DECAY_TIME 4). One AdamW step follows each iteration (the paper's batch of 4 episodes =
+schedule_ratio ** (1 + epoch // decay_time)``, an epoch being one pass over the split's
+episodes: the paper's SCHEDULE_RATIO 0.85 and DECAY_TIME 4). One AdamW step follows each iteration (the paper's batch of 4 episodes =
 ``num_envs``). ``checkpoints/iter_NNNN.pt`` are written every ``checkpoint_every``
 iterations and ``latest.pt`` with them (a re-run resumes there). The zero-shot (initial)
 and the fine-tuned policy are then evaluated through the eval harness on ``eval_split``:
@@ -110,9 +110,11 @@ class OnlineConfig:
             data.pop(name)
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
-    def teacher_probability(self, iteration: int) -> float:
-        """Probability of executing the oracle's choice at ``iteration`` (1-based)."""
-        return self.schedule_ratio ** (1 + (iteration - 1) // self.decay_time)
+    def teacher_probability(self, iteration: int, episodes: int) -> float:
+        """Probability of executing the oracle's choice at ``iteration`` (1-based) of a split
+        of ``episodes`` episodes (the decay counts epochs, as the paper's DECAY_TIME)."""
+        epoch = (iteration - 1) * self.num_envs // max(episodes, 1)
+        return self.schedule_ratio ** (1 + epoch // self.decay_time)
 
 
 @dataclass
@@ -195,7 +197,7 @@ def train_online(config: OnlineConfig, *, progress: Callable[[int, int], None] |
     try:
         for iteration in range(len(history) + 1, config.iterations + 1):
             model.train()
-            learner = ScheduledSampling(model, device, config.teacher_probability(iteration),
+            learner = ScheduledSampling(model, device, config.teacher_probability(iteration, len(episodes)),
                                         np.random.default_rng([config.seed, iteration]))
             picks = [order[((iteration - 1) * config.num_envs + r) % len(order)] for r in range(config.num_envs)]
             stats = rollout(vec, learner, picks, config.max_traj_len)
