@@ -73,7 +73,8 @@ def register(subparsers) -> None:
                        help="an AORI parameter (view_radius, voxel_size, overlap_threshold, eta, w_c, w_d, "
                             "revisit_count, map_size); repeatable")
     trace.add_argument("--debate-max-rounds", type=int, default=3, metavar="R",
-                       help="R_max of the debate metrics DR/JOR/MPTR (default: 3)")
+                       help="R_max of the debate metrics DR/JOR/MPTR (default: 3; an agent whose trace "
+                            "states debate_max_rounds, e.g. dscd_nav, uses its own)")
     parser.add_argument("--no-progress", action="store_true", help="do not draw the progress bar")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.set_defaults(handler=_eval)
