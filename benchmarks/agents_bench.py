@@ -8,7 +8,9 @@ server (:class:`vlnverse.llm.loopback.LoopbackServer`) that answers every reques
 ``--workers 2 --concurrency 8`` over those of ``--workers 1 --concurrency 1``, same dataset
 (generated from the bundled scenes, Tel-Hop, at most ``--max-steps`` steps), process
 start-up and env building included. The K=1 run evaluates fewer episodes (its rate is
-steady after the first). The agent's panorama here is 4 views of 64 px (``--throughput-rig
+steady after the first); the K=8 run evaluates 64, since each of its 16 concurrent
+episodes builds an env of its own first (a real run amortizes that over many more). The
+agent's panorama here is 4 views of 64 px (``--throughput-rig
 full`` uses the default 12 x 224 px): on the CPU backend, rendering the full panorama
 takes about 1 s per step, as long as the model's answer, and two cores then cap the
 speed-up near 2 x (1 s + step) / step, whatever the concurrency; the figure measures
@@ -160,9 +162,10 @@ def bench_step_overhead(args: argparse.Namespace, dataset: Path) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--episodes", type=int, default=32, help="episodes of the 2x8 run (default: 32)")
+    parser.add_argument("--episodes", type=int, default=64, help="episodes of the 2x8 run (default: 64)")
     parser.add_argument("--serial-episodes", type=int, default=6, help="episodes of the 1x1 run (default: 6)")
     parser.add_argument("--overhead-episodes", type=int, default=8, help="episodes timed for the overhead")
+    parser.add_argument("--per-scene", type=int, default=6, help="trajectories per bundled scene (default: 6)")
     parser.add_argument("--max-steps", type=int, default=8, help="step budget per episode (default: 8)")
     parser.add_argument("--delay", type=float, default=1.0, help="server answer delay in seconds (default: 1)")
     parser.add_argument("--throughput-rig", choices=("small", "full"), default="small",
@@ -174,7 +177,7 @@ def main() -> None:
     lines = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        dataset = bundled_dataset(folder, per_scene=3)
+        dataset = bundled_dataset(folder, per_scene=args.per_scene)
         lines += bench_step_overhead(args, dataset)
         lines += bench_throughput(args, dataset, folder)
     print("\n".join(lines))
