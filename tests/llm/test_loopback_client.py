@@ -4,7 +4,6 @@ emulation, tool calls and their emulation, repair, 429s, timeouts and empty repl
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -131,10 +130,9 @@ def test_429_then_success_and_a_timeout():
         value, _ = client(server, max_retries=2, backoff_base=0.01).complete_structured("Go?", SCHEMA)
     assert value == {"action": "left"} and len(server.requests) == 2
     with LoopbackServer(scripted(Reply(content="late", delay_s=3.0))) as server:
-        start = time.monotonic()
-        with pytest.raises(LLMRequestError, match="failed after 1 attempt"):
+        # The reply would be a success: only the client's timeout makes this call fail.
+        with pytest.raises(LLMRequestError, match="failed after 1 attempt.*timed out"):
             client(server, timeout=0.3).complete("Go?")
-        assert time.monotonic() - start < 2.5
 
 
 def test_request_hashes_without_the_new_fields_are_unchanged():
