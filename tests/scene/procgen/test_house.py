@@ -51,7 +51,7 @@ def test_every_room_keeps_navigable_area_and_rules_hold(small_house):
 @pytest.mark.parametrize(("kwargs", "message"), [
     (dict(min_rooms=0, max_rooms=2), "rooms range 0-2 is invalid"),
     (dict(min_rooms=8, max_rooms=5), "rooms range 8-5 is invalid"),
-    (dict(max_rooms=13), "rooms range 3-13 is invalid"),
+    (dict(min_rooms=3, max_rooms=13), "rooms range 3-13 is invalid"),
     (dict(agent_radius=0.0), "agent_radius must be in"),
     (dict(max_attempts=0), "max_attempts must be >= 1"),
 ])
