@@ -12,8 +12,8 @@ from tests.outputs import assert_drawn, index_rows
 
 def test_demo_runs_end_to_end(tmp_path):
     out = tmp_path / "demo"
-    result = subprocess.run([sys.executable, "-m", "vlnverse", "demo", "--out", str(out), "--per-scene", "1",
-                             "--max-steps", "300", "--no-progress"], capture_output=True, text=True, cwd=REPO, timeout=600)
+    command = [sys.executable, "-m", "vlnverse", "demo", "--out", str(out), "--per-scene", "2", "--max-steps", "300"]
+    result = subprocess.run([*command, "--no-progress"], capture_output=True, text=True, cwd=REPO, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     scenes = sorted(p.name for p in BUNDLED_SCENES.iterdir() if (p / "scene.usdc").is_file())
     for scene in scenes:
@@ -32,8 +32,7 @@ def test_demo_runs_end_to_end(tmp_path):
     assert all(g["metrics"]["SR"]["mean"] == 1.0 for g in oracle["overall"] if g["physics"] == "tel_hop")
     assert "Coarse-grained task" in result.stdout and "Long-horizon" in result.stdout
     # Re-run with --json: everything is reused, and stdout is one JSON object with the same results.
-    again = subprocess.run([sys.executable, "-m", "vlnverse", "demo", "--out", str(out), "--per-scene", "1",
-                            "--max-steps", "200", "--json"], capture_output=True, text=True, cwd=REPO, timeout=600)
+    again = subprocess.run([*command, "--json"], capture_output=True, text=True, cwd=REPO, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
     data = json.loads(again.stdout)
     assert data["episodes"] == manifest["total_episodes"]
