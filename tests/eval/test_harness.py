@@ -145,7 +145,8 @@ def test_ray_executor(bundled_dataset, oracle_run, tmp_path, monkeypatch):
     monkeypatch.setenv("RAY_USE_MULTIPROCESSING_CPU_COUNT", "1")
     monkeypatch.setattr(os, "cpu_count", lambda: 1)
     result = evaluate(EvalConfig(dataset=str(bundled_dataset), out=str(tmp_path), agent="oracle", split="test",
-                                 task="coarse", executor="ray", workers=2, plots=0))
+                                 task="coarse", executor="ray", workers=2, plots=0, concurrency=2))
+    # Two episodes at once per actor (threads) give the same records as one at a time.
     reference = {(r["episode_id"], r["physics"]): r for r in oracle_run.records}
     assert len(result.records) == 4
     for record in result.records:
