@@ -93,7 +93,7 @@ class LearnedAgent(Agent):
         torch = self.torch
         with torch.inference_mode():
             instruction = self._instruction(str(observation["instruction"]))
-            rgb = torch.from_numpy(np.ascontiguousarray(observation["rgb"]))[None, None].to(self.device)
+            rgb = torch.from_numpy(np.array(observation["rgb"], dtype=np.uint8))[None, None].to(self.device)
             depth = torch.from_numpy(np.asarray(observation["depth"], dtype=self.depth_dtype).astype(np.float32))[None, None].to(self.device)
             logits, self._state = self.model(instruction, rgb, depth, self._prev, self._state)
             action = int(logits[0, -1].argmax())
