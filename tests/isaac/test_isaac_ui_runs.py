@@ -105,6 +105,8 @@ def test_agent_run_ticks_to_the_harness_result(dataset, physics, task):
         assert first.distance_to_goal == pytest.approx(first_leg, abs=0.3)  # the first leg's goal
         seen = [run.tick() for _ in range(5)]
         assert [m.steps for m in seen] == [1, 2, 3, 4, 5]
+        while seen[-1].distance_to_goal >= first.distance_to_goal and len(seen) < 20 and not seen[-1].done:
+            seen.append(run.tick())  # the oracle may turn in place first (up to 12 x 15 degrees)
         assert seen[-1].distance_to_goal < first.distance_to_goal
         final = run.run()
     finally:
