@@ -29,11 +29,10 @@ slides and contact resolution always run at the full physics rate.
 
 from __future__ import annotations
 
-import contextlib
+import logging
 import math
-import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -51,6 +50,7 @@ from vlnverse.sim.backends.bullet_scene import (
 from vlnverse.sim.physics import PhysicsConfig
 from vlnverse.sim.semantics import build_instance_table
 from vlnverse.sim.types import CameraFrame, CameraRequest, Contact, Pose, rgb_of
+from vlnverse.stdio import c_stderr_to_log
 
 #: PyBullet's limit on rays per ``rayTestBatch`` call.
 MAX_RAYS_PER_BATCH = 16384
@@ -77,32 +77,11 @@ def _pybullet():
     if "pybullet" in sys.modules:
         return sys.modules["pybullet"]
     try:
-        with _quiet_stderr():
+        with c_stderr_to_log(logging.getLogger(__name__)):  # its build-date banner, once per process
             import pybullet
     except ImportError as exc:  # pragma: no cover - pybullet is a core dependency
         raise DependencyNotInstalled("pybullet", purpose="the embedded simulator backend") from exc
     return pybullet
-
-
-@contextlib.contextmanager
-def _quiet_stderr() -> Iterator[None]:
-    """Discard what is written to file descriptor 2 meanwhile (PyBullet's import prints its
-    build date there, from C, once in every process that imports it: every eval worker)."""
-    try:
-        stderr_fd = sys.__stderr__.fileno()
-    except (AttributeError, ValueError, OSError):  # no real stderr (embedded interpreter)
-        yield
-        return
-    sys.__stderr__.flush()
-    saved = os.dup(stderr_fd)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, stderr_fd)
-        yield
-    finally:
-        os.dup2(saved, stderr_fd)
-        os.close(saved)
-        os.close(devnull)
 
 
 def view_matrix(position: Sequence[float], yaw: float, pitch: float) -> list[float]:
