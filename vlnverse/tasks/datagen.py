@@ -314,13 +314,16 @@ def _run(config: DatagenConfig, entries: list[SceneEntry], overwrite: bool,
 
 
 def _check_counts(generation: GenerationConfig) -> None:
-    """Refuse settings under which a requested task gets no trajectory in any scene."""
+    """Refuse settings under which no requested task gets a trajectory; warn about a task
+    that gets none (``per_scene x ratio`` rounds to 0) while others do."""
     counts = generation.counts()
     ratios = {"fine": generation.fine_ratio, "long_horizon": generation.long_horizon_ratio}
-    for kind, ratio in ratios.items():
-        if kind in generation.tasks and counts[kind] == 0:
-            raise ConfigError(f"--per-scene {generation.per_scene} gives no {kind} trajectories (per_scene x "
-                              f"{kind}_ratio {ratio:g} rounds to 0); raise --per-scene")
+    empty = [f"no {kind} trajectories (per_scene x {kind}_ratio {ratios[kind]:g} rounds to 0)"
+             for kind in ratios if kind in generation.tasks and counts[kind] == 0]
+    if empty and not any(counts.values()):
+        raise ConfigError(f"--per-scene {generation.per_scene} gives {'; '.join(empty)}; raise --per-scene")
+    for reason in empty:
+        log.warning("--per-scene %d gives %s: the dataset will lack that task", generation.per_scene, reason)
 
 
 def _check_spec(spec: str) -> None:
