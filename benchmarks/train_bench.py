@@ -4,8 +4,9 @@ Figures (``BENCH <name> <value> <unit> target <op> <value>``):
 
 - ``train.prerender_ratio_vs_raw_render``: frames/s of ``vlnverse dataset prerender``
   (oracle walk, env steps, RGB-D rendering, compression and writing, env build included)
-  over PyBullet's own ``getCameraImage`` calls/s for the same camera at the poses the
-  pre-render visited (each round replays them), median of interleaved rounds.
+  over the backend's own ``render`` calls/s (the same renderer, ``gl`` or ``tiny`` as
+  ``auto`` resolves, same camera) at the poses the pre-render visited (each round replays
+  them), median of interleaved rounds.
 - ``train.prerender_frames_per_s``: the pre-render's absolute rate.
 - ``train.seq2seq_samples_per_s`` / ``train.cma_samples_per_s``: teacher-forced training
   steps (frames) per second of the smoke preset's models on the pre-rendered frames.
@@ -42,22 +43,18 @@ def make_dataset(out: Path) -> Path:
 
 
 def raw_render_rate(scene_file: str, poses: np.ndarray, size: int) -> float:
-    """PyBullet ``getCameraImage`` calls/s (RGB + depth, ``size`` px) at ``poses``."""
-    import pybullet as p
-
+    """Frames/s of the backend's own ``render`` (the renderer the env resolved, RGB + depth,
+    ``size`` px, the same camera) at ``poses``, without the env."""
     from vlnverse.envs.nav_env import NavEnv
+    from vlnverse.sim.types import CameraRequest
 
-    env = NavEnv(scene_file, sensors=())
+    env = NavEnv(scene_file, sensors={"rgb": {"kind": "rgb", "width": size, "height": size}})
     try:
-        client, height = env.sim.backend.client_id, env.agent_spec.camera_height
-        proj = p.computeProjectionMatrixFOV(90.0, 1.0, 0.05, 30.0, physicsClientId=client)
+        backend, height = env.sim.backend, env.agent_spec.camera_height
         start = time.perf_counter()
         for x, y, z, yaw in poses:
-            eye = [x, y, z + height]
-            view = p.computeViewMatrix(eye, [x + np.cos(yaw), y + np.sin(yaw), eye[2]], [0, 0, 1],
-                                       physicsClientId=client)
-            p.getCameraImage(size, size, view, proj, renderer=p.ER_TINY_RENDERER, flags=p.ER_NO_SEGMENTATION_MASK,
-                             shadow=0, lightDirection=(0.5, 0.8, 1.0), physicsClientId=client)
+            backend.render([CameraRequest((float(x), float(y), float(z) + height), float(yaw), 0.0, size, size,
+                                          90.0, 0.05, 30.0, rgb=True, depth=True)])
         return len(poses) / (time.perf_counter() - start)
     finally:
         env.close()

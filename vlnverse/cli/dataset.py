@@ -51,7 +51,7 @@ def register(subparsers) -> None:
     pre.add_argument("--rgb-size", type=int, default=224, help="RGB resolution (default: 224)")
     pre.add_argument("--depth-size", type=int, default=256, help="depth resolution (default: 256)")
     pre.add_argument("--semantic", action="store_true", help="also store instance segmentation")
-    pre.add_argument("--physics", default="slide", help="physics the oracle walks under (default: slide)")
+    pre.add_argument("--physics", default="tel_hop", help="physics the oracle walks under (default: tel_hop)")
     pre.add_argument("--max-steps", type=int, default=200, help="step cap per episode (default: 200)")
     pre.add_argument("--chunk-frames", type=int, default=256, help="frames per chunk file (default: 256)")
     pre.add_argument("--no-compress", action="store_true", help="raw .npy chunks (memory-mapped when read)")

@@ -55,7 +55,10 @@ class PrerenderConfig:
         rgb_size: RGB resolution (square, pixels; paper C.2.1: 224).
         depth_size: Depth resolution (square, pixels; paper: 256), normalized to [0, 1] over 0-10 m.
         semantic: Also store instance-segmentation frames (at the RGB resolution).
-        physics: Physics mode the oracle walks under (``slide`` as VLN-CE's sliding agent).
+        physics: Physics mode the oracle walks under: ``tel_hop`` (the default) places the camera
+            exactly at each reference action's end, as the paper captures offline frames along the
+            trajectory (C.2.1), and skips the physics step (the main cost besides rendering);
+            ``slide`` is VLN-CE's sliding agent.
         max_steps: Step cap per episode (paper: 200).
         chunk_frames: Frames per chunk file.
         compress: zlib-compressed ``.npz`` chunks (else memory-mappable ``.npy``).
@@ -78,7 +81,7 @@ class PrerenderConfig:
     rgb_size: int = 224
     depth_size: int = 256
     semantic: bool = False
-    physics: str = "slide"
+    physics: str = "tel_hop"
     max_steps: int = 200
     chunk_frames: int = 256
     compress: bool = True
