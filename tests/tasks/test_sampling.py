@@ -105,3 +105,16 @@ def test_config_validation():
         SamplingConfig(fine_min_distance=10, fine_max_distance=5)
     with pytest.raises(ConfigError, match="min_legs"):
         SamplingConfig(min_legs=1)
+
+
+def test_no_chain_goal_lies_near_the_chain_start(context):
+    """SR_All judges only the final STOP: a chain looping back to its start would let an agent
+    that STOPs in place at once succeed, so every later goal is beyond the margin too."""
+    s = sampler(context, seed=5, coarse_min_distance=0.5, goal_radius=3.0, start_margin=0.5)
+    chains = s.sample_chains(12)
+    assert len(chains) >= 6
+    for legs in chains:
+        field = context.navigator.distance_field([leg.goal for leg in legs[1:]][-1:])
+        assert field.distance_at(legs[0].start) > 3.0
+        for leg in legs[1:]:
+            assert context.navigator.shortest_path(legs[0].start, leg.goal).length >= 3.5

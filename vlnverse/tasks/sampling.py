@@ -6,7 +6,8 @@ navigable map, joined by A* and smoothed by the environment layer.
 * coarse-grained: a navigable viewpoint within ``viewpoint_distance`` of a target object,
   facing it; targets must be unambiguous (see :mod:`vlnverse.tasks.targets`), categories
   balanced;
-* long-horizon: 2–3 coarse legs chained, each goal the next start.
+* long-horizon: 2–3 coarse legs chained, each goal the next start; no goal of a chain
+  lies within the start margin of the chain's start.
 
 Every single-goal path and every long-horizon leg is longer than the success radius by
 a margin (``SamplingConfig.min_start_distance = goal_radius + start_margin``, geodesic):
@@ -253,6 +254,19 @@ class TrajectorySampler:
         return out
 
     # -- long-horizon ----------------------------------------------------------------------
+    def _goals_away_from_start(self, legs: list[Trajectory]) -> bool:
+        """Every later goal of a chain lies beyond the start margin of the chain's start.
+
+        SR_All judges only the final STOP, so a chain that loops back near its start would
+        let an agent that STOPs in place at once succeed.
+        """
+        start = legs[0].start
+        for leg in legs[1:]:
+            result = self.context.navigator.shortest_path(start, leg.goal)
+            if result.reachable and result.length < self.config.min_start_distance:
+                return False
+        return True
+
     def sample_chains(self, n: int) -> list[list[Trajectory]]:
         """Up to ``n`` chains of ``min_legs..max_legs`` coarse legs (distinct targets)."""
         cfg = self.config
@@ -270,7 +284,7 @@ class TrajectorySampler:
                 if leg is not None:
                     legs.append(leg)
                     used.add(leg.target.object_id)
-            if len(legs) < cfg.min_legs:
+            if len(legs) < cfg.min_legs or not self._goals_away_from_start(legs):
                 continue
             key = ("chain", self._key(legs[0].start), tuple(leg.target.object_id for leg in legs))
             if key in self._seen:
