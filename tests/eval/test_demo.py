@@ -12,7 +12,7 @@ from tests.outputs import assert_drawn, index_rows
 
 def test_demo_runs_end_to_end(tmp_path):
     out = tmp_path / "demo"
-    command = [sys.executable, "-m", "vlnverse", "demo", "--out", str(out), "--per-scene", "2", "--max-steps", "300"]
+    command = [sys.executable, "-m", "vlnverse", "demo", "--out", str(out), "--per-scene", "2", "--max-steps", "400"]
     result = subprocess.run([*command, "--no-progress"], capture_output=True, text=True, cwd=REPO, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     scenes = sorted(p.name for p in BUNDLED_SCENES.iterdir() if (p / "scene.usdc").is_file())
