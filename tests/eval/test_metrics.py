@@ -183,15 +183,22 @@ def test_table6_pattern_sr_all_above_sr_2_is_possible():
     assert sr_all == 0.75 and sr_ordered == 0.25 and sr_all > chained
 
 
-def test_multi_goal_oracle_success_needs_goal_order():
+def test_multi_goal_oracle_success_is_the_final_goals_and_never_below_sr():
     goals = np.array([[10.0, 0, 0], [0.0, 0, 0]])
-    # Passes goal 2 (origin) first, then goal 1, never returns: order 1 -> 2 not met.
-    pos = line(0, 5, 10)
-    rec = EpisodeRecord(pos, goals, 20.0, actions=["forward"] * 2, geodesic_fn=euclid_fn(goals))
-    assert compute_episode_metrics(rec).OSR == 0.0
-    pos2 = line(0, 5, 10, 5, 0)
-    rec2 = EpisodeRecord(pos2, goals, 20.0, actions=["forward"] * 4, geodesic_fn=euclid_fn(goals))
-    assert compute_episode_metrics(rec2).OSR == 1.0
+    # Starts on the final goal's side, never comes within d_s of goal 1, STOPs twice near goal 2:
+    # SR (= SR_All) 1, so OSR must be 1 too (an ordered oracle gave 0 here, OSR < SR).
+    pos = line(5, 0.5, 0.5)
+    rec = EpisodeRecord(pos, goals, 20.0, actions=["forward", "stop", "stop"], stops=[1, 2],
+                        geodesic_fn=euclid_fn(goals))
+    m = compute_episode_metrics(rec)
+    assert (m.SR, m.SR_All, m.SR_Ordered, m.OSR) == (1.0, 1.0, 0.0, 1.0)
+    # Passes the final goal on the way out, ends far away without STOP: OSR 1, SR 0.
+    pos2 = line(0, 5, 10)
+    rec2 = EpisodeRecord(pos2, goals, 20.0, actions=["forward"] * 2, geodesic_fn=euclid_fn(goals))
+    assert (compute_episode_metrics(rec2).SR, compute_episode_metrics(rec2).OSR) == (0.0, 1.0)
+    # Never near the final goal: OSR 0.
+    rec3 = EpisodeRecord(line(8, 12), goals, 20.0, actions=["forward"], geodesic_fn=euclid_fn(goals))
+    assert compute_episode_metrics(rec3).OSR == 0.0
 
 
 def test_ndtw_r4r_grid_example_without_resampling():
