@@ -94,3 +94,27 @@ def test_dscd_nav_verifies_a_stop_with_the_semantic_sensor(dataset):
     category = episode.goals[0].category
     assert f"Find a {category}" in record["agent_trace"]["steps"][0]["messages"][1]["content"]
     assert (record["actions"][0] == [0, 0, 1]) == check["confirmed"]
+
+
+def test_the_env_judges_objectnav_success_with_the_instance_in_view(dataset, monkeypatch):
+    """Playing the dataset through the env (no eval harness) gates success on visibility too."""
+    import dataclasses
+
+    from vlnverse.envs.nav_env import NavEnv
+    from vlnverse.tasks import objectnav
+
+    ds = EpisodeDataset.open(dataset)
+    episode = ds.episodes(None, "objectnav")[0]
+    at_goal = dataclasses.replace(episode, start_position=episode.goals[0].position)
+    env = NavEnv(str(ds.scene_file(episode)), physics="tel_hop", sensors=())
+    try:
+        outcomes = []
+        for visible in (None, False):
+            if visible is not None:
+                monkeypatch.setattr(objectnav, "instance_visible", lambda *args: visible)
+            env.reset(seed=0, options={"episode": at_goal})
+            *_, info = env.step(0)
+            outcomes.append(info["success"])
+    finally:
+        env.close()
+    assert outcomes == [True, False]

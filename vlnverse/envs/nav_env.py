@@ -618,7 +618,16 @@ class NavEnv(gym.Env):
 
     def _success(self, pose: Pose) -> bool:
         goals, fields = self._active_goals()
-        return any(float(f.distance_at(pose.xy)) <= g.radius for f, g in zip(fields, goals, strict=True))
+        reached = [k for k, (f, g) in enumerate(zip(fields, goals, strict=True))
+                   if float(f.distance_at(pose.xy)) <= g.radius]
+        source = self.episode.source
+        if not reached or source is None or source.task != "objectnav":
+            return bool(reached)
+        # ObjectNav: the instance must be in view too, as the eval judges it
+        from vlnverse.tasks import objectnav
+
+        eye = self.occupancy.floor_height + self.agent_spec.camera_height
+        return any(objectnav.instance_visible(self.sim, source.goals[k].object_id, pose.xy, eye) for k in reached)
 
     def _observe(self) -> dict[str, Any]:
         obs: dict[str, Any] = self.sim.observe()
