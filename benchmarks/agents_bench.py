@@ -10,12 +10,12 @@ server (:class:`vlnverse.llm.loopback.LoopbackServer`) that answers every reques
 start-up and env building included. The K=1 run evaluates fewer episodes (its rate is
 steady after the first); the K=8 run evaluates 64, since each of its 16 concurrent
 episodes builds an env of its own first (a real run amortizes that over many more). The
-agent's panorama here is 4 views of 64 px (``--throughput-rig
-full`` uses the default 12 x 224 px): on the CPU backend, rendering the full panorama
-takes about 1 s per step, as long as the model's answer, and two cores then cap the
-speed-up near 2 x (1 s + step) / step, whatever the concurrency; the figure measures
-how well the harness overlaps the model's latency, so it keeps rendering small. The
-full panorama's env time per step is printed with the overhead figure.
+agent's panorama is its default 12 views of 224 px (``--throughput-rig small``: 4 x 64 px).
+With the GL renderer the full panorama takes about 0.07 s per step; with TinyRenderer it
+took about 1 s, as long as the model's answer, and two cores then cap the speed-up near
+2 x (1 s + step) / step whatever the concurrency: use ``small`` there to measure the
+harness's overlap of the model's latency alone. The full panorama's env time per step is
+printed with the overhead figure.
 
 ``agents.step_overhead_ms``: the same agent's ``act()`` time per step with its default
 12-view 224-px panorama — perception, candidate waypoints, local map, prompt building and
@@ -168,8 +168,8 @@ def main() -> None:
     parser.add_argument("--per-scene", type=int, default=6, help="trajectories per bundled scene (default: 6)")
     parser.add_argument("--max-steps", type=int, default=8, help="step budget per episode (default: 8)")
     parser.add_argument("--delay", type=float, default=1.0, help="server answer delay in seconds (default: 1)")
-    parser.add_argument("--throughput-rig", choices=("small", "full"), default="small",
-                        help="panorama of the throughput runs: 4 x 64 px (default) or 12 x 224 px")
+    parser.add_argument("--throughput-rig", choices=("small", "full"), default="full",
+                        help="panorama of the throughput runs: 12 x 224 px (default) or 4 x 64 px")
     args = parser.parse_args()
     import os
 
