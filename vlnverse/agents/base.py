@@ -29,6 +29,7 @@ instance runs one episode at a time, many instances may run in threads.
 
 from __future__ import annotations
 
+import abc
 import logging
 import math
 from collections import Counter
@@ -130,7 +131,7 @@ def _as_config(cls: type, config: Any, name: str) -> Any:
     raise ConfigError(f"agent {name}: expected a mapping of settings, got {type(config).__name__}")
 
 
-class LLMWaypointAgent(Agent):
+class LLMWaypointAgent(Agent, abc.ABC):
     """Base of the LLM agents (see the module docs).
 
     Args:
@@ -379,12 +380,13 @@ class LLMWaypointAgent(Agent):
     # -- what subclasses provide ---------------------------------------------------------
 
     def build_prompt(self, view: StepView) -> Prompt:
-        """The user turn of this step (without the reply format)."""
-        raise NotImplementedError
+        """The user turn of this step (without the reply format), for the one-prompt
+        :meth:`decide`; agents that override :meth:`decide` need not provide it."""
+        raise TypeError(f"{type(self).__name__} overrides neither decide() nor build_prompt()")
 
+    @abc.abstractmethod
     def reply_fields(self, view: StepView) -> Mapping[str, str]:
         """The reply's fields in order, name → description (``action`` last)."""
-        raise NotImplementedError
 
     def remember(self, view: StepView, decision: Decision | None) -> None:
         """Update the agent's memory from this step's decision."""
