@@ -206,4 +206,4 @@ def test_invalid_settings(bundled_dataset, tmp_path):
 
 def test_run_file_names_privileged_inputs(oracle_run):
     run = json.loads((oracle_run.out / "run.json").read_text())["run"]
-    assert run["privileged"] == ["oracle_action"]
+    assert run["privileged"] == ["eqa_answer", "oracle_action"]

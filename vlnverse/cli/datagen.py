@@ -21,7 +21,7 @@ def register(subparsers) -> None:
     parser.add_argument("--scenes", type=Path, default=None, help="scene corpus folder")
     parser.add_argument("--out", type=Path, default=None, help="dataset folder")
     parser.add_argument("--tasks", default=None,
-                        help="comma-separated: fine,coarse,visual_reference,long_horizon,dialogue,objectnav "
+                        help="comma-separated: fine,coarse,visual_reference,long_horizon,dialogue,objectnav,eqa "
                              "(default: the five VLN tasks)")
     parser.add_argument("--per-scene", type=int, default=None, help="coarse trajectories per scene (default 30)")
     parser.add_argument("--seed", type=int, default=None, help="dataset seed (default 0)")

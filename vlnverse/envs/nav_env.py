@@ -46,6 +46,12 @@ or a client). The template oracle answers the question asked (direction, distanc
 is X", "am I close", "which room": :func:`vlnverse.tasks.oracle.question_kind`); the LLM
 oracle is also shown the agent's current view (a default RGB camera at its pose) while
 its model takes images.
+
+EQA: with ``eqa=True`` (the default for ``task="eqa"``) the env observes the episode's
+``question`` and ``options`` and the agent ends the episode with an answer:
+``env.unwrapped.answer_action(k)`` is the discrete action id answering option ``k`` (ids
+after the navigation and ask actions), ``env.unwrapped.answer(k)`` answers on any action
+space (see :mod:`vlnverse.envs.eqa`).
 """
 
 from __future__ import annotations
@@ -64,6 +70,7 @@ from gymnasium import spaces
 
 from vlnverse.config import config_from_mapping
 from vlnverse.envs.episode import INSTRUCTION_VIEWS, Goal, NavEpisode, goal_from
+from vlnverse.envs.eqa import AnswerActions, check_index
 from vlnverse.envs.oracle import Oracle
 from vlnverse.errors import ConfigError, DatasetError, InvalidActionError, SimulationError
 from vlnverse.scene.navigation import DistanceField
@@ -78,6 +85,7 @@ from vlnverse.sim.rig import SensorRig
 from vlnverse.sim.sensors import RGBSensor, SensorSpec, pose_space
 from vlnverse.sim.simulator import Simulator
 from vlnverse.sim.types import CameraRequest, Pose, StepReport
+from vlnverse.tasks.episode import OPTION_COUNT
 
 logger = logging.getLogger(__name__)
 
@@ -157,6 +165,7 @@ class NavEnv(gym.Env):
         oracle_llm: LLM oracle: a :func:`vlnverse.llm.make_llm` spec or a client (None: template oracle).
         reference_image: Observe the goal's reference image (default: ``task == "visual_reference"``).
         reference_image_size: ``(height, width)`` of the ``reference_image`` observation.
+        eqa: Observe the question and options and allow answers (default: ``task == "eqa"``).
         agent: The agent body.
         max_episode_steps: Step budget (default by action space: 500 discrete/velocity, 50 waypoint).
         reward: Dense reward weights.
@@ -203,6 +212,7 @@ class NavEnv(gym.Env):
         reference_image: bool | None = None,
         reference_image_size: Sequence[int] = (224, 224),
         instruction_view: str = "full",
+        eqa: bool | None = None,
     ) -> None:
         # Validate everything cheap before loading anything.
         self.physics = _physics(physics)
@@ -254,6 +264,7 @@ class NavEnv(gym.Env):
             raise ConfigError("split and scenes_dir need a dataset")
         self.dialogue = (task == "dialogue") if dialogue is None else bool(dialogue)
         self.observe_reference = (task == "visual_reference") if reference_image is None else bool(reference_image)
+        self.eqa = (task == "eqa") if eqa is None else bool(eqa)
         try:
             size = tuple(int(v) for v in reference_image_size)
         except (TypeError, ValueError) as exc:
@@ -278,6 +289,13 @@ class NavEnv(gym.Env):
         if self.dialogue and isinstance(self.action_space, spaces.Discrete):
             self.ask_action = int(self.action_space.start + self.action_space.n)
             self.action_space = spaces.Discrete(int(self.action_space.n) + 1, start=int(self.action_space.start))
+        self._answers: AnswerActions | None = None
+        if self.eqa:
+            discrete = isinstance(self.action_space, spaces.Discrete)
+            self._answers = AnswerActions(int(self.action_space.start + self.action_space.n) if discrete else None)
+            if discrete:
+                self.action_space = spaces.Discrete(int(self.action_space.n) + OPTION_COUNT,
+                                                    start=int(self.action_space.start))
         texts = [self._instruction, *(e.instruction for e in self.episodes),
                  *(t for e in self.episodes for t in e.subgoal_instructions)]
         self._charset = INSTRUCTION_CHARSET | frozenset("".join(texts))
@@ -296,6 +314,8 @@ class NavEnv(gym.Env):
         self._subgoal_results: list[dict[str, Any]] = []
         self._dialogue_session: Any = None
         self._answer = ""
+        self._answer_given: int | None = None
+        self._answer_correct: bool | None = None
         self._reference: np.ndarray | None = None
         self._bump = 0
         self._contexts: dict[str, Any] = {}
@@ -371,6 +391,8 @@ class NavEnv(gym.Env):
             entries["reference_image"] = spaces.Box(0, 255, (height, width, 3), dtype=np.uint8)
         if self.dialogue:
             entries["oracle_answer"] = spaces.Text(INSTRUCTION_MAX_LENGTH, min_length=0, charset=INSTRUCTION_CHARSET)
+        if self.eqa:
+            entries.update(AnswerActions.spaces(self._max_text, self._charset))
         self.observation_space = spaces.Dict(entries)
 
     def attach_sensor(self, name: str, spec: SensorSpec) -> None:
@@ -486,6 +508,10 @@ class NavEnv(gym.Env):
         self._answer = ""
         self._bump = 0
         self._dialogue_session = None
+        self._answer_given: int | None = None
+        self._answer_correct: bool | None = None
+        if self._answers is not None:
+            self._answers.start(self.episode)
         if self.dialogue:
             from vlnverse.tasks.runtime import DialogueSession
 
@@ -549,17 +575,41 @@ class NavEnv(gym.Env):
             raise InvalidActionError(f"a question must be a string, got {question!r}")
         return self._step(None, question)
 
+    def answer_action(self, index: int) -> int:
+        """EQA: the discrete action id that answers option ``index`` (0 = A).
+
+        Raises:
+            InvalidActionError: EQA is not enabled, the action space is not discrete, or
+                ``index`` is not an option index.
+        """
+        if self._answers is None:
+            raise InvalidActionError("this env has no EQA answers (create it with eqa=True or task='eqa')")
+        return self._answers.action(index)
+
+    def answer(self, index: int):
+        """EQA: answer option ``index`` (0 = A) and end the episode; a step (see :mod:`vlnverse.envs.eqa`).
+
+        Raises:
+            InvalidActionError: EQA is not enabled, or ``index`` is not an option index.
+        """
+        if self._answers is None:
+            raise InvalidActionError("this env has no EQA answers (create it with eqa=True or task='eqa')")
+        return self._step(None, None, check_index(index))
+
     def step(self, action: Any):
         if self._is_ask(action):
             return self._step(None, DEFAULT_QUESTION)
+        index = self._answers.index_of(action) if self._answers is not None else None
+        if index is not None:
+            return self._step(None, None, index)
         return self._step(action, None)
 
-    def _step(self, action: Any, question: str | None):
+    def _step(self, action: Any, question: str | None, answer: int | None = None):
         if self.sim.closed:
             raise SimulationError("the env is closed; make a new one")
         if self._done:
             raise SimulationError("the episode is over; call reset() first")
-        command = self.action_spec.to_command(action, self.agent_spec) if question is None else None
+        command = self.action_spec.to_command(action, self.agent_spec) if question is None and answer is None else None
         self._steps += 1
         report: StepReport | None = None
         fail_reason, success, terminated, subgoal_stop = None, False, False, False
@@ -569,6 +619,9 @@ class NavEnv(gym.Env):
             pose = before
             self._answer = _sanitize(self._dialogue_session.ask(
                 question, (pose.x, pose.y, pose.z, pose.yaw), self._active))
+        elif answer is not None:
+            self._answer_given, self._answer_correct = answer, self._answers.judge(answer)
+            success, terminated = self._answer_correct, True
         elif command is None:
             success = self._success(before)
             self._subgoal_results.append({
@@ -592,6 +645,8 @@ class NavEnv(gym.Env):
         truncated = not terminated and self._steps >= self.max_episode_steps
         if truncated:
             fail_reason = "step_budget"
+        elif terminated and answer is not None and not success:
+            fail_reason = "wrong_answer"
         elif terminated and command is None and not success:
             fail_reason = "stopped_away_from_goal"
         if subgoal_stop:
@@ -639,6 +694,8 @@ class NavEnv(gym.Env):
             obs["reference_image"] = self._reference.copy()
         if self.dialogue:
             obs["oracle_answer"] = self._answer
+        if self._answers is not None:
+            obs.update(self._answers.observe())
         return obs
 
     # -- task extras -------------------------------------------------------------------------
@@ -755,6 +812,9 @@ class NavEnv(gym.Env):
             "subgoal_stop": False,
             "questions_asked": len(self._dialogue_session.history) if self._dialogue_session else 0,
             "questions_remaining": self._dialogue_session.remaining if self._dialogue_session else 0,
+            "answer": self._answer_given,
+            "answer_correct": self._answer_correct,
+            "eqa_answer": self._answers.question.answer if self._answers is not None else None,
         }
 
     def _room_type(self, pose: Pose) -> str:

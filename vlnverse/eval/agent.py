@@ -33,6 +33,39 @@ class Ask:
 
 
 @dataclass(frozen=True)
+class Answer:
+    """EQA: answer option ``index`` (0 = A) of the episode's question; ends the episode.
+
+    The runner passes it to ``env.unwrapped.answer(index)`` (any action space; a discrete
+    agent may return ``env.unwrapped.answer_action(index)`` instead). A bad index ends the
+    episode with an ``invalid_action`` error (outcome ``inconclusive``).
+    """
+
+    index: int
+
+
+#: Why an EQA episode ended without an answer (``outcome_reason`` of an ``inconclusive`` outcome).
+OUTCOME_REASONS = ("step_limit", "time_limit", "cost_limit", "function_call_error", "gave_up", "no_answer",
+                   "collision", "error")
+
+
+@dataclass(frozen=True)
+class Inconclusive:
+    """End the episode without an answer, saying why (one of :data:`OUTCOME_REASONS`).
+
+    An agent that runs out of its own budget (time, cost) or whose tool calls failed
+    returns this instead of an action; the record gets ``outcome = "inconclusive"`` and
+    ``outcome_reason = reason``. Valid on every task (the episode simply ends).
+    """
+
+    reason: str
+
+    def __post_init__(self) -> None:
+        if self.reason not in OUTCOME_REASONS:
+            raise ConfigError(f"unknown outcome reason {self.reason!r}; valid: {', '.join(OUTCOME_REASONS)}")
+
+
+@dataclass(frozen=True)
 class EpisodeInfo:
     """What an agent learns about an episode when it is reset.
 
@@ -52,7 +85,8 @@ class EpisodeInfo:
         max_steps: The step budget.
         seed: A seed for the agent's own randomness, derived from the run seed and the
             episode so results do not depend on which worker runs it.
-        extra: Task-specific extras (e.g. dialogue ``question_budget``).
+        extra: Task-specific extras: dialogue ``question_budget``; ObjectNav ``object_category``;
+            EQA ``question`` (text), ``options`` (four texts, A to D) and ``question_kind``.
     """
 
     episode_id: str
@@ -89,7 +123,8 @@ class Agent:
         """Start a new episode."""
 
     def act(self, observation: Mapping[str, Any]) -> Any:
-        """The next action: an element of ``episode.action_space``, or :class:`Ask`."""
+        """The next action: an element of ``episode.action_space``, :class:`Ask`, :class:`Answer` or
+        :class:`Inconclusive`."""
         raise TypeError(f"{type(self).__name__} does not implement act()")
 
     def observe_info(self, info: Mapping[str, Any]) -> None:

@@ -9,6 +9,11 @@
   in ``strict`` the first wall does).
 - ``oracle`` follows the env's ``info["oracle_action"]`` (the shortest path descending
   the goal's geodesic distance field): SR 100 % in ``tel_hop`` is its sanity figure.
+
+EQA (``task == "eqa"``): where ``random`` would STOP it answers an option drawn uniformly
+(chance: 25 %); ``forward`` never answers (inconclusive: step limit); ``oracle`` walks to
+the nearest relevant target and, where it would STOP, answers with the env's privileged
+``info["eqa_answer"]`` (100 % correct when it gets there).
 """
 
 from __future__ import annotations
@@ -21,7 +26,9 @@ from typing import Any
 import numpy as np
 
 from vlnverse.errors import ConfigError, SimulationError
-from vlnverse.eval.agent import Agent, EpisodeInfo
+from vlnverse.eval.agent import Agent, Answer, EpisodeInfo
+from vlnverse.eval.metrics import is_stop_action
+from vlnverse.tasks.episode import OPTION_COUNT
 
 
 @dataclass(frozen=True)
@@ -60,21 +67,27 @@ class RandomAgent(Agent):
         self._rng = np.random.default_rng(0)
         self._space: Any = None
         self._kind = "discrete"
+        self._eqa = False
 
     def reset(self, episode: EpisodeInfo) -> None:
         self._rng = np.random.default_rng(episode.seed)
         self._space = episode.action_space
         self._kind = episode.action_space_name
+        self._eqa = episode.task == "eqa"
 
     def act(self, observation: Mapping[str, Any]) -> Any:
         cfg, rng = self.config, self._rng
         if self._kind == "discrete":
             turn = (1.0 - cfg.stop_probability - cfg.forward_probability) / 2.0
-            return int(rng.choice(4, p=[cfg.stop_probability, cfg.forward_probability, turn, turn]))
-        low, high = self._space.low.astype(np.float64), self._space.high.astype(np.float64)
-        action = rng.uniform(low, high)
-        action[-1] = 1.0 if rng.random() < cfg.stop_probability else 0.0
-        return action.astype(np.float32)
+            action: Any = int(rng.choice(4, p=[cfg.stop_probability, cfg.forward_probability, turn, turn]))
+        else:
+            low, high = self._space.low.astype(np.float64), self._space.high.astype(np.float64)
+            action = rng.uniform(low, high)
+            action[-1] = 1.0 if rng.random() < cfg.stop_probability else 0.0
+            action = action.astype(np.float32)
+        if self._eqa and _stops(action):
+            return Answer(int(rng.integers(OPTION_COUNT)))
+        return action
 
 
 @dataclass(frozen=True)
@@ -135,18 +148,21 @@ class OracleAgent(Agent):
 
     config_class = OracleConfig
     sensors = ()
-    privileged = ("oracle_action",)
+    privileged = ("oracle_action", "eqa_answer")
 
     def __init__(self, config: OracleConfig | None = None) -> None:
         self.config = config or OracleConfig()
         self.action_space = self.config.action_space
         self._next: Any = None
+        self._answer: int | None = None
 
     def reset(self, episode: EpisodeInfo) -> None:
         self._next = None
+        self._answer = None
 
     def observe_info(self, info: Mapping[str, Any]) -> None:
         self._next = info.get("oracle_action")
+        self._answer = info.get("eqa_answer")
 
     def act(self, observation: Mapping[str, Any]) -> Any:
         if self._next is None:
@@ -154,4 +170,13 @@ class OracleAgent(Agent):
         action = self._next
         if isinstance(action, float) and math.isnan(action):
             raise SimulationError("the env's oracle_action is NaN")
+        if self._answer is not None and _stops(action):
+            return Answer(int(self._answer))
         return action
+
+
+def _stops(action: Any) -> bool:
+    """Whether ``action`` is STOP: discrete id 0, or a continuous action with its stop flag set."""
+    if isinstance(action, np.ndarray) and action.ndim == 1:
+        return bool(action[-1] >= 0.5)
+    return is_stop_action(action)

@@ -96,7 +96,7 @@ from vlnverse.eval.trace_metrics import AORIParams, aori, debate_metrics
 GeodesicFn = Callable[[np.ndarray], np.ndarray]
 """``geodesic_fn(points (K, 3)) -> (K,)`` or ``(K, G)`` geodesic distances to the goal(s)."""
 
-FAIL_REASONS = ("stop", "collision", "step_budget", "error", "timeout")
+FAIL_REASONS = ("stop", "collision", "step_budget", "error", "timeout", "llm_budget", "inconclusive")
 """The ``fail_reason`` values the harness writes (any string is passed through)."""
 
 

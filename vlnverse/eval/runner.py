@@ -23,6 +23,11 @@ LLM agents: with a :class:`~vlnverse.llm.budget.UsageMeter` the record gets the 
 ``fail_reason = "llm_budget"``; one interrupted by the *run's* budget is not a result at
 all: :class:`~vlnverse.errors.LLMBudgetExceeded` propagates so it is run again when the
 run resumes. An :class:`~vlnverse.eval.agent.Ask` action asks the dialogue oracle.
+
+EQA: an :class:`~vlnverse.eval.agent.Answer` action answers (``env.unwrapped.answer``); an
+:class:`~vlnverse.eval.agent.Inconclusive` action ends any episode without a step
+(``fail_reason = "inconclusive"``). EQA records get ``outcome``, ``outcome_reason``,
+``answer`` and ``answer_correct`` (:mod:`vlnverse.eval.eqa`).
 """
 
 from __future__ import annotations
@@ -42,7 +47,8 @@ from typing import Any
 import numpy as np
 
 from vlnverse.errors import InvalidActionError, LLMBudgetExceeded, MetricsError
-from vlnverse.eval.agent import Agent, Ask, EpisodeInfo
+from vlnverse.eval.agent import Agent, Answer, Ask, EpisodeInfo, Inconclusive
+from vlnverse.eval.eqa import episode_outcome, outcome_metrics
 from vlnverse.eval.metrics import EpisodeRecord, MetricsConfig, compute_episode_metrics
 
 logger = logging.getLogger(__name__)
@@ -105,6 +111,8 @@ def time_limit(seconds: float | None) -> Iterator[None]:
 def _json_action(action: Any) -> Any:
     if isinstance(action, Ask):
         return {"ask": action.question}
+    if isinstance(action, Answer):
+        return {"answer": _json_action(action.index)}
     if isinstance(action, (bool, np.bool_)):
         return bool(action)
     if isinstance(action, (int, np.integer)):
@@ -190,7 +198,8 @@ def run_episode(
         usage.reset_counts()
     metrics = metrics or MetricsConfig()
     objectnav = episode.task == "objectnav"
-    if objectnav:  # ObjectNav's success radius is its episodes' own (vlnverse.tasks.objectnav)
+    eqa = episode.question if episode.task == "eqa" else None
+    if objectnav or eqa:  # ObjectNav's and EQA's radius is their episodes' own (vlnverse.tasks.objectnav, .eqa)
         metrics = dataclasses.replace(metrics, success_distance=episode.goals[0].radius)
     base = env.unwrapped
     t_start = time.perf_counter()
@@ -205,7 +214,8 @@ def run_episode(
         max_steps=base.max_episode_steps, seed=ep_seed,
         subgoal_instructions=tuple(episode.instruction.subgoals), reference_image=reference_image,
         extra=({"question_budget": episode.question_budget} if episode.question_budget is not None else {})
-        | ({"object_category": episode.goals[0].category} if objectnav else {}),
+        | ({"object_category": episode.goals[0].category} if objectnav else {})
+        | ({"question": eqa.text, "options": eqa.options, "question_kind": eqa.kind} if eqa else {}),
     )
 
     options: dict[str, Any] = {"episode": _env_episode(episode, radius)}
@@ -223,6 +233,7 @@ def run_episode(
     error: str | None = None
     error_source: str | None = None
     fail_reason: str | None = None
+    agent_reason: str | None = None
     budget = base.max_episode_steps
     leg = 0
 
@@ -238,7 +249,7 @@ def run_episode(
         logger.debug("%s", traceback.format_exc())
 
     def play() -> None:
-        nonlocal obs, info, fail_reason, leg
+        nonlocal obs, info, fail_reason, leg, agent_reason
         try:
             t0 = time.perf_counter()
             agent.reset(info_ep)
@@ -257,11 +268,16 @@ def run_episode(
             except Exception as exc:  # noqa: BLE001
                 fail("agent", exc)
                 break
+            if isinstance(action, Inconclusive):
+                fail_reason, agent_reason = "inconclusive", action.reason
+                break
             try:
                 with env_lock:
                     t0 = time.perf_counter()
                     if isinstance(action, Ask):
                         obs, _, terminated, truncated, info = base.ask(action.question)
+                    elif isinstance(action, Answer):
+                        obs, _, terminated, truncated, info = base.answer(action.index)
                     else:
                         obs, _, terminated, truncated, info = env.step(action)
                     timing.env += time.perf_counter() - t0
@@ -352,6 +368,9 @@ def run_episode(
         scores = compute_episode_metrics(record, metrics).to_dict()
     for key in ("episode_id", "task", "split", "physics", "fail_reason", "geodesic"):
         scores.pop(key, None)
+    outcome = episode_outcome(fail_reason, info, agent_reason) if eqa else None
+    if outcome is not None:
+        scores.update(outcome_metrics(outcome["outcome"]))
     timing.total = time.perf_counter() - t_start
 
     def rounded(points: np.ndarray) -> list[list[float]]:
@@ -384,4 +403,6 @@ def run_episode(
         out["llm"] = llm
     if stop_visible is not None:
         out["stop_visible"] = list(stop_visible)
+    if outcome is not None:
+        out.update(outcome)
     return out, timing

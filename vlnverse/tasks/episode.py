@@ -16,8 +16,14 @@ from typing import Any
 from vlnverse.errors import DatasetError
 
 VLN_TASKS = ("fine", "coarse", "visual_reference", "long_horizon", "dialogue")
-#: Every task: the five VLN tasks and ObjectNav (:mod:`vlnverse.tasks.objectnav`, generated on request).
-TASKS = (*VLN_TASKS, "objectnav")
+#: Every task: the five VLN tasks, ObjectNav (:mod:`vlnverse.tasks.objectnav`) and embodied question
+#: answering (:mod:`vlnverse.tasks.eqa`), the last two generated on request.
+TASKS = (*VLN_TASKS, "objectnav", "eqa")
+#: EQA question types (:mod:`vlnverse.tasks.eqa`).
+QUESTION_KINDS = ("existence", "room", "color", "state", "count", "near")
+#: Options per EQA question; the answer is an index into them.
+OPTION_COUNT = 4
+OPTION_LETTERS = "ABCD"
 SPLITS = ("train", "val_seen", "val_unseen", "test")
 STYLES = ("formal", "natural", "casual")
 DECIMALS = 4
@@ -111,6 +117,55 @@ class Instruction:
 
 
 @dataclass(frozen=True)
+class Question:
+    """An EQA multiple-choice question (``task == "eqa"``).
+
+    Attributes:
+        text: The question, e.g. ``"In which room is the bed?"``.
+        options: The :data:`OPTION_COUNT` answer options, distinct.
+        answer: Index of the correct option (0 = A).
+        kind: One of :data:`QUESTION_KINDS`.
+        object_ids: The scene objects the answer rests on (the targets to look at).
+        room_ids: The rooms the question is about.
+    """
+
+    text: str
+    options: tuple[str, ...]
+    answer: int
+    kind: str
+    object_ids: tuple[str, ...] = ()
+    room_ids: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.text, str) or not self.text.strip():
+            raise DatasetError("question.text must be a non-empty string")
+        options = tuple(self.options or ())
+        if len(options) != OPTION_COUNT or not all(isinstance(o, str) and o.strip() for o in options):
+            raise DatasetError(f"question.options must be {OPTION_COUNT} non-empty strings, got {options!r:.120}")
+        if len({o.strip().lower() for o in options}) != OPTION_COUNT:
+            raise DatasetError(f"question.options must be distinct, got {options!r:.120}")
+        object.__setattr__(self, "options", options)
+        if isinstance(self.answer, bool) or not isinstance(self.answer, int) or not 0 <= self.answer < OPTION_COUNT:
+            raise DatasetError(f"question.answer must be an option index 0..{OPTION_COUNT - 1}, got {self.answer!r}")
+        if self.kind not in QUESTION_KINDS:
+            raise DatasetError(f"question.kind must be one of {QUESTION_KINDS}, got {self.kind!r}")
+        for name in ("object_ids", "room_ids"):
+            value = tuple(getattr(self, name) or ())
+            if not all(isinstance(v, str) for v in value):
+                raise DatasetError(f"question.{name} must be a list of strings")
+            object.__setattr__(self, name, value)
+
+    @property
+    def answer_text(self) -> str:
+        """The correct option."""
+        return self.options[self.answer]
+
+    def prompt(self) -> str:
+        """The question with its lettered options, as one text (the EQA instruction)."""
+        return " ".join([self.text, *(f"{OPTION_LETTERS[k]}) {o}" for k, o in enumerate(self.options))])
+
+
+@dataclass(frozen=True)
 class Provenance:
     """How an episode was produced (reproducibility and auditing).
 
@@ -155,6 +210,7 @@ class Episode:
         reference_image: Visual reference: image path relative to the dataset root.
         subgoal_distances: Long-horizon: geodesic length of each leg (m), for SR_n bookkeeping.
         question_budget: Dialogue: questions the agent may ask the oracle.
+        question: EQA: the multiple-choice question (required for, and only for, ``task == "eqa"``).
         provenance: Generation provenance.
     """
 
@@ -173,6 +229,7 @@ class Episode:
     reference_image: str | None = None
     subgoal_distances: tuple[float, ...] = ()
     question_budget: int | None = None
+    question: Question | None = None
     provenance: Provenance = field(default_factory=Provenance)
 
     def __post_init__(self) -> None:
@@ -208,6 +265,10 @@ class Episode:
             raise DatasetError(f"{where}: long-horizon instructions need one sub-instruction per goal")
         if self.question_budget is not None and (not isinstance(self.question_budget, int) or self.question_budget < 0):
             raise DatasetError(f"{where}: question_budget must be a non-negative integer")
+        if (self.task == "eqa") != (self.question is not None):
+            raise DatasetError(f"{where}: a question is required for, and only for, eqa episodes")
+        if self.question is not None and not isinstance(self.question, Question):
+            raise DatasetError(f"{where}: question must be a Question")
 
     # -- convenience -----------------------------------------------------------------------
     @property
@@ -269,6 +330,8 @@ class Episode:
             out["subgoal_distances"] = list(self.subgoal_distances)
         if self.question_budget is not None:
             out["question_budget"] = self.question_budget
+        if self.question is not None:
+            out["question"] = _question_dict(self.question)
         return out
 
     @classmethod
@@ -285,6 +348,10 @@ class Episode:
                 goals.append(Goal(**goal))
             instruction = data["instruction"]
             _check_keys(instruction, {f.name for f in fields(Instruction)}, f"{where}.instruction")
+            question = data.get("question")
+            if question is not None:
+                _check_keys(question, {f.name for f in fields(Question)}, f"{where}.question")
+                question = Question(**question)
             provenance = data.get("provenance") or {}
             _check_keys(provenance, {f.name for f in fields(Provenance)}, f"{where}.provenance")
             return cls(
@@ -303,6 +370,7 @@ class Episode:
                 reference_image=data.get("reference_image"),
                 subgoal_distances=tuple(data.get("subgoal_distances") or ()),
                 question_budget=data.get("question_budget"),
+                question=question,
                 provenance=Provenance(**provenance),
             )
         except KeyError as exc:
@@ -334,4 +402,13 @@ def _instruction_dict(instruction: Instruction) -> dict[str, Any]:
     for name in ("subgoals", "landmarks", "rooms"):
         if getattr(instruction, name):
             out[name] = list(getattr(instruction, name))
+    return out
+
+
+def _question_dict(question: Question) -> dict[str, Any]:
+    out: dict[str, Any] = {"text": question.text, "options": list(question.options), "answer": question.answer,
+                           "kind": question.kind}
+    for name in ("object_ids", "room_ids"):
+        if getattr(question, name):
+            out[name] = list(getattr(question, name))
     return out

@@ -31,6 +31,7 @@ from vlnverse.tasks.episode import (
     Provenance,
     yaw_to_quaternion,
 )
+from vlnverse.tasks.eqa import EQA, EQAConfig, eqa_episodes
 from vlnverse.tasks.objectnav import OBJECTNAV, ObjectNavConfig, objectnav_episodes
 from vlnverse.tasks.pathdesc import describe_path
 from vlnverse.tasks.prior import (
@@ -53,7 +54,7 @@ class GenerationConfig:
     """What to generate per scene (defaults follow the paper's Table 2 proportions).
 
     Attributes:
-        tasks: Task types to generate (default: the five VLN tasks; ``objectnav`` on request).
+        tasks: Task types to generate (default: the five VLN tasks; ``objectnav`` and ``eqa`` on request).
         per_scene: Coarse trajectories per scene (the unit of Table 2: coarse, visual
             reference and dialogue share them).
         fine_ratio: Fine trajectories per coarse one (3963 / 11895 in Table 2).
@@ -69,6 +70,7 @@ class GenerationConfig:
         pipeline: LLM pipeline settings.
         rendering: Camera settings of rendered images.
         objectnav: ObjectNav settings (``per_scene`` episodes per scene when ``objectnav`` is asked for).
+        eqa: EQA settings (``per_scene`` questions per scene when ``eqa`` is asked for).
     """
 
     tasks: tuple[str, ...] = VLN_TASKS
@@ -86,6 +88,7 @@ class GenerationConfig:
     pipeline: PipelineConfig = field(default_factory=PipelineConfig)
     rendering: RenderConfig = field(default_factory=RenderConfig)
     objectnav: ObjectNavConfig = field(default_factory=ObjectNavConfig)
+    eqa: EQAConfig = field(default_factory=EQAConfig)
 
     def __post_init__(self) -> None:
         tasks = tuple(self.tasks)
@@ -189,6 +192,8 @@ def generate_scene_episodes(
         episodes += writer.chain_episodes(chains, splitter.assign(len(chains)))
         if OBJECTNAV in config.tasks:
             episodes += objectnav_episodes(context, config.objectnav, config.per_scene, seed, splitter.assign, writer)
+        if EQA in config.tasks:
+            episodes += eqa_episodes(context, config.eqa, config.per_scene, seed, splitter.assign, writer)
     finally:
         writer.close()
     order = {t: i for i, t in enumerate(TASKS)}

@@ -63,21 +63,28 @@ class ObjectNavConfig:
         object.__setattr__(self, "categories", tuple(self.categories))
 
 
+def instance_goal(context: SceneContext, object_id: str, radius: float) -> Goal | None:
+    """The goal at an object's viewpoint (None when it has none)."""
+    info = context.objects[object_id]
+    points = context.viewpoints(object_id)
+    same_room = np.array([context.room_at(p) == info.room_id for p in points], dtype=bool)
+    points = points[same_room] if same_room.any() else points  # not through a wall
+    if not len(points):
+        return None
+    best = points[int(np.argmin(np.hypot(*(points[:, :2] - info.center[:2]).T)))]
+    return Goal(position=tuple(best), radius=radius, object_id=object_id, room_id=info.room_id,
+                category=info.category)
+
+
 def category_goals(context: SceneContext, config: ObjectNavConfig) -> dict[str, list[Goal]]:
     """Per usable category, one goal per instance that has a viewpoint."""
     out: dict[str, list[Goal]] = {}
     for oid, info in sorted(context.objects.items()):
         if (info.category not in config.categories) if config.categories else not info.landmark:
             continue
-        points = context.viewpoints(oid)
-        same_room = np.array([context.room_at(p) == info.room_id for p in points], dtype=bool)
-        points = points[same_room] if same_room.any() else points  # not through a wall
-        if not len(points):
-            continue
-        best = points[int(np.argmin(np.hypot(*(points[:, :2] - info.center[:2]).T)))]
-        out.setdefault(info.category, []).append(
-            Goal(position=tuple(best), radius=config.success_distance, object_id=oid,
-                 room_id=info.room_id, category=info.category))
+        goal = instance_goal(context, oid, config.success_distance)
+        if goal is not None:
+            out.setdefault(info.category, []).append(goal)
     return out
 
 

@@ -32,7 +32,8 @@ wait face exit leave cross follow grab navigate stay""".split())
 ROOM_WORDS = frozenset("""bedroom bathroom kitchen hallway study laundry storage living dining room doorway door
 corridor""".split())
 TASK_LABELS = {"fine": "Fine-grained", "coarse": "Coarse-grained", "visual_reference": "Visual reference",
-               "long_horizon": "Long horizon", "dialogue": "Dialogue", "objectnav": "ObjectNav"}
+               "long_horizon": "Long horizon", "dialogue": "Dialogue", "objectnav": "ObjectNav",
+               "eqa": "EQA"}
 _WORD = re.compile(r"[a-z]+")
 FORWARD_M = 0.25  # VLN-CE discrete forward step
 TURN_DEG = 15.0  # VLN-CE discrete turn
