@@ -14,7 +14,7 @@ from vlnverse.eval.harness import EvalConfig, evaluate
 from vlnverse.llm.loopback import LoopbackServer, Reply
 
 KEY_ENV = "VLNVERSE_TEST_HOSTILE_KEY"
-LLM_AGENTS = ("text_history", "text_history_cot", "map_history", "map_history_cot", "dscd_nav", "discussnav")
+LLM_AGENTS = ("text_history", "text_history_cot", "map_history", "map_history_cot", "dscd_nav", "discussnav", "arna")
 
 
 def hostile(body: dict) -> Reply:

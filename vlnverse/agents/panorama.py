@@ -109,8 +109,9 @@ class Panorama:
         gaps = np.abs(np.remainder(self.yaws - heading + math.pi, 2.0 * math.pi) - math.pi)
         return int(np.argmin(gaps))
 
-    def _rays(self, view: int, stride: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(x, y, height, hit)`` of every ``stride``-th pixel of view ``view`` (agent frame)."""
+    def rays(self, view: int, stride: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(x, y, height, hit)`` of every ``stride``-th pixel of view ``view`` (agent frame),
+        flattened in the order of ``image[stride // 2::stride, stride // 2::stride].ravel()``."""
         depth = self.depth[view]
         height, width = depth.shape
         focal = (width / 2.0) / math.tan(math.radians(self.config.hfov_deg) / 2.0)
@@ -133,7 +134,7 @@ class Panorama:
         if key not in self._memo:
             chunks = []
             for view in range(self.config.views):
-                x, y, z, hit = self._rays(view, self.config.depth_stride)
+                x, y, z, hit = self.rays(view, self.config.depth_stride)
                 keep = hit & (z > step_height) & (z < body_height)
                 chunks.append(np.stack([x[keep], y[keep]], axis=1))
             self._memo[key] = _thin(np.concatenate(chunks))

@@ -1,0 +1,275 @@
+"""ARNA: the plan grammar and interpreter, whole episodes with a scripted model (recorded and
+replayed), the §6.3 budgets and their inconclusive outcomes, and a map built from the
+agent's own sensors only (the privileged scene graph is poisoned)."""
+
+from __future__ import annotations
+
+import ast
+import copy
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.agents.arna_script import LOOP_PLAN, ARNAScript
+from tests.agents.conftest import SMALL
+from vlnverse.agents.arna import plan as grammar
+from vlnverse.agents.arna.plan import Interpreter, PlanRejected, StepLimit, validate
+from vlnverse.agents.arna.tools import INTERFACES, argument_problems
+from vlnverse.envs.nav_env import NavEnv
+from vlnverse.eval.registry import make_agent
+from vlnverse.eval.runner import run_episode
+from vlnverse.llm.transcript import RecordingClient, ReplayClient
+from vlnverse.tasks.dataset import EpisodeDataset
+
+CHECKERS = {name: argument_problems(name) for name in INTERFACES}
+EXPLORE = {"step": "explore", "goal": "look around"}
+
+
+def run(dataset, llm, config=None, *, physics="tel_hop", max_steps=30, env_hook=None):
+    ds = EpisodeDataset.open(dataset)
+    episode = ds.episodes(None, "coarse")[0]
+    agent = make_agent("arna", {"perception": "gt", **SMALL, **(config or {})}, llm=llm)
+    env = NavEnv(str(ds.scene_file(episode)), physics=physics, action_space=agent.action_space,
+                 sensors=agent.sensors, max_episode_steps=max_steps, task="coarse")
+    try:
+        if env_hook is not None:
+            env_hook(env)
+        record, _ = run_episode(env, agent, episode, physics=physics)
+    finally:
+        env.close()
+    return record
+
+
+def answer_at_the_answer_step(request):
+    upcoming = request.messages[-1].text.split("Next plan step:\n", 1)[-1].split("\n", 1)[0]
+    done = upcoming.startswith("ANSWER")
+    return {"rationale": "answer step" if done else "continue", "terminal": done, "answer": "B" if done else None}
+
+
+# -- the grammar -------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("plan", "problem"), [
+    ({"main": [{"exec": "import os; os.system('rm -rf /')"}]}, "unknown statement"),
+    ({"main": [{"tool": "__import__", "args": {"name": "os"}}]}, "unknown tool"),
+    ({"main": [{"step": "explore", "goal": "x", "code": "eval('1')"}]}, "unknown keys"),
+    ({"main": [{"break": True}]}, "inside a while"),
+    ({"functions": {"f": [{"run": "f"}]}, "main": [{"run": "f"}]}, "calls itself"),
+    ({"main": [{"tool": "ExploreInterface", "args": {"strategy": "fly"}}]}, "ExploreInterface strategy"),
+    ({"main": [{"while": {"always": True}, "body": [EXPLORE], "max_iterations": 10**6}]}, "max_iterations"),
+    ({"main": [{"if": {"eval": "__import__('os')"}, "then": [EXPLORE]}]}, "unknown condition"),
+    ({"main": "while True: explore()"}, "non-empty list"),
+    ({"main": [EXPLORE], "setup": "import os"}, "unknown top-level"),
+    ({"main": [{"step": "teleport", "goal": "the goal"}]}, "step kind"),
+    ({"main": [{"if": {"always": True}, "then": [{"if": {"always": True}, "then": [{"if": {"always": True}, "then": [
+        {"if": {"always": True}, "then": [{"if": {"always": True}, "then": [{"if": {"always": True}, "then": [
+            EXPLORE]}]}]}]}]}]}]}, "nested deeper"),
+    ({"main": [EXPLORE] * (grammar.MAX_STATEMENTS + 1)}, "at most"),
+])
+def test_plans_outside_the_grammar_are_rejected_with_the_reason(plan, problem):
+    with pytest.raises(PlanRejected) as caught:
+        validate(plan, CHECKERS)
+    assert any(problem in p for p in caught.value.problems), caught.value.problems
+
+
+def test_the_arna_package_never_executes_generated_text():
+    package = Path(grammar.__file__).parent
+    for path in package.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                assert node.func.id not in {"exec", "eval", "compile", "__import__"}, f"{path.name}:{node.lineno}"
+
+
+def test_a_plan_with_a_loop_and_a_function_executes_within_its_limits():
+    plan = {"functions": {"look": [{"tool": "MemoryReadInterface", "args": {"next_step": "n", "rationale": "r"},
+                                    "as": "seen"}, {"return": "seen"}]},
+            "main": [{"while": {"not": {"found": "hit"}}, "max_iterations": 10,
+                      "body": [EXPLORE, {"run": "look", "as": "hit"},
+                               {"if": {"found": "hit"}, "then": [{"break": True}]}]},
+                     {"answer": "done"}]}
+    program = validate(plan, CHECKERS)
+    calls, received = [], []
+
+    def execute(stmt):
+        calls.append(stmt.get("step") or stmt.get("tool") or "answer")
+        received.append((yield f"move {len(calls)}"))
+        return type("Result", (), {"found": calls.count("MemoryReadInterface") == 3})()
+
+    interpreter = Interpreter(program, execute, max_statements=100)
+    run_, sent, yielded = interpreter.run(), None, []
+    with pytest.raises(StopIteration):
+        while True:
+            yielded.append(run_.send(sent) if yielded else next(run_))
+            sent = f"ok {len(yielded)}"
+    assert calls == ["explore", "MemoryReadInterface"] * 3 + ["answer"]
+    assert received == [f"ok {i}" for i in range(1, 8)] and len(yielded) == 7
+    assert interpreter.variables["hit"].found
+
+    endless = validate({"main": [{"while": {"always": True}, "max_iterations": 50, "body": [EXPLORE]}]}, CHECKERS)
+
+    def idle(stmt):
+        return None
+        yield
+
+    with pytest.raises(StepLimit):
+        for _ in Interpreter(endless, idle, max_statements=20).run():
+            pass
+
+
+# -- whole episodes ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("physics", ["tel_hop", "strict"])
+def test_the_loop_plan_runs_an_episode_and_replays_from_its_transcript(dataset, tmp_path, physics):
+    transcript = tmp_path / "calls.jsonl"
+    model = ARNAScript({"NextStep": answer_at_the_answer_step})
+    record = run(dataset, RecordingClient(model, transcript), physics=physics)
+    assert record["error"] is None and record["fail_reason"] == "stop"
+    arna = record["agent_trace"]["arna"]
+    assert arna["answer"] == "B" and arna["outcome_reason"] is None
+    assert arna["workflow"]["plan_source"] == "model" and arna["plan_rejections"] == 0
+    calls = [c["tool"] for s in record["agent_trace"]["steps"] for c in s.get("tool_calls", [])]
+    assert calls == ["ExploreInterface", "ObjectInterface"] * 3          # max_iterations 3, never found
+    assert arna["statements_executed"] == 1 + 3 * 2 + 1
+    assert arna["memory"]["updates"] >= 6 and "a house" in arna["memory"]["fields"]["updated_description"]
+    path = np.diff(np.array(record["trajectory"])[:, :2], axis=0)
+    assert np.linalg.norm(path, axis=1).sum() > 1.0                      # frontier goals were driven to
+    assert arna["objects"] and arna["rooms"]
+    assert model.kinds["FunctionCallImplementation"] == 1 and model.kinds["text"] == 1
+
+    replayed = run(dataset, ReplayClient(transcript), physics=physics)
+    assert replayed["actions"] == record["actions"]
+    assert replayed["agent_trace"]["arna"]["answer"] == "B"
+
+
+def test_an_out_of_grammar_plan_is_rejected_counted_and_replaced(dataset):
+    bad = {"rationale": "x", "plan": {"main": [{"exec": "__import__('os').system('id')"}]}}
+    model = ARNAScript({"FunctionCallImplementation": lambda r: bad}, cost=0.0)
+    record = run(dataset, model, {"max_env_steps": 4})
+    arna = record["agent_trace"]["arna"]
+    assert arna["plan_rejections"] == 2 and arna["workflow"]["plan_source"] == "fallback"
+    assert all("unknown statement" in problems[0] for problems in arna["plan_rejection_problems"])
+    assert arna["workflow"]["plan"] == {"functions": {}, "main": [
+        {"while": {"always": True}, "max_iterations": 50, "body": [{"step": "explore", "goal": "explore the nearest promising frontier"}]}]}
+    retry = [r for r in model.requests if model.kind(r) == "FunctionCallImplementation"][1]
+    assert "Your previous plan was rejected" in retry.messages[-1].text
+    assert record["agent_trace"]["fallbacks"] >= 1 and record["fail_reason"] == "stop"
+
+    answers = iter([bad, {"rationale": "ok", "plan": LOOP_PLAN}])
+    record = run(dataset, ARNAScript({"FunctionCallImplementation": lambda r: next(answers)}), {"max_env_steps": 3})
+    assert record["agent_trace"]["arna"]["plan_rejections"] == 1
+    assert record["agent_trace"]["arna"]["workflow"]["plan_source"] == "model"
+
+
+@pytest.mark.parametrize(("config", "handlers", "reason"), [
+    ({"max_env_steps": 5}, {}, "time_limit"),
+    ({"max_wall_s": 1e-6}, {}, "time_limit"),
+    ({"max_cost_usd": 0.012}, {}, "cost_limit"),
+    ({}, {"tools": lambda r: ("ExploreInterface", {"rationale": "r", "strategy": "fly"})}, "function_call_error"),
+])
+def test_budgets_end_the_run_inconclusive_with_the_reason(dataset, config, handlers, reason):
+    model = ARNAScript(handlers)
+    record = run(dataset, model, config)
+    arna = record["agent_trace"]["arna"]
+    assert record["error"] is None and record["fail_reason"] == "stop"
+    assert arna["outcome_reason"] == reason and arna["answer"] is None
+    assert record["actions"][-1] == [0.0, 0.0, 1.0]
+    if "max_env_steps" in config:
+        assert len(record["actions"]) == config["max_env_steps"]
+    if reason == "cost_limit":
+        assert 0.012 <= arna["list_cost_usd"] < 0.012 + 0.002   # the crossing call completes, no more
+    if reason == "function_call_error":
+        assert len(arna["function_call_errors"]) == 1 and model.kinds["tools"] == 2   # the call and its repair
+
+
+def test_the_map_is_built_from_observations_not_the_privileged_scene_graph(dataset, monkeypatch):
+    import vlnverse.scene.scene_graph as scene_graph
+
+    clean = run(dataset, ARNAScript(), {"max_env_steps": 4})
+    truth = {}
+
+    def poison(env):
+        scene = env.unwrapped.scene
+        for obj in scene.objects:
+            truth.setdefault(obj.category, []).append((obj.aabb_min[:2] + obj.aabb_max[:2]) / 2)
+        fake = [dataclasses.replace(o, category="unicorn", aabb_min=o.aabb_min + 50.0, aabb_max=o.aabb_max + 50.0)
+                for o in scene.objects]
+        env.unwrapped.scene = dataclasses.replace(scene, objects=fake)
+
+    def poisoned_graph(*args, **kwargs):
+        graph = real_graph(*args, **kwargs)
+        for _, data in graph.nodes(data=True):
+            data.update(category="unicorn", position=(99.0, 99.0, 0.0))
+        return graph
+
+    real_graph = scene_graph.build_scene_graph
+    monkeypatch.setattr(scene_graph, "build_scene_graph", poisoned_graph)
+    dirty = run(dataset, ARNAScript(), {"max_env_steps": 4}, env_hook=poison)
+    assert "unicorn" not in json.dumps(dirty["agent_trace"])
+    assert dirty["agent_trace"]["arna"]["objects"] == clean["agent_trace"]["arna"]["objects"]
+    assert dirty["actions"] == clean["actions"]
+    located = 0
+    for name, position in clean["agent_trace"]["arna"]["objects"].items():
+        category = name.rsplit("_", 1)[0]
+        if category in truth:
+            located += min(np.linalg.norm(np.array(position) - c) for c in truth[category]) < 1.5
+    assert located >= 0.8 * len(clean["agent_trace"]["arna"]["objects"]) > 0
+
+
+def test_vlm_perception_places_the_models_labels_with_depth(dataset):
+    def perceive(request):
+        views = sum(len(m.images) for m in request.messages)
+        assert views > 0
+        return {"room": "Living Room", "objects": [{"view": 0, "label": "red chair", "column": 0.5}]}
+
+    model = ARNAScript({"Perception": perceive})
+    record = run(dataset, model, {"perception": "vlm", "max_env_steps": 3})
+    arna = record["agent_trace"]["arna"]
+    assert "red_chair_1" in arna["objects"] and arna["rooms"][0] == "living_room_1"
+    assert model.kinds["Perception"] >= 1
+    assert not any("semantic" in name for name in make_agent("arna", {"perception": "vlm", **SMALL}).sensors)
+
+
+def test_config_is_validated():
+    from vlnverse.errors import ConfigError
+
+    for bad in ({"workflow": "tree"}, {"max_env_steps": 0}, {"max_cost_usd": -1}, {"max_wall_s": -2}):
+        with pytest.raises(ConfigError):
+            make_agent("arna", copy.deepcopy(bad))
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_the_openai_client_calls_arnas_tools_on_a_loopback_server(dataset, monkeypatch, native):
+    import re
+
+    from tests.agents.arna_script import DEFAULTS
+    from vlnverse.llm.loopback import LoopbackServer, Reply
+
+    def answer(body):
+        system = body["messages"][0]["content"]
+        system = system if isinstance(system, str) else " ".join(p.get("text", "") for p in system)
+        if "tools" in body or "You can call these tools:" in system:
+            name, arguments = DEFAULTS["tools"](None)
+            if "tools" in body:
+                return Reply(content=None, tool_calls=[{"name": name, "arguments": arguments}])
+            return json.dumps({"tool": name, "arguments": arguments})
+        fmt = body.get("response_format") or {}
+        title = fmt.get("json_schema", {}).get("name") if fmt.get("type") == "json_schema" else \
+            next(iter(re.findall(r'"title": "(\w+)"', system)), None)
+        return json.dumps(DEFAULTS[title](None)) if title else DEFAULTS["text"](None)
+
+    monkeypatch.setenv("VLNVERSE_TEST_ARNA_KEY", "sk-test")
+    with LoopbackServer(answer) as server:
+        options = "" if native else "&native_tools=false&structured_output=false"
+        record = run(dataset, None, {"max_env_steps": 4, "llm": f"openai:gpt-4o?base_url={server.url}"
+                                     f"&api_key_env=VLNVERSE_TEST_ARNA_KEY&max_retries=0&timeout=10{options}"})
+    offered = [r for r in server.requests if "tools" in r]
+    if native:
+        assert offered and {t["function"]["name"] for t in offered[0]["tools"]} == {"ExploreInterface"}
+    else:
+        assert not offered and any("You can call these tools:" in json.dumps(r["messages"]) for r in server.requests)
+    calls = [c for s in record["agent_trace"]["steps"] for c in s.get("tool_calls", [])]
+    assert calls and calls[0]["tool"] == "ExploreInterface" and calls[0]["found"]
+    assert record["agent_trace"]["arna"]["outcome_reason"] == "time_limit"
+    assert record["agent_trace"]["tokens"]["prompt"] > 0 and record["agent_trace"]["calls"] == len(server.requests)

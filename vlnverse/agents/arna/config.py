@@ -1,0 +1,74 @@
+"""``arna`` settings: the shared LLM-agent ones plus ARNA's budgets, map and executor limits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vlnverse.agents.config import LLMAgentConfig, _positive
+from vlnverse.errors import ConfigError
+
+WORKFLOWS = ("self_discover", "cot")
+
+
+@dataclass(frozen=True)
+class ARNAConfig(LLMAgentConfig):
+    """``arna`` settings (paper §4–§6.3).
+
+    Attributes:
+        max_env_steps: Environment steps before the run ends inconclusive (``time_limit``; §6.3: 500).
+        max_cost_usd: List cost of the episode's model calls (cache hits included, so a
+            re-run ends the same way) before it ends inconclusive (``cost_limit``; §6.3: $3).
+        max_wall_s: Wall-clock seconds of the agent's episode before it ends inconclusive
+            (``time_limit``); 0 = no limit.
+        max_function_call_errors: Invalid tool calls (after their repair turn) that end the
+            run inconclusive (``function_call_error``; the paper ends at the first).
+        max_plan_statements: Statements the plan interpreter executes before it stops.
+        plan_repairs: Extra tries when a generated plan is outside the grammar (each
+            rejection is counted); then the built-in exploration plan runs.
+        workflow: ``self_discover`` (the paper's four stages) or ``cot`` (one chain-of-thought
+            call: the Table 1c ablation).
+        grid_resolution: Occupancy cell side (m).
+        grid_extent: Side of the mapped square around the start (m).
+        min_new_cells: A view is stored in the sensor graph when it adds this many cells
+            (or shows an object).
+        max_images: Most stored views (older pixels are dropped, their records kept).
+        waypoint_step: Longest move of one navigation step along the A* path (m).
+        goal_tolerance: A navigation goal is reached within this distance (m).
+        max_nav_steps: Environment steps one navigation goal may take.
+        memory_updates: Ask the model to update the memory after each step (off: the
+            action log only; cheaper).
+    """
+
+    max_env_steps: int = 500
+    max_cost_usd: float = 3.0
+    max_wall_s: float = 0.0
+    max_function_call_errors: int = 1
+    max_plan_statements: int = 200
+    plan_repairs: int = 1
+    workflow: str = "self_discover"
+    grid_resolution: float = 0.1
+    grid_extent: float = 40.0
+    min_new_cells: int = 150
+    max_images: int = 400
+    waypoint_step: float = 1.5
+    goal_tolerance: float = 0.6
+    max_nav_steps: int = 25
+    memory_updates: bool = True
+    local_map: bool = False
+    max_reply_tokens: int = 1500
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.workflow not in WORKFLOWS:
+            raise ConfigError(f"arna.workflow must be one of {WORKFLOWS}, got {self.workflow!r}")
+        for name in ("max_env_steps", "max_function_call_errors", "max_plan_statements", "min_new_cells",
+                     "max_images", "max_nav_steps"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"arna.{name} must be a positive integer, got {value!r}")
+        if isinstance(self.plan_repairs, bool) or not isinstance(self.plan_repairs, int) or self.plan_repairs < 0:
+            raise ConfigError(f"arna.plan_repairs must be a non-negative integer, got {self.plan_repairs!r}")
+        _positive("arna", max_cost_usd=self.max_cost_usd, grid_resolution=self.grid_resolution,
+                  grid_extent=self.grid_extent, waypoint_step=self.waypoint_step, goal_tolerance=self.goal_tolerance)
+        if self.max_wall_s < 0:
+            raise ConfigError(f"arna.max_wall_s must be >= 0, got {self.max_wall_s!r}")
