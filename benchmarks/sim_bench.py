@@ -14,7 +14,8 @@ Figures (printed as ``BENCH <name> <value> <unit> target <op> <value>``):
   shared one); ``..._wall`` is the same ratio in wall-clock time.
 - ``sim.steps_per_s`` (renderer in use), ``sim.steps_per_s_tiny``: the envs' absolute rates;
   ``sim.panorama_obs_per_s``: observations/s of the paper's 12-view RGB rig.
-- ``sim.vector_scaling_2proc``: ``AsyncVectorEnv`` throughput with 2 processes over 1: the
+- ``sim.vector_scaling_2proc``: ``async_vector_env`` (gymnasium's ``AsyncVectorEnv``, workers
+  set up for the renderer) throughput with 2 processes over 1: the
   median over ``--vector-rounds`` back-to-back pairs of runs (the VM's speed drifts).
 - ``sim.rss_mb``: resident memory of one env process on the scene.
 
@@ -36,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from vlnverse.envs.nav_env import NavEnv
+from vlnverse.envs.vector import async_vector_env
 from vlnverse.sim import DepthSensor, RGBSensor, SensorRig, Simulator
 from vlnverse.sim.types import CameraRequest, Pose
 
@@ -115,9 +117,7 @@ def timed(render, env: NavEnv, cameras: list[Camera]) -> tuple[float, float]:
 
 
 def vector_rate(scene: str, processes: int, steps: int, renderer: str) -> float:
-    from gymnasium.vector import AsyncVectorEnv
-
-    envs = AsyncVectorEnv([functools.partial(make_env, scene, renderer)] * processes)
+    envs = async_vector_env([functools.partial(make_env, scene, renderer)] * processes)
     try:
         envs.reset(seed=list(range(processes)))
         rng = np.random.default_rng(0)

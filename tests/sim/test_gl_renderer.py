@@ -130,9 +130,50 @@ def test_a_forked_child_renders_after_its_parent_did(bundled):
     assert np.array_equal(there, here)
 
 
+THREADED_PARENT = """
+import functools, hashlib, multiprocessing, sys
+import vlnverse
+from vlnverse.envs.vector import async_vector_env
+from vlnverse.sim.gl import context
+
+make = functools.partial(vlnverse.make, scene=sys.argv[1], sensors=("rgb",), start=(3.26, 5.4, 2.1), goal=(1.5, 2.5))
+env = make()
+digest = lambda rgb: hashlib.sha256(rgb.tobytes()).hexdigest()
+here = digest(env.reset(seed=0)[0]["rgb"])
+
+def forked(queue):
+    try:
+        make().reset(seed=0)
+        queue.put("rendered")
+    except Exception as exc:
+        queue.put(type(exc).__name__)
+
+fork = multiprocessing.get_context("fork")
+queue = fork.Queue()
+child = fork.Process(target=forked, args=(queue,))
+child.start()
+print(context.start_method(), queue.get(timeout=60))
+child.join()
+envs = async_vector_env([make])
+print(digest(envs.reset(seed=0)[0]["rgb"][0]) == here)
+envs.close()
+"""
+
+
+@needs_gl
+def test_workers_of_a_parent_with_rasterizer_threads_start_clean_and_render(bundled):
+    """A parent rendering on llvmpipe threads: a plain fork child is refused at once (it
+    would hang); vector-env workers come from a forkserver and render the parent's bytes."""
+    run = subprocess.run([sys.executable, "-c", THREADED_PARENT, str(SCENE)], capture_output=True, text=True,
+                         timeout=150, env={**os.environ, "LP_NUM_THREADS": "2"})
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["forkserver", "SimulationError", "True"]
+
+
 def test_auto_falls_back_to_tiny_without_egl_and_says_so_once(monkeypatch, caplog):
     monkeypatch.setenv(context.DISABLE_ENV, "1")
-    monkeypatch.setattr(context, "_state", {"pid": None, "context": None, "error": None, "logged": False})
+    monkeypatch.setattr(context, "_state", {"pid": None, "context": None, "error": None, "logged": False,
+                                            "threads": None})
     scene = box_room()
     with caplog.at_level(logging.INFO, logger="vlnverse.sim.gl.context"):
         for _ in range(2):

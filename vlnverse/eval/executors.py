@@ -15,7 +15,6 @@ import logging
 import multiprocessing
 import os
 import queue
-import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -149,13 +148,16 @@ def run_local_pool(spec: RunSpec, items: Sequence[WorkItem], on_result: OnResult
 
     Each process has its own inbox and all share one results queue, so results come back
     one episode at a time. Processes are forked on Linux (no re-import, scripts need no
-    ``__main__`` guard; the parent holds no simulator) and spawned elsewhere.
+    ``__main__`` guard) unless this process's llvmpipe runs rasterizer threads (then
+    ``forkserver``), and spawned elsewhere (:func:`vlnverse.sim.gl.context.start_method`).
 
     Raises:
         VLNVerseError: a worker's error (e.g. :class:`~vlnverse.errors.SceneError`), or a
             :class:`~vlnverse.errors.WorkerError` naming the episode a dead worker ran.
     """
-    context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+    from vlnverse.sim.gl.context import start_method
+
+    context = multiprocessing.get_context(start_method())
     results = context.Queue()
     inboxes = [context.Queue() for _ in range(workers)]
     processes: list[Any] = []

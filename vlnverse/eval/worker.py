@@ -378,7 +378,10 @@ def run_process_worker(worker_id: int, spec: RunSpec, inbox: Any, results: Any, 
     ends with its parent (``parent_pid``), however the parent dies."""
     import concurrent.futures as cf
 
+    from vlnverse.sim.gl.context import worker_setup
+
     exit_with_parent(parent_pid)
+    worker_setup()
     worker = None
     try:
         worker = EvalWorker(spec)

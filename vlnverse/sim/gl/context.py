@@ -5,11 +5,19 @@ own); threads take turns with it (:func:`current_context`). ``renderer="auto"`` 
 (PyBullet's TinyRenderer) otherwise, logging the reason once per process. Setting
 ``VLNVERSE_DISABLE_EGL=1`` makes EGL count as unavailable (to exercise the fallback).
 
-llvmpipe rasterizes in the calling thread: ``LP_NUM_THREADS`` defaults to 0 here (Mesa
-reads it when the first context is made). That keeps processes fork-safe (a child forked
-from a process whose llvmpipe has rasterizer threads hangs on its first draw, as
-``AsyncVectorEnv`` and the eval pool fork workers), and parallel envs scale, one core
-each. Images are the same bytes whatever ``LP_NUM_THREADS`` is.
+Threads (``LP_NUM_THREADS``, read by Mesa when a process first makes a context; images
+are the same bytes whatever it is):
+
+- A process rasterizes in its calling thread by default (``LP_NUM_THREADS=0`` unless set),
+  which keeps it fork-safe: a child forked from a process whose llvmpipe runs rasterizer
+  threads would hang on its first draw, as the threads do not survive the fork. Such a
+  child gets a :class:`~vlnverse.errors.SimulationError` here instead.
+- Worker processes call :func:`worker_setup` first: a worker with fresh Mesa state then
+  uses ``LP_NUM_THREADS=1`` (or ``$VLNVERSE_WORKER_LP_NUM_THREADS``), one rasterizer
+  thread, so parallel workers take a core each; a worker forked from a process that has
+  rendered keeps the parent's single-threaded llvmpipe.
+- :func:`start_method` is how pools start such workers: ``fork`` where this process's
+  llvmpipe has no threads, else ``forkserver`` (workers from a clean server process).
 """
 
 from __future__ import annotations
@@ -17,20 +25,25 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from vlnverse.errors import ConfigError
+from vlnverse.errors import ConfigError, SimulationError
 
 logger = logging.getLogger(__name__)
 
 RENDERERS = ("auto", "gl", "tiny")
 DISABLE_ENV = "VLNVERSE_DISABLE_EGL"
+#: Rasterizer threads of a worker process (see :func:`worker_setup`), default 1.
+WORKER_THREADS_ENV = "VLNVERSE_WORKER_LP_NUM_THREADS"
 #: Mesa's EGL vendor file: preferring it keeps images identical on machines with a GPU driver.
 MESA_EGL_VENDOR = Path("/usr/share/glvnd/egl_vendor.d/50_mesa.json")
 
-_state: dict = {"pid": None, "context": None, "error": None, "logged": False}
+#: ``threads``: rasterizer threads of the Mesa state in this process's memory (None before
+#: the first context; kept across a fork, as the memory is, while the threads are not).
+_state: dict = {"pid": None, "context": None, "error": None, "logged": False, "threads": None}
 _lock = threading.RLock()
 
 
@@ -49,7 +62,13 @@ def gl_context():
 
     Raises:
         ConfigError: EGL is disabled, or no context can be made (the message says why).
+        SimulationError: This process was forked from one whose llvmpipe runs rasterizer threads.
     """
+    if _state["threads"] and _state["pid"] != os.getpid():
+        raise SimulationError(
+            f"this process was forked from one whose llvmpipe runs {_state['threads']} rasterizer thread(s), "
+            f"so its first draw would hang: start rendering workers with the start method "
+            f"vlnverse.sim.gl.context.start_method() gives ('forkserver' here), or set LP_NUM_THREADS=0")
     if _state["pid"] != os.getpid():
         _state.update(pid=os.getpid(), context=None, error=None)
         try:
@@ -72,6 +91,8 @@ def _create():
     if MESA_EGL_VENDOR.is_file():
         os.environ.setdefault("__EGL_VENDOR_LIBRARY_FILENAMES", str(MESA_EGL_VENDOR))
     context = moderngl.create_standalone_context(backend="egl", require=330)
+    if _state["threads"] is None:  # else a forked child: Mesa's state, single-threaded, is the parent's
+        _state["threads"] = _thread_count(os.environ["LP_NUM_THREADS"])
     logger.debug("OpenGL context: %s, %s", context.info["GL_RENDERER"], context.info["GL_VERSION"])
     return context
 
@@ -101,3 +122,28 @@ def resolve_renderer(name: str) -> str:
         logger.info("renderer 'auto' → 'gl' (headless EGL: %s)", _state["context"].info["GL_RENDERER"])
         _state["logged"] = True
     return "gl"
+
+
+def _thread_count(value: str) -> int:
+    """Rasterizer threads an ``LP_NUM_THREADS`` value asks for (unparsable counts as threaded)."""
+    return int(value) if value.strip().isdigit() else 1
+
+
+def worker_setup() -> None:
+    """Prepare a pool worker (an env worker, an eval worker) for rendering; call it first.
+
+    With fresh Mesa state (no context made in this process's memory), llvmpipe will use
+    ``$VLNVERSE_WORKER_LP_NUM_THREADS`` (default 1) rasterizer threads. A worker forked
+    after its parent rendered keeps the parent's single-threaded llvmpipe.
+    """
+    if _state["threads"] is None:
+        os.environ["LP_NUM_THREADS"] = os.environ.get(WORKER_THREADS_ENV, "1")
+
+
+def start_method() -> str:
+    """The ``multiprocessing`` start method for workers that may render: ``fork`` (Linux)
+    while this process's llvmpipe runs no rasterizer threads, else ``forkserver``;
+    ``spawn`` off Linux."""
+    if not sys.platform.startswith("linux"):
+        return "spawn"
+    return "forkserver" if _state["threads"] else "fork"
