@@ -154,7 +154,7 @@ def test_an_out_of_grammar_plan_is_rejected_counted_and_replaced(dataset):
         {"while": {"always": True}, "max_iterations": 50, "body": [{"step": "explore", "goal": "explore the nearest promising frontier"}]}]}
     retry = [r for r in model.requests if model.kind(r) == "FunctionCallImplementation"][1]
     assert "Your previous plan was rejected" in retry.messages[-1].text
-    assert record["agent_trace"]["fallbacks"] >= 1 and record["fail_reason"] == "stop"
+    assert record["agent_trace"]["fallbacks"] >= 1 and record["fail_reason"] == "inconclusive"
 
     answers = iter([bad, {"rationale": "ok", "plan": LOOP_PLAN}])
     record = run(dataset, ARNAScript({"FunctionCallImplementation": lambda r: next(answers)}), {"max_env_steps": 3})
@@ -163,7 +163,7 @@ def test_an_out_of_grammar_plan_is_rejected_counted_and_replaced(dataset):
 
 
 @pytest.mark.parametrize(("config", "handlers", "reason"), [
-    ({"max_env_steps": 5}, {}, "time_limit"),
+    ({"max_env_steps": 5}, {}, "step_limit"),
     ({"max_wall_s": 1e-6}, {}, "time_limit"),
     ({"max_cost_usd": 0.012}, {}, "cost_limit"),
     ({}, {"tools": lambda r: ("ExploreInterface", {"rationale": "r", "strategy": "fly"})}, "function_call_error"),
@@ -172,9 +172,9 @@ def test_budgets_end_the_run_inconclusive_with_the_reason(dataset, config, handl
     model = ARNAScript(handlers)
     record = run(dataset, model, config)
     arna = record["agent_trace"]["arna"]
-    assert record["error"] is None and record["fail_reason"] == "stop"
+    assert record["error"] is None and record["fail_reason"] == "inconclusive"
     assert arna["outcome_reason"] == reason and arna["answer"] is None
-    assert record["actions"][-1] == [0.0, 0.0, 1.0]
+    assert record["agent_trace"]["steps"][-1]["action"] == {"inconclusive": reason}
     if "max_env_steps" in config:
         assert len(record["actions"]) == config["max_env_steps"]
     if reason == "cost_limit":
@@ -271,5 +271,58 @@ def test_the_openai_client_calls_arnas_tools_on_a_loopback_server(dataset, monke
         assert not offered and any("You can call these tools:" in json.dumps(r["messages"]) for r in server.requests)
     calls = [c for s in record["agent_trace"]["steps"] for c in s.get("tool_calls", [])]
     assert calls and calls[0]["tool"] == "ExploreInterface" and calls[0]["found"]
-    assert record["agent_trace"]["arna"]["outcome_reason"] == "time_limit"
+    assert record["agent_trace"]["arna"]["outcome_reason"] == "step_limit"
     assert record["agent_trace"]["tokens"]["prompt"] > 0 and record["agent_trace"]["calls"] == len(server.requests)
+
+
+# -- EQA --------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def eqa_dataset(tmp_path_factory):
+    from tests.bundled import bundled_dataset
+
+    return bundled_dataset(tmp_path_factory.mktemp("arna_eqa"), tasks=("eqa",), per_scene=1)
+
+
+def run_eqa(dataset, model, config=None):
+    ds = EpisodeDataset.open(dataset)
+    episode = ds.episodes(None, "eqa")[0]
+    agent = make_agent("arna", {"perception": "gt", **SMALL, **(config or {})}, llm=model)
+    env = NavEnv(str(ds.scene_file(episode)), physics="tel_hop", action_space=agent.action_space,
+                 sensors=agent.sensors, max_episode_steps=30, task="eqa")
+    try:
+        record, _ = run_episode(env, agent, episode, physics="tel_hop")
+    finally:
+        env.close()
+    return record, episode
+
+
+@pytest.mark.parametrize("how", ["right", "wrong", "by_text", "unnamed", "budget"])
+def test_eqa_episodes_end_correct_incorrect_or_inconclusive(eqa_dataset, how):
+    ds = EpisodeDataset.open(eqa_dataset)
+    question = ds.episodes(None, "eqa")[0].question
+
+    def next_step(request):
+        reply = answer_at_the_answer_step(request)
+        if reply["terminal"]:
+            assert question.text in request.messages[-1].text and "D) " in request.messages[-1].text
+            reply["answer"] = {"right": "ABCD"[question.answer] + ")", "wrong": "ABCD"[(question.answer + 1) % 4],
+                               "by_text": question.options[question.answer], "unnamed": "the blue one"}[how]
+        return reply
+
+    config = {"max_env_steps": 2} if how == "budget" else {}
+    record, _ = run_eqa(eqa_dataset, ARNAScript({"NextStep": next_step}), config)
+    expected = {"right": ("correct", None), "by_text": ("correct", None), "wrong": ("incorrect", None),
+                "unnamed": ("inconclusive", "no_answer"), "budget": ("inconclusive", "step_limit")}[how]
+    assert (record["outcome"], record["outcome_reason"]) == expected
+    assert record["answer_correct"] == (expected[0] == "correct")
+    assert record["metrics"][expected[0]] == 1.0
+
+
+def test_option_index_reads_letters_and_option_texts():
+    from vlnverse.agents.arna.agent import option_index
+
+    options = ("red", "blue", "green", "dark red")
+    assert [option_index(a, options) for a in ("B", "c)", "Option D.", "green", "  Dark Red ", "A) red")] == [1, 2, 3, 2, 3, 0]
+    assert option_index("purple", options) is None and option_index(None, options) is None
+    assert option_index("red or blue", options) is None

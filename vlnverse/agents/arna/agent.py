@@ -26,10 +26,15 @@ semantic sensor (``perception: gt``, which also reads the room label; recorded a
 privileged) or the model's labels of the RGB views (``perception: vlm``). The env's scene
 graph is never read.
 
-Budgets (§6.3): environment steps (``max_env_steps``, 500), list cost of the model calls
-(``max_cost_usd``, $3), wall time (``max_wall_s``), function-call errors. A run that hits
-one ends with STOP and the trace's ``arna.outcome_reason`` (``time_limit``,
-``cost_limit``, ``function_call_error``): an inconclusive run, as in Table 1b.
+Ending (Table 1): on EQA the model's terminal answer (an option letter or text) becomes
+:class:`~vlnverse.eval.agent.Answer`; on the navigation tasks termination is STOP. Budgets
+(§6.3): environment steps (``max_env_steps``, 500 → ``step_limit``), list cost of the model
+calls (``max_cost_usd``, $3 → ``cost_limit``), wall time (``max_wall_s`` → ``time_limit``)
+and invalid tool calls (→ ``function_call_error``); the interpreter's statement limit also
+ends the run (``step_limit``). A run ended so returns
+:class:`~vlnverse.eval.agent.Inconclusive` with the reason (the episode's ``outcome`` is
+``inconclusive``); a terminal answer that names no option gives ``no_answer``. The trace's
+``arna`` entry keeps the answer, the reason and what led there.
 """
 
 from __future__ import annotations
@@ -70,22 +75,23 @@ from vlnverse.agents.base import EpisodeState, LLMWaypointAgent, StepView
 from vlnverse.agents.panorama import Panorama
 from vlnverse.agents.prompts import Prompt, describe_messages
 from vlnverse.errors import ConfigError, LLMAnswerError
-from vlnverse.eval.agent import EpisodeInfo
+from vlnverse.eval.agent import Answer, EpisodeInfo, Inconclusive
 from vlnverse.llm.base import WrapperClient
 from vlnverse.llm.types import ChatMessage
 
 logger = logging.getLogger(__name__)
 
 STOP_ACTION = (0.0, 0.0, 1.0)
-REASONS = ("time_limit", "cost_limit", "function_call_error")
+OPTION_LETTERS = "ABCD"  # the EQA options' labels (A..D), as the env shows them
 
 #: The built-in plan when the model gives none in the grammar: explore, checking termination.
 FALLBACK_PLAN = {"main": [{"while": {"always": True}, "max_iterations": 50,
                            "body": [{"step": "explore", "goal": "explore the nearest promising frontier"}]}]}
 
 
-class Inconclusive(Exception):
-    """A budget or the function-call limit ended the run (``reason`` in :data:`REASONS`)."""
+class BudgetSpent(Exception):
+    """A budget or the function-call limit ended the run (``reason``: an
+    :data:`~vlnverse.eval.agent.OUTCOME_REASONS` entry)."""
 
     def __init__(self, reason: str, detail: str) -> None:
         super().__init__(detail)
@@ -166,7 +172,7 @@ class ARNAAgent(LLMWaypointAgent):
         """Refuse a call once the episode's cost or token budget is spent."""
         state, cfg = self.state, self.config
         if state.list_cost_usd >= cfg.max_cost_usd:
-            raise Inconclusive("cost_limit", f"the episode's model calls cost ${state.list_cost_usd:.4f}, "
+            raise BudgetSpent("cost_limit", f"the episode's model calls cost ${state.list_cost_usd:.4f}, "
                                              f"its limit is ${cfg.max_cost_usd:.2f}")
         self._check_cap()
 
@@ -214,14 +220,14 @@ class ARNAAgent(LLMWaypointAgent):
                        "fallback": False, "repair": False}
         self._perceive_scene(observation, pose)
         if state.ended is not None:
-            action = np.array(STOP_ACTION, dtype=np.float32)
+            action = self._final_action()
         else:
             try:
                 self._check_budgets()
                 action = self._advance(pose, bump)
-            except Inconclusive as exc:
+            except BudgetSpent as exc:
                 action = self._end(None, str(exc), reason=exc.reason)
-        self.record["action"] = [round(float(v), 4) for v in action]
+        self.record["action"] = _json_action(action)
         state.trace.steps.append(self.record)
         state.trace.waypoints.append([round(float(pose[0]), 3), round(float(pose[1]), 3)])
         state.step += 1
@@ -229,10 +235,10 @@ class ARNAAgent(LLMWaypointAgent):
 
     def _check_budgets(self) -> None:
         state, cfg = self.state, self.config
-        if state.step >= cfg.max_env_steps - 1:
-            raise Inconclusive("time_limit", f"{cfg.max_env_steps} environment steps (max_env_steps)")
+        if state.step >= cfg.max_env_steps:
+            raise BudgetSpent("step_limit", f"{cfg.max_env_steps} environment steps (max_env_steps)")
         if cfg.max_wall_s and time.monotonic() - state.started > cfg.max_wall_s:
-            raise Inconclusive("time_limit", f"the episode ran longer than {cfg.max_wall_s:g} s (max_wall_s)")
+            raise BudgetSpent("time_limit", f"the episode ran longer than {cfg.max_wall_s:g} s (max_wall_s)")
         self.before_call()
 
     def _advance(self, pose: np.ndarray, bump: bool) -> np.ndarray:
@@ -259,15 +265,28 @@ class ARNAAgent(LLMWaypointAgent):
             if action is not None:
                 return action
             sent = self._arrived()
-        raise Inconclusive("time_limit", "the executor took no action within its statement limit")
+        raise BudgetSpent("step_limit", "the executor took no action within its statement limit")
 
-    def _end(self, answer: str | None, rationale: str, *, reason: str | None = None) -> np.ndarray:
+    def _end(self, answer: str | None, rationale: str, *, reason: str | None = None) -> Any:
+        """Record how the run ended and return its last action."""
         state = self.state
-        state.ended = {"answer": answer, "rationale": rationale, "outcome_reason": reason,
+        index = None
+        if reason is None and "options" in state.episode.extra:
+            index = option_index(answer, state.episode.extra["options"])
+            reason = None if index is not None else "no_answer"
+        state.ended = {"answer": answer, "answer_index": index, "rationale": rationale, "outcome_reason": reason,
                        "step": state.step}
         state.memory.log(f"step {state.step}: ended" + (f" (inconclusive: {reason})" if reason else "")
                          + (f", answer {answer!r}" if answer else "") + f": {rationale}")
         self.record["ended"] = state.ended
+        return self._final_action()
+
+    def _final_action(self) -> Any:
+        ended = self.state.ended
+        if ended["outcome_reason"] is not None:
+            return Inconclusive(ended["outcome_reason"])
+        if ended["answer_index"] is not None:
+            return Answer(ended["answer_index"])
         return np.array(STOP_ACTION, dtype=np.float32)
 
     # -- perception (the agent's own scene graph) -------------------------------------
@@ -338,6 +357,10 @@ class ARNAAgent(LLMWaypointAgent):
         """The task as the prompts state it."""
         episode = self.state.episode
         category = episode.extra.get("object_category")
+        if "options" in episode.extra:
+            options = " ".join(f"{OPTION_LETTERS[k]}) {o}" for k, o in enumerate(episode.extra["options"]))
+            return (f"Explore to answer this multiple-choice question from what you observe: "
+                    f"{episode.extra['question']} Options: {options}. When terminating, answer with the option letter.")
         if category:
             return f"Find a {category} and stop close to it, with it in view."
         return f"Follow this navigation instruction and stop at its goal: {episode.instruction}"
@@ -420,7 +443,7 @@ class ARNAAgent(LLMWaypointAgent):
         except _Terminated as done:
             return done.answer, done.rationale
         except StepLimit as exc:
-            raise Inconclusive("time_limit", str(exc)) from None
+            raise BudgetSpent("step_limit", str(exc)) from None
 
     def _context(self, upcoming: str) -> Prompt:
         state = self.state
@@ -508,7 +531,7 @@ class ARNAAgent(LLMWaypointAgent):
         state.trace.failures["function_call"] += 1
         state.memory.log(f"step {state.step}: function call error: {detail[:160]}")
         if len(state.function_call_errors) >= self.config.max_function_call_errors:
-            raise Inconclusive("function_call_error", f"invalid tool call: {detail[:200]}")
+            raise BudgetSpent("function_call_error", f"invalid tool call: {detail[:200]}")
 
     def _update_memory(self, line: str, result: ToolResult, selected: str = "") -> None:
         if not self.config.memory_updates:
@@ -632,6 +655,27 @@ class ARNAAgent(LLMWaypointAgent):
             "rooms": [] if state.graph is None else [r.name for r in state.graph.rooms],
         }
         return out
+
+
+def option_index(answer: str | None, options: Sequence[str]) -> int | None:
+    """The option an answer names: a letter (``B``, ``B)``, ``Option B``) or an option's text."""
+    text = " ".join(str(answer or "").strip().lower().replace(")", " ").replace(".", " ").split())
+    for k, option in enumerate(options):
+        if text == option.strip().lower():
+            return k
+    words = text.replace("option", "").split()
+    if words and len(words[0]) == 1 and words[0].upper() in OPTION_LETTERS[:len(options)]:
+        return OPTION_LETTERS.index(words[0].upper())
+    named = [k for k, option in enumerate(options) if option.strip().lower() in text]
+    return named[0] if len(named) == 1 else None
+
+
+def _json_action(action: Any) -> Any:
+    if isinstance(action, Answer):
+        return {"answer": action.index}
+    if isinstance(action, Inconclusive):
+        return {"inconclusive": action.reason}
+    return [round(float(v), 4) for v in np.asarray(action).reshape(-1)]
 
 
 def _along(start: np.ndarray, path: Sequence[np.ndarray], distance: float) -> np.ndarray:
