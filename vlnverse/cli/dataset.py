@@ -140,6 +140,11 @@ def _stats(args) -> int:
                     ("task", "path length (m)", "expert steps", "instruction words"),
                     [(TASK_LABELS[t], *[_dist(row.get(m)) for m in ("path_length", "steps", "instruction_words")])
                      for t, row in stats["per_task"].items()])
+        if "eqa" in stats:
+            eqa = stats["eqa"]
+            print_table(f"EQA: {eqa['questions']} questions (always guessing one position: at most "
+                        f"{100 * eqa['max_position_share']:.1f} %)", ("", *eqa["question_kinds"], *eqa["answer_positions"]),
+                        [("questions", *eqa["question_kinds"].values(), *eqa["answer_positions"].values())])
         if args.verify:
             print("checksums: " + ("ok" if not stats["corrupt_files"] else f"{len(stats['corrupt_files'])} bad "
                                    "(left out of the counts above): " + ", ".join(stats["corrupt_files"][:5])))

@@ -6,7 +6,10 @@
   conditional SR_1..SR_n, SR_All (final-goal success, the paper's) and SR_Ordered (every
   goal reached in order, not in the paper) of long-horizon episodes.
 
-Rates (SR, OSR, SPL, nDTW, CR, SR_n) are shown in percent as in the paper, lengths in
+- **EQA** (ARNA's Table 1): accuracy as correct / incorrect, the inconclusive share, mean
+  path length (TL) and mean tokens, with the inconclusive reasons counted (Table 1b).
+
+Rates (SR, OSR, SPL, nDTW, CR, SR_n, the EQA outcomes) are shown in percent as in the paper, lengths in
 metres. Every figure is a mean over episodes with a 95 % bootstrap interval in
 ``summary.json`` (and in the detail section of ``summary.md``). Records are sorted before
 aggregating, so the summary does not depend on the order episodes finished in.
@@ -15,6 +18,7 @@ aggregating, so the summary does not depend on the order episodes finished in.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -29,12 +33,16 @@ TASK_TITLES = {
     "visual_reference": "Visual reference",
     "dialogue": "Dialogue-based",
     "long_horizon": "Long-horizon",
+    "eqa": "Embodied question answering (EQA)",
 }
 PHYSICS_TITLES = {"tel_hop": "Tel-Hop", "strict": "Strict", "slide": "Slide"}
 PHYSICS_ORDER = ("tel_hop", "strict", "slide")
 COLUMNS = ("TL", "NE", "SR", "OSR", "SPL", "nDTW", "CR")
-PERCENT = frozenset({"SR", "OSR", "SPL", "nDTW", "SDTW", "CR", "SR_All", "SR_Ordered"})
-ARROWS = {"NE": "↓", "SR": "↑", "OSR": "↑", "SPL": "↑", "nDTW": "↑", "CR": "↓", "SR_All": "↑", "SR_Ordered": "↑"}
+EQA_COLUMNS = ("correct", "incorrect", "inconclusive", "TL", "tokens")
+PERCENT = frozenset({"SR", "OSR", "SPL", "nDTW", "SDTW", "CR", "SR_All", "SR_Ordered", "correct", "incorrect",
+                     "inconclusive"})
+ARROWS = {"NE": "↓", "SR": "↑", "OSR": "↑", "SPL": "↑", "nDTW": "↑", "CR": "↓", "SR_All": "↑", "SR_Ordered": "↑",
+          "correct": "↑", "incorrect": "↓", "TL": "", "tokens": "↓"}
 DETAIL_METRICS = ("TL", "NE", "NE_euclidean", "SR", "OSR", "SPL", "nDTW", "SDTW", "CR", "steps")
 
 
@@ -81,6 +89,11 @@ def summarize(records: Iterable[Mapping[str, Any]], run: Mapping[str, Any], *, n
         "groups": [g.to_dict() for g in groups],
         "overall": [g.to_dict() for g in overall],
     }
+    for group in (*out["groups"], *out["overall"]):
+        if group["task"] == "eqa":
+            reasons = Counter(str(r.get("outcome_reason")) for r in rows if r.get("outcome") == "inconclusive"
+                              and all(r.get(k) == v for k, v in group.items() if k in ("task", "split", "physics")))
+            group["inconclusive_reasons"] = dict(sorted(reasons.items()))
     totals = llm_totals(rows)
     if totals is not None:
         out["llm"] = totals
@@ -131,7 +144,7 @@ def markdown_tables(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
         tasks = {g["task"] for _, g in entries}
         t5 = [t for t in TABLE5_TASKS if t in tasks]
         t6 = [t for t in TABLE6_TASKS if t in tasks]
-        others = sorted(tasks - set(TABLE5_TASKS) - set(TABLE6_TASKS))
+        others = sorted(tasks - set(TABLE5_TASKS) - set(TABLE6_TASKS) - {"eqa"})
         if t5:
             out += ["**Table 5** — Strict vs Tel-Hop collision settings.", ""]
         for task in [*t5, *others]:
@@ -140,9 +153,28 @@ def markdown_tables(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
             out += ["**Table 6** — visual reference, dialogue and long-horizon tasks.", ""]
         for task in t6:
             rows = _rows(entries, task)
-            extra = _sr_columns(g for _, _, g in rows) if task == "long_horizon" else []
-            out += _table(TASK_TITLES[task], [*COLUMNS, *extra], rows)
+            out += _table(TASK_TITLES[task], _columns(task, rows), rows)
+        if "eqa" in tasks:
+            rows = _rows(entries, "eqa")
+            out += ["**EQA** (as ARNA's Table 1) — accuracy as correct / incorrect / inconclusive (%), "
+                    "mean path length (m), mean tokens per episode.", ""]
+            out += _table(TASK_TITLES["eqa"], EQA_COLUMNS, rows) + _inconclusive_lines(rows)
     return "\n".join(out)
+
+
+def _columns(task: str, rows: Sequence[tuple[str, str, Mapping[str, Any]]]) -> list[str]:
+    """A task's table columns: EQA's Table 1, long-horizon's SR_n added, else Table 5's."""
+    if task == "eqa":
+        return list(EQA_COLUMNS)
+    return [*COLUMNS, *(_sr_columns(g for _, _, g in rows) if task == "long_horizon" else [])]
+
+
+def _inconclusive_lines(rows: Sequence[tuple[str, str, Mapping[str, Any]]]) -> list[str]:
+    """EQA's inconclusive runs by reason (ARNA Table 1b), one line per agent and physics mode."""
+    lines = [f"- inconclusive ({agent}, {PHYSICS_TITLES.get(physics, physics)}): "
+             + ", ".join(f"{k} {v}" for k, v in group.get("inconclusive_reasons", {}).items())
+             for agent, physics, group in rows if group.get("inconclusive_reasons")]
+    return [*lines, ""] if lines else []
 
 
 def _rows(entries: Sequence[tuple[str, Mapping[str, Any]]], task: str) -> list[tuple[str, str, Mapping[str, Any]]]:
@@ -209,7 +241,7 @@ def table_data(runs: Sequence[tuple[str, Mapping[str, Any]]], task: str) -> tupl
     groups), for printing: one row per (agent label, physics mode)."""
     entries = [(label, g) for label, summary in runs for g in summary.get("overall", []) if g["task"] == task]
     rows = _rows(entries, task)
-    columns = [*COLUMNS, *(_sr_columns(g for _, _, g in rows) if task == "long_horizon" else [])]
+    columns = _columns(task, rows)
     header = ["Agent", "Collision", *[f"{c}{ARROWS.get(c, '')}" for c in columns], "n"]
     body = [[label, PHYSICS_TITLES.get(physics, physics), *[_cell(g["metrics"].get(c), c) for c in columns],
              str(g.get("n_episodes", 0))] for label, physics, g in rows]

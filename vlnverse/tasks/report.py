@@ -3,6 +3,8 @@
 * counts in the shape of Table 2: episodes (scenes) per task and split;
 * instruction lengths (words) per task and style — Fig. 3b;
 * landmark and action-verb frequencies — Fig. 3a / Fig. 4;
+* EQA: questions per kind and the correct option's position (A-D): no position may be a
+  better guess than chance (``max_position_share`` is 0.25 for a perfectly balanced set);
 * per task, the distributions of path length (the reference path's geodesic length),
   expert steps and instruction length — Fig. 2c / Fig. 3b, to set beside the human TL of
   Table 3 (12.1 m fine, 10.2 m coarse). Expert steps are the VLN-CE discrete actions a
@@ -24,7 +26,15 @@ from typing import Any
 import numpy as np
 
 from vlnverse.fileio import atomic_open, write_json_atomic, write_text_atomic
-from vlnverse.tasks.episode import SPLITS, STYLES, TASKS, Episode
+from vlnverse.tasks.episode import (
+    OPTION_COUNT,
+    OPTION_LETTERS,
+    QUESTION_KINDS,
+    SPLITS,
+    STYLES,
+    TASKS,
+    Episode,
+)
 from vlnverse.tasks.grounding import HOUSEHOLD_NOUNS
 
 VERBS = frozenset("""walk go turn move head stop enter pass keep continue proceed find locate approach take make
@@ -141,6 +151,7 @@ def dataset_stats(episodes: Sequence[Episode]) -> dict[str, Any]:
         "instruction_sources": dict(Counter(e.provenance.instruction_source for e in episodes)),
         "fallbacks": sum(1 for e in episodes if e.provenance.fallback),
         **_objectnav_vocabulary(episodes),
+        **_eqa_balance(episodes),
     }
 
 
@@ -148,6 +159,36 @@ def _objectnav_vocabulary(episodes: Sequence[Episode]) -> dict[str, Any]:
     """ObjectNav's category vocabulary: episodes per goal category (absent without ObjectNav)."""
     counts = Counter(e.goals[0].category for e in episodes if e.task == "objectnav")
     return {"objectnav_categories": dict(sorted(counts.items()))} if counts else {}
+
+
+def _eqa_balance(episodes: Sequence[Episode]) -> dict[str, Any]:
+    """EQA: questions per kind and per answer position (absent without EQA)."""
+    questions = [e.question for e in episodes if e.task == "eqa" and e.question is not None]
+    if not questions:
+        return {}
+    kinds = Counter(q.kind for q in questions)
+    positions = Counter(q.answer for q in questions)
+    return {"eqa": {
+        "questions": len(questions),
+        "question_kinds": {k: kinds[k] for k in QUESTION_KINDS if kinds[k]},
+        "answer_positions": {OPTION_LETTERS[p]: positions[p] for p in range(OPTION_COUNT)},
+        "max_position_share": round(max(positions.values()) / len(questions), 4),
+    }}
+
+
+def eqa_markdown(stats: dict[str, Any]) -> list[str]:
+    """The EQA balance section of the report (empty without EQA)."""
+    eqa = stats.get("eqa")
+    if not eqa:
+        return []
+    n = eqa["questions"]
+    lines = ["", "## EQA questions", "", f"{n} questions. Always guessing one position scores at most "
+             f"{100 * eqa['max_position_share']:.1f} % (chance: {100 / OPTION_COUNT:.0f} %).", "",
+             "| Question kind | questions | share |", "|---|---|---|"]
+    lines += [f"| {k} | {v} | {100 * v / n:.1f} % |" for k, v in eqa["question_kinds"].items()]
+    lines += ["", "| Answer position | questions | share |", "|---|---|---|"]
+    lines += [f"| {k} | {v} | {100 * v / n:.1f} % |" for k, v in eqa["answer_positions"].items()]
+    return lines
 
 
 def counts_table_markdown(stats: dict[str, Any]) -> str:
@@ -229,6 +270,7 @@ def write_report(episodes: Sequence[Episode], out_dir: str | Path, *, title: str
     if "objectnav_categories" in stats:
         md += ["", "## ObjectNav categories (episodes)", "",
                ", ".join(f"{c} {n}" for c, n in stats["objectnav_categories"].items())]
+    md += eqa_markdown(stats)
     if extra_lines:
         md += ["", "## Run", "", *extra_lines]
     write_text_atomic(out / "report.md", "\n".join(md) + "\n")

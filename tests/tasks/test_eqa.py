@@ -1,0 +1,185 @@
+"""EQA: question generation on the bundled scenes (one correct option, in-scene distractors,
+balanced answer positions and kinds), the env's answer actions, and evaluation outcomes
+(oracle 100 % correct, random about chance, inconclusive reasons, a bad answer index)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from tests.bundled import bundled_dataset
+from vlnverse.cli import main
+from vlnverse.errors import DatasetError, InvalidActionError
+from vlnverse.eval.agent import Answer, Inconclusive
+from vlnverse.tasks.dataset import EpisodeDataset
+from vlnverse.tasks.episode import QUESTION_KINDS, Episode, Question
+from vlnverse.tasks.report import dataset_stats
+
+PER_SCENE = 8
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    return bundled_dataset(tmp_path_factory.mktemp("eqa"), tasks=("eqa",), per_scene=PER_SCENE)
+
+
+@pytest.fixture(scope="module")
+def episodes(dataset):
+    return EpisodeDataset.open(dataset).episodes(None, "eqa")
+
+
+def _context(dataset, episode):
+    from vlnverse.scene.inspect import prepare_scene
+    from vlnverse.tasks.context import SceneContext
+    from vlnverse.tasks.generate import GenerationConfig
+
+    gen = GenerationConfig()
+    prepared = prepare_scene(str(EpisodeDataset.open(dataset).scene_file(episode)), gen.agent_radius,
+                             gen.agent_height, gen.resolution)
+    return SceneContext(prepared, viewpoint_distance=gen.sampling.viewpoint_distance)
+
+
+def test_each_question_has_one_correct_option_and_in_scene_distractors(dataset, episodes):
+    from vlnverse.tasks.eqa import OPPOSITE_STATE, label
+
+    assert len(episodes) == 3 * PER_SCENE
+    for scene_id in sorted({e.scene_id for e in episodes}):
+        mine = [e for e in episodes if e.scene_id == scene_id]
+        context = _context(dataset, mine[0])
+        in_scene = {label(o.category) for o in context.objects.values()}
+        for e in mine:
+            q = e.question
+            assert e.instruction.text == q.prompt() and q.options[q.answer] == q.answer_text
+            assert len(set(q.options)) == 4 and q.options.count(q.answer_text) == 1
+            distractors = [o for k, o in enumerate(q.options) if k != q.answer]
+            objects = [context.objects[o] for o in q.object_ids]
+            if q.kind in ("existence", "near"):   # categories of this scene, none of them the right one
+                assert set(distractors) <= in_scene
+            if q.kind == "existence":
+                rooms = set(q.room_ids)
+                assert objects and all(o.room_id in rooms and label(o.category) == q.answer_text for o in objects)
+                assert not any(o.room_id in rooms and label(o.category) in distractors for o in context.objects.values())
+            if q.kind == "color":
+                assert objects[0].color == q.answer_text
+            if q.kind == "room":
+                assert context.room_label(objects[0].room_id) == q.answer_text
+            if q.kind == "count":
+                categories = {o.category for o in objects}
+                assert int(q.answer_text) == len(objects) and len(categories) <= 1
+                assert all(o.room_id == q.room_ids[0] for o in objects)
+                assert sum(1 for o in context.objects.values()
+                           if o.room_id == q.room_ids[0] and o.category in categories) == len(objects)
+            if q.kind == "state":
+                state = context.scene.object_by_id(q.object_ids[0]).state
+                assert q.text.endswith(("on?", "off?", "open?", "closed?")) and state in OPPOSITE_STATE
+            assert e.goals and e.reference_path and e.geodesic_distance >= 3.0 - 0.5
+
+
+def test_answer_positions_and_kinds_are_balanced_and_reported(episodes):
+    for scene_id in {e.scene_id for e in episodes}:
+        positions = Counter(e.question.answer for e in episodes if e.scene_id == scene_id)
+        assert set(positions.values()) == {PER_SCENE // 4}   # each block of four is a permutation
+    stats = dataset_stats(episodes)["eqa"]
+    assert stats["answer_positions"] == {"A": 6, "B": 6, "C": 6, "D": 6}
+    assert stats["max_position_share"] == 0.25
+    assert sum(stats["question_kinds"].values()) == len(episodes)
+    assert len(stats["question_kinds"]) >= 5 and set(stats["question_kinds"]) <= set(QUESTION_KINDS)
+
+
+def test_the_schema_round_trips_and_rejects_bad_questions(episodes):
+    episode = episodes[0]
+    assert Episode.from_dict(json.loads(json.dumps(episode.to_dict()))) == episode
+    bad = episode.to_dict()
+    bad["question"]["answer"] = 4
+    with pytest.raises(DatasetError, match="option index"):
+        Episode.from_dict(bad)
+    with pytest.raises(DatasetError, match="distinct"):
+        Question("Which?", ("a", "b", "a", "c"), 0, "existence")
+    with pytest.raises(DatasetError, match="only for, eqa"):
+        Episode.from_dict({**episode.to_dict(), "task": "coarse"})
+
+
+def test_the_env_answers_with_discrete_ids_or_answer_and_rejects_bad_indices(dataset, episodes):
+    from gymnasium.utils.env_checker import check_env
+
+    from vlnverse.envs.nav_env import NavEnv
+
+    env = NavEnv(dataset=dataset, task="eqa", sensors=(), physics="tel_hop")
+    try:
+        check_env(env, skip_render_check=True)
+        obs, info = env.reset(options={"episode_id": episodes[0].episode_id})
+        question = episodes[0].question
+        assert obs["question"] == question.text and obs["options"] == question.options
+        assert info["eqa_answer"] == question.answer and info["answer"] is None
+        assert [env.answer_action(k) for k in range(4)] == [4, 5, 6, 7] and env.action_space.n == 8
+        with pytest.raises(InvalidActionError, match="option index 0..3, got 7"):
+            env.answer(7)
+        wrong = (question.answer + 1) % 4
+        _, reward, terminated, _, info = env.step(env.answer_action(wrong))
+        assert terminated and info["answer"] == wrong and info["answer_correct"] is False
+        assert info["fail_reason"] == "wrong_answer"
+        env.reset(options={"episode_id": episodes[0].episode_id})
+        _, reward, terminated, _, info = env.answer(question.answer)
+        assert terminated and info["answer_correct"] is True and reward > 5
+    finally:
+        env.close()
+
+
+def _evaluate(dataset, out, agent, **kwargs):
+    from vlnverse.eval.harness import EvalConfig, evaluate
+
+    return evaluate(EvalConfig(dataset=str(dataset), out=str(out), agent=agent, task="eqa", physics=("tel_hop",),
+                               plots=0, bootstrap=10, **kwargs))
+
+
+def test_the_oracle_answers_everything_and_random_is_about_chance(dataset, tmp_path):
+    oracle = _evaluate(dataset, tmp_path / "oracle", "oracle")
+    assert {r["outcome"] for r in oracle.records} == {"correct"}
+    assert all(r["answer_correct"] and r["metrics"]["correct"] == 1.0 for r in oracle.records)
+    table = (tmp_path / "oracle" / "summary.md").read_text()
+    assert "Embodied question answering" in table and "| 100.00 | 0.00 | 0.00 |" in table
+    answers = []
+    for seed in range(4):
+        run = _evaluate(dataset, tmp_path / f"random{seed}", "random", seed=seed)
+        answers += [r["answer_correct"] for r in run.records if r["outcome"] != "inconclusive"]
+    assert len(answers) >= 60
+    assert 0.12 <= sum(answers) / len(answers) <= 0.40   # chance is 25 %
+
+
+def test_inconclusive_reasons_and_a_bad_answer_index(dataset, tmp_path):
+    gave_up = _evaluate(dataset, tmp_path / "c", "tests.tasks.test_eqa:cost_limit", episodes=2)
+    assert {(r["outcome"], r["outcome_reason"]) for r in gave_up.records} == {("inconclusive", "cost_limit")}
+    bad = _evaluate(dataset, tmp_path / "b", "tests.tasks.test_eqa:bad_index", episodes=2)
+    for record in bad.records:
+        assert (record["outcome"], record["outcome_reason"]) == ("inconclusive", "error")
+        assert record["error_source"] == "invalid_action" and "option index 0..3, got 9" in record["error"]
+    forward = _evaluate(dataset, tmp_path / "f", "forward", episodes=1, max_steps=20)
+    assert forward.records[0]["outcome_reason"] == "step_limit"
+
+
+def cost_limit(observation):
+    return Inconclusive("cost_limit")
+
+
+def bad_index(observation):
+    return Answer(9)
+
+
+def test_datagen_cli_generates_eqa_and_resumes(capsys, tmp_path):
+    from tests.bundled import BUNDLED_SCENES
+
+    args = ["datagen", "--scenes", str(BUNDLED_SCENES), "--out", str(tmp_path / "ds"), "--tasks", "eqa",
+            "--per-scene", "4", "--no-progress", "--json", "--no-report"]
+    assert main(args) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["episodes"] == 12 and first["scenes_generated"] == 3
+    episodes = (tmp_path / "ds").rglob("*.jsonl*")
+    before = {p: p.read_bytes() for p in episodes}
+    assert main(args) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["scenes_resumed"] == 3 and again["episodes"] == 12
+    assert {p: p.read_bytes() for p in before} == before
+    stats = dataset_stats(EpisodeDataset.open(tmp_path / "ds").episodes(None, "eqa"))
+    assert stats["eqa"]["answer_positions"] == {"A": 3, "B": 3, "C": 3, "D": 3}
