@@ -38,23 +38,28 @@ def make_dataset(out: Path) -> Path:
     from vlnverse.tasks.generate import GenerationConfig
 
     run_datagen(DatagenConfig(scenes=str(ROOT / "assets" / "scenes"), out=str(out), seed=0,
-                              generation=GenerationConfig(tasks=("fine",), per_scene=30)))
+                              generation=GenerationConfig(tasks=("fine",), per_scene=80)))
     return out
 
 
-def raw_render_rate(scene_file: str, poses: np.ndarray, size: int) -> float:
-    """Frames/s of the backend's own ``render`` (the renderer the env resolved, RGB + depth,
-    ``size`` px, the same camera) at ``poses``, without the env."""
+def raw_render_rate(config, scene_file: str, poses: np.ndarray) -> float:
+    """Frames/s of the backend's own ``render`` (the renderer the env resolved) at ``poses``,
+    without the env: the same views as the pre-render's sensors (one camera request per
+    resolution, RGB, depth and semantics drawn together where they share one)."""
     from vlnverse.envs.nav_env import NavEnv
     from vlnverse.sim.types import CameraRequest
 
-    env = NavEnv(scene_file, sensors={"rgb": {"kind": "rgb", "width": size, "height": size}})
+    views: dict[int, set[str]] = {}
+    for spec in config.sensors().values():
+        views.setdefault(spec["width"], set()).add(spec["kind"])
+    env = NavEnv(scene_file, renderer=config.renderer, sensors={})
     try:
         backend, height = env.sim.backend, env.agent_spec.camera_height
         start = time.perf_counter()
         for x, y, z, yaw in poses:
             backend.render([CameraRequest((float(x), float(y), float(z) + height), float(yaw), 0.0, size, size,
-                                          90.0, 0.05, 30.0, rgb=True, depth=True)])
+                                          90.0, 0.05, 30.0, rgb="rgb" in kinds, depth="depth" in kinds,
+                                          instance="semantic" in kinds) for size, kinds in views.items()])
         return len(poses) / (time.perf_counter() - start)
     finally:
         env.close()
@@ -76,7 +81,7 @@ def prerender_round(dataset: Path, work: Path, size: int, episodes: int, index: 
     store = FrameStore(config.out, "train")
     scene_id = store.episodes[0].scene_id
     poses = store.steps(scene_id)["poses"]
-    return summary.frames_per_second, raw_render_rate(store.records[scene_id]["scene_file"], poses, size)
+    return summary.frames_per_second, raw_render_rate(config, store.records[scene_id]["scene_file"], poses)
 
 
 def training_rate(frames: Path, kind: str) -> float:
@@ -118,7 +123,7 @@ def online_rate(dataset: Path, num_envs: int, iterations: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--episodes", type=int, default=12, help="episodes pre-rendered per round")
+    parser.add_argument("--episodes", type=int, default=24, help="episodes pre-rendered per round")
     parser.add_argument("--size", type=int, default=128, help="RGB and depth resolution")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved pre-render rounds")
     parser.add_argument("--online-pairs", type=int, default=3, help="back-to-back (1, 2)-env online pairs")

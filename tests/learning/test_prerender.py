@@ -58,3 +58,18 @@ def test_rerun_resumes_and_raw_chunks_memory_map(train_frames, tmp_path):
     record = json.loads(record_file.read_text())
     record_file.write_text(json.dumps({**record, "config_hash": "other"}))
     assert [s.status for s in prerender(raw).scenes] == ["rendered"]
+
+
+def test_slide_frames_are_rendered_as_the_env_walks(train_frames, tmp_path):
+    """``slide`` renders inside the env's walk (tel_hop: a planner process walks, the renderer
+    teleports); both store what a fresh render at the stored pose shows."""
+    config, _ = train_frames
+    slide = dataclasses.replace(config, out=str(tmp_path / "slide"), physics="slide", semantic=False, compress_level=9)
+    prerender(slide)
+    store = FrameStore(slide.out, "train")
+    episode = store.episode(0)
+    record = store.records[store.episodes[0].scene_id]
+    assert episode["actions"][-1] == 0
+    for index in (0, len(episode["actions"]) - 1):
+        fresh = fresh_render(slide, record["scene_file"], episode["poses"][index])
+        np.testing.assert_array_equal(episode["rgb"][index], fresh["rgb"])
