@@ -88,9 +88,14 @@ def test_answer_positions_and_kinds_are_balanced_and_reported(episodes):
     assert len(stats["question_kinds"]) >= 5 and set(stats["question_kinds"]) <= set(QUESTION_KINDS)
 
 
-def test_the_schema_round_trips_and_rejects_bad_questions(episodes):
+def test_the_schema_round_trips_and_rejects_bad_questions(episodes, tmp_path):
+    from vlnverse.tasks.formats.release import export_release, import_release
+
     episode = episodes[0]
     assert Episode.from_dict(json.loads(json.dumps(episode.to_dict()))) == episode
+    export_release(episodes, tmp_path)
+    imported = {e.episode_id: e.question for e in import_release(tmp_path)}
+    assert imported == {e.episode_id: e.question for e in episodes}
     bad = episode.to_dict()
     bad["question"]["answer"] = 4
     with pytest.raises(DatasetError, match="option index"):

@@ -331,7 +331,7 @@ class Episode:
         if self.question_budget is not None:
             out["question_budget"] = self.question_budget
         if self.question is not None:
-            out["question"] = _question_dict(self.question)
+            out["question"] = question_dict(self.question)
         return out
 
     @classmethod
@@ -405,7 +405,8 @@ def _instruction_dict(instruction: Instruction) -> dict[str, Any]:
     return out
 
 
-def _question_dict(question: Question) -> dict[str, Any]:
+def question_dict(question: Question) -> dict[str, Any]:
+    """The canonical JSON form of an EQA question (empty id lists omitted)."""
     out: dict[str, Any] = {"text": question.text, "options": list(question.options), "answer": question.answer,
                            "kind": question.kind}
     for name in ("object_ids", "room_ids"):

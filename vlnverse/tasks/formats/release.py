@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from vlnverse.errors import DatasetError
-from vlnverse.tasks.episode import SPLITS, TASKS, Episode, Goal, Instruction, Provenance
+from vlnverse.tasks.episode import SPLITS, TASKS, Episode, Goal, Instruction, Provenance, Question, question_dict
 from vlnverse.tasks.formats.vlnce import dump_gz, load_gz
 from vlnverse.tasks.formats.vocab import build_vocab, encode
 
@@ -86,6 +86,8 @@ def _record(e: Episode, vocab: dict, withhold: bool) -> dict:
         record["info"]["subgoal_distances"] = list(e.subgoal_distances)
     if e.question_budget is not None:
         record["question_budget"] = e.question_budget
+    if e.question is not None:
+        record["question"] = question_dict(e.question)
     return record
 
 
@@ -155,5 +157,6 @@ def _episode(raw: dict, task: str, split: str) -> Episode:
         reference_image=raw.get("reference_image"),
         subgoal_distances=tuple(info.get("subgoal_distances", ())),
         question_budget=raw.get("question_budget"),
+        question=Question(**raw["question"]) if raw.get("question") else None,
         provenance=Provenance(instruction_source="import:vlnverse", stages=("import:vlnverse",)),
     )
