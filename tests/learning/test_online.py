@@ -3,6 +3,7 @@ and a short training run writes checkpoints, resumes and reports Table 7."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -52,6 +53,15 @@ def test_online_training_resumes_and_reports_table7(fine_dataset, tmp_path):
     table = json.loads((tmp_path / "run" / "table7.json").read_text())
     assert set(table) == {"Zero-shot", "Fine-tuned (2 it.)"}
     assert all(np.isfinite(row["SR"]) and row["episodes"] == 1 for row in table.values())
-    again = train_online(config.__class__(**{**config.__dict__, "iterations": 3, "eval_split": None}))
+    again = train_online(dataclasses.replace(config, iterations=3, eval_split=None))
     assert [h["iteration"] for h in again["history"]] == [1, 2, 3]
     assert again["history"][:2] == first["history"][:2]
+    # resumed after iteration 2 (a kill leaves latest.pt there) = an uninterrupted 3-iteration run
+    whole = train_online(dataclasses.replace(config, out=str(tmp_path / "whole"), iterations=3, eval_split=None))
+    assert [h["loss"] for h in whole["history"]] == [h["loss"] for h in again["history"]]
+    import torch
+
+    resumed = torch.load(tmp_path / "run" / "checkpoints" / "iter_0003.pt", weights_only=False)["model"]
+    uninterrupted = torch.load(tmp_path / "whole" / "checkpoints" / "iter_0003.pt", weights_only=False)["model"]
+    assert resumed.keys() == uninterrupted.keys()
+    assert all(torch.equal(resumed[k], uninterrupted[k]) for k in resumed)

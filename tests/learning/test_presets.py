@@ -1,0 +1,31 @@
+"""``--preset paper`` resolves to the paper's settings (§5.2, §5.5, A.2.4); options override it."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+
+from vlnverse.cli import build_parser  # noqa: E402
+from vlnverse.cli.train import build_config, build_online_config  # noqa: E402
+
+
+def parse(*args: str):
+    return build_parser().parse_args(["train", *args, "--dataset", "DS", "--out", "RUN"])
+
+
+def test_paper_preset_is_the_papers_offline_settings():
+    config = build_config(parse("cma", "--preset", "paper"))
+    # §5.2: "batch size of 2", "AdamW with a learning rate of 1×10^-4", "capped at 200 steps";
+    # C.2.1: RGB 224, depth 256.
+    assert (config.batch_size, config.lr, config.max_steps) == (2, 1e-4, 200)
+    assert (config.rgb_size, config.depth_size) == (224, 256)
+    assert config.prerender_config("train").max_steps == 200
+    assert build_config(parse("seq2seq", "--preset", "paper", "--batch-size", "8")).batch_size == 8
+
+
+def test_paper_preset_is_the_papers_online_settings():
+    config = build_online_config(parse("waypoint_bert", "--online", "--preset", "paper"))
+    # §5.5: batch of 4 episodes; A.2.4: MAX_TRAJ_LEN 35, SCHEDULE_RATIO 0.85, DECAY_TIME 4; lr 1e-4.
+    assert (config.num_envs, config.max_traj_len, config.lr) == (4, 35, 1e-4)
+    assert (config.schedule_ratio, config.decay_time, config.image_size, config.views) == (0.85, 4, 224, 12)
