@@ -11,7 +11,10 @@ Figures (``BENCH <name> <value> <unit> target <op> <value>``):
 - ``train.seq2seq_samples_per_s`` / ``train.cma_samples_per_s``: teacher-forced training
   steps (frames) per second of the smoke preset's models on the pre-rendered frames.
 - ``train.online_vector_scaling_2env``: env steps/s of online rollouts (the oracle's
-  waypoint choices, 12-view panoramas) with 2 async sub-envs over 1, median of pairs.
+  waypoint choices, 12-view panoramas, batches of 4 episodes) with 2 async sub-envs over 1,
+  median of pairs.
+- ``train.cpu_scaling_2proc``: the machine's own 2-process scaling at the time (a Python
+  loop in 2 processes over 1), the ceiling of the figure above (context, no target).
 
 The dataset is generated from the bundled scenes (fine-grained episodes). The machine is
 shared, so absolute numbers are noisy; ratios are measured within one run.
@@ -98,7 +101,9 @@ def training_rate(frames: Path, kind: str) -> float:
         return train_imitation(config).samples_per_second
 
 
-def online_rate(dataset: Path, num_envs: int, iterations: int) -> float:
+def online_rate(dataset: Path, num_envs: int, episodes_per_rollout: int, rollouts: int) -> float:
+    """Env steps/s of oracle rollouts in ``num_envs`` async sub-envs (each plays its share of
+    a rollout's episodes in turn, as training with ``--batch-size`` does)."""
     from vlnverse.agents.config import PanoramaConfig, WaypointConfig
     from vlnverse.learning.online.inputs import InputSpec
     from vlnverse.learning.online.rollout import TeacherPolicy, make_vector_env, rollout
@@ -113,12 +118,37 @@ def online_rate(dataset: Path, num_envs: int, iterations: int) -> float:
     try:
         rollout(vec, TeacherPolicy(), list(range(num_envs)), 3)  # warm-up: workers started, scene loaded
         steps = seconds = 0.0
-        for i in range(iterations):
-            stats = rollout(vec, TeacherPolicy(), [(i * num_envs + r) % len(episodes) for r in range(num_envs)], 35)
+        for i in range(rollouts):
+            picks = [(i * episodes_per_rollout + r) % len(episodes) for r in range(episodes_per_rollout)]
+            stats = rollout(vec, TeacherPolicy(), picks, 35)
             steps, seconds = steps + stats.env_steps, seconds + stats.seconds
         return steps / seconds
     finally:
         vec.close()
+
+
+def cpu_scaling() -> float:
+    """The machine's own 2-process scaling (a pure-Python loop in 2 processes over 1): the
+    ceiling of any 2-env figure at the time of the run (a shared machine's load lowers it)."""
+    import multiprocessing
+
+    n = 4_000_000
+    start = time.perf_counter()
+    _spin(n)
+    one = time.perf_counter() - start
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        pool.map(_spin, [1, 1])
+        start = time.perf_counter()
+        pool.map(_spin, [n, n], chunksize=1)
+        two = time.perf_counter() - start
+    return 2 * one / two
+
+
+def _spin(n: int) -> int:
+    total = 0
+    for i in range(n):
+        total += i & 7
+    return total
 
 
 def main() -> None:
@@ -144,13 +174,15 @@ def main() -> None:
         prerender(dataclasses.replace(PrerenderConfig(dataset=str(work / "subset"), out=str(small)), rgb_size=64,
                                       depth_size=64))
         rates = {kind: training_rate(small, kind) for kind in ("seq2seq", "cma")}
-        pairs = [(online_rate(dataset, 1, 2), online_rate(dataset, 2, 2)) for _ in range(args.online_pairs)]
+        pairs = [(online_rate(dataset, 1, 4, 2), online_rate(dataset, 2, 4, 2)) for _ in range(args.online_pairs)]
         print(f"online rollouts: {[tuple(round(v, 2) for v in p) for p in pairs]} env steps/s (1 env, 2 envs)")
+        capacity = cpu_scaling()
         print(f"BENCH train.prerender_ratio_vs_raw_render {statistics.median(ratios):.3f} x target >= 0.8")
         print(f"BENCH train.prerender_frames_per_s {statistics.median(r[0] for r in rounds):.1f} frames/s target >= 0")
         for kind, rate in rates.items():
             print(f"BENCH train.{kind}_samples_per_s {rate:.1f} samples/s target >= 0")
         print(f"BENCH train.online_vector_scaling_2env {statistics.median(b / a for a, b in pairs):.2f} x target >= 1.6")
+        print(f"BENCH train.cpu_scaling_2proc {capacity:.2f} x target >= 0")
 
 
 if __name__ == "__main__":

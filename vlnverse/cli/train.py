@@ -42,7 +42,8 @@ def register(subparsers) -> None:
     online = parser.add_argument_group("online fine-tuning (waypoint_bert)")
     online.add_argument("--online", action="store_true", help="train in the simulator (required for waypoint_bert)")
     online.add_argument("--iterations", type=int, default=None, help="iterations (default: the preset's)")
-    online.add_argument("--num-envs", type=int, default=None, help="vector sub-envs = episodes per batch")
+    online.add_argument("--num-envs", type=int, default=None,
+                        help="vector sub-envs (default: the preset's; --batch-size: episodes per batch, default one per sub-env)")
     online.add_argument("--vector", choices=("async", "sync"), default="async", help="sub-envs in processes or not")
     online.add_argument("--physics", default="slide", help="physics of the rollouts (default: slide)")
     online.add_argument("--eval-physics", default="slide,strict,tel_hop",
@@ -83,6 +84,7 @@ def build_online_config(args: argparse.Namespace):
                 eval_physics=tuple(p.strip() for p in args.eval_physics.split(",") if p.strip()),
                 eval_split=None if args.val_split.lower() == "none" else args.val_split)
     for name, value in (("iterations", args.iterations), ("num_envs", args.num_envs), ("lr", args.lr),
+                        ("batch_size", args.batch_size),
                         ("eval_episodes", args.val_episodes), ("init_checkpoint", args.init_checkpoint)):
         if value is not None:
             data[name] = str(value) if isinstance(value, Path) else value

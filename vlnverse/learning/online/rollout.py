@@ -19,11 +19,11 @@ VECTOR_KINDS = ("async", "sync")
 class RolloutPolicy(Protocol):
     """What drives a rollout: actions for a batch of observations."""
 
-    def begin(self, observations: dict[str, np.ndarray]) -> None:
-        """A batch of new episodes starts."""
+    def begin(self, observations: dict[str, np.ndarray], rows: np.ndarray) -> None:
+        """New episodes start in sub-envs ``rows``."""
 
     def act(self, observations: dict[str, np.ndarray], info: dict[str, Any], done: np.ndarray) -> np.ndarray:
-        """One action per sub-env (ignored for sub-envs whose episode is ``done``)."""
+        """One action per sub-env (ignored for sub-envs whose episodes are all ``done``)."""
 
 
 @dataclass
@@ -58,32 +58,42 @@ def make_vector_env(kind: str, num_envs: int, *, dataset: str, split: str, task:
 
 
 def rollout(vec: Any, policy: RolloutPolicy, episode_indices: Sequence[int], max_steps: int) -> RolloutStats:
-    """Play episode ``episode_indices[i]`` in sub-env ``i`` for at most ``max_steps`` steps."""
+    """Play the episodes ``episode_indices`` (at least one per sub-env), each for at most
+    ``max_steps`` steps: sub-env ``r`` plays ``episode_indices[r::n]`` in turn, starting the
+    next as soon as one ends, so that no sub-env idles while another still has episodes
+    (a batch of one episode per sub-env waits for its longest episode)."""
     import time
 
     started = time.perf_counter()
-    observations, info = vec.reset(options={"episode_indices": [int(i) for i in episode_indices]})
-    policy.begin(observations)
-    n = len(episode_indices)
+    n = vec.num_envs
+    queues = [[int(i) for i in episode_indices[r::n]] for r in range(n)]
+    if not all(queues):
+        raise ConfigError(f"a rollout needs at least {n} episodes (one per sub-env), got {len(episode_indices)}")
+    observations, info = vec.reset(options={"episode_queues": queues})
+    policy.begin(observations, np.arange(n))
+    remaining = np.array([len(q) for q in queues])
     done = np.zeros(n, dtype=bool)
-    success = np.zeros(n, dtype=bool)
-    env_steps = 0
-    for _ in range(max_steps):
+    successes = env_steps = 0
+    for _ in range(max_steps * int(remaining.max())):
         actions = policy.act(observations, info, done)
         observations, _, _, _, info = vec.step(np.asarray(actions, dtype=np.int64))
         env_steps += int((~done).sum())
-        over = np.asarray(info["episode_over"], dtype=bool)
-        success |= over & ~done & np.asarray(info["success"], dtype=bool)
-        done |= over
+        over = np.asarray(info["episode_over"], dtype=bool) & ~done
+        successes += int((over & np.asarray(info["success"], dtype=bool)).sum())
+        remaining -= over
+        done |= over & (remaining == 0)
+        fresh = over & np.asarray(info["started"], dtype=bool)
+        if fresh.any():
+            policy.begin(observations, np.flatnonzero(fresh))
         if done.all():
             break
-    return RolloutStats(n, int(success.sum()), env_steps, time.perf_counter() - started)
+    return RolloutStats(len(episode_indices), successes, env_steps, time.perf_counter() - started)
 
 
 class TeacherPolicy:
     """The scripted oracle: always the teacher's choice (a turn where there is none)."""
 
-    def begin(self, observations: dict[str, np.ndarray]) -> None:
+    def begin(self, observations: dict[str, np.ndarray], rows: np.ndarray) -> None:
         pass
 
     def act(self, observations: dict[str, np.ndarray], info: dict[str, Any], done: np.ndarray) -> np.ndarray:

@@ -9,10 +9,12 @@ choice of paper §5.5: STOP when the geodesic distance to the goal is below
 distance to the goal (privileged: a teacher signal for training only), ``-1`` when no
 candidate is free; ``info["episode_over"]`` says whether the episode has ended. With
 ``hold_episode_end=True`` (how rollouts use it) the end is reported only there, never as
-``terminated``/``truncated``, and later steps repeat the final observation: a vector env
-then keeps stepping a batch whose episodes end at different times without auto-resetting
-(and rendering) anything; ``reset(options={"episode_indices": [...]})``
-starts episode ``episode_indices[rank]``.
+``terminated``/``truncated``: ``reset(options={"episode_queues": [[...], ...]})`` gives the
+env of rank ``r`` the episodes ``episode_queues[r]`` to play in turn; when one ends the next
+starts in the same step (its first observation is returned, ``info["started"]`` is set and
+``info["success"]`` is the ended episode's), and after the last one later steps repeat its
+final observation. A vector env thus keeps every sub-env busy until its queue is empty,
+without auto-resetting (and rendering) anything after that.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ class WaypointTeacherEnv(gym.Env):
         self.action_space = spaces.Discrete(spec.max_candidates + 1)
         self._step: StepInputs | None = None
         self._last: tuple[Any, ...] | None = None
+        self._queue: list[int] = []
 
     @property
     def episodes(self) -> int:
@@ -71,8 +74,12 @@ class WaypointTeacherEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
-        indices = (options or {}).get("episode_indices")
-        nav_options = {"episode_index": int(indices[self.rank])} if indices is not None else {}
+        queues = (options or {}).get("episode_queues")
+        self._queue = [int(i) for i in queues[self.rank]] if queues is not None else []
+        return self._start(seed)
+
+    def _start(self, seed: int | None = None):
+        nav_options = {"episode_index": self._queue.pop(0)} if self._queue else {}
         obs, info = self.nav.reset(seed=seed, options=nav_options)
         self._last = None
         return self._observe(obs, info, False)
@@ -85,7 +92,12 @@ class WaypointTeacherEnv(gym.Env):
         over = terminated or truncated
         out_obs, out_info = self._observe(obs, info, over)
         if over and self.hold_episode_end:
-            self._last = (out_obs, out_info)
+            if self._queue:  # the next episode of the queue starts in this step
+                ended = out_info
+                out_obs, out_info = self._start()
+                out_info.update(episode_over=True, started=True, success=ended["success"])
+            else:
+                self._last = (out_obs, out_info)
             return out_obs, reward, False, False, out_info
         return out_obs, reward, terminated, truncated, out_info
 
@@ -94,7 +106,7 @@ class WaypointTeacherEnv(gym.Env):
         self._step = self.inputs(obs)
         out = {k: v for k, v in info.items() if k in ("geodesic_distance", "success", "collision", "fail_reason",
                                                       "episode_id", "path_length", "steps")}
-        out["episode_over"] = over
+        out["episode_over"], out["started"] = over, False
         out["teacher"] = self.teacher(self._step, info)
         return self._step.arrays, out
 

@@ -1,12 +1,13 @@
 """``vlnverse train waypoint_bert --online``: imitation in the simulator with scheduled sampling.
 
-Each iteration plays one episode per vector sub-env for at most ``max_traj_len`` steps. At
+Each iteration plays a batch of episodes (by default one per vector sub-env; with a larger
+``batch_size`` each sub-env plays its share in turn), each for at most ``max_traj_len`` steps. At
 every step the policy scores the candidates and STOP; the loss is the cross-entropy to the
 oracle's choice (paper §5.5, Eq. 1) summed over the steps; the action executed is the
 oracle's with probability ``p`` and the policy's otherwise (scheduled sampling; ``p =
 schedule_ratio ** (1 + epoch // decay_time)``, an epoch being one pass over the split's
-episodes: the paper's SCHEDULE_RATIO 0.85 and DECAY_TIME 4). One AdamW step follows each iteration (the paper's batch of 4 episodes =
-``num_envs``). ``checkpoints/iter_NNNN.pt`` are written every ``checkpoint_every``
+episodes: the paper's SCHEDULE_RATIO 0.85 and DECAY_TIME 4). One AdamW step follows each iteration (the paper's batch of 4 episodes,
+``batch_size``, by default one per sub-env). ``checkpoints/iter_NNNN.pt`` are written every ``checkpoint_every``
 iterations and ``latest.pt`` with them (a re-run resumes there). The zero-shot (initial)
 and the fine-tuned policy are then evaluated through the eval harness on ``eval_split``:
 ``table7.md``/``table7.json`` hold TL, NE, SR, OSR, SPL, nDTW and CR of both (Table 7).
@@ -44,8 +45,10 @@ class OnlineConfig:
 
     Attributes:
         dataset, out, split, task: Data and output folder.
-        iterations: Training iterations (one batch of ``num_envs`` episodes each).
-        num_envs: Vector sub-envs (episodes per batch).
+        iterations: Training iterations (one batch of episodes each).
+        num_envs: Vector sub-envs.
+        batch_size: Episodes per batch (``None``: ``num_envs``); more than ``num_envs``
+            keeps the sub-envs busy (each plays its share of the batch in turn).
         vector: ``async`` (a process per sub-env) or ``sync``.
         physics: Physics of the training rollouts (``slide``, ``tel_hop``, ``strict``).
         max_traj_len: Decisions per episode (paper A.2.4: 35).
@@ -69,6 +72,7 @@ class OnlineConfig:
     task: str | None = None
     iterations: int = 10
     num_envs: int = 2
+    batch_size: int | None = None
     vector: str = "async"
     physics: str = "slide"
     max_traj_len: int = 35
@@ -89,13 +93,19 @@ class OnlineConfig:
 
     def __post_init__(self) -> None:
         for name in ("iterations", "num_envs", "max_traj_len", "decay_time", "image_size", "views",
-                     "checkpoint_every"):
+                     "checkpoint_every", "batch"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        if self.batch < self.num_envs:
+            raise ConfigError(f"batch_size {self.batch} is below num_envs {self.num_envs} (one episode per sub-env)")
         if not 0.0 <= self.schedule_ratio <= 1.0:
             raise ConfigError(f"schedule_ratio must be in [0, 1], got {self.schedule_ratio!r}")
         object.__setattr__(self, "eval_physics", tuple(self.eval_physics))
+
+    @property
+    def batch(self) -> int:
+        return self.batch_size or self.num_envs
 
     @property
     def spec(self) -> InputSpec:
@@ -113,7 +123,7 @@ class OnlineConfig:
     def teacher_probability(self, iteration: int, episodes: int) -> float:
         """Probability of executing the oracle's choice at ``iteration`` (1-based) of a split
         of ``episodes`` episodes (the decay counts epochs, as the paper's DECAY_TIME)."""
-        epoch = (iteration - 1) * self.num_envs // max(episodes, 1)
+        epoch = (iteration - 1) * self.batch // max(episodes, 1)
         return self.schedule_ratio ** (1 + epoch // self.decay_time)
 
 
@@ -144,9 +154,18 @@ class ScheduledSampling:
     def _tensors(self, observations: dict[str, np.ndarray]) -> dict[str, Any]:
         return {k: self.torch.as_tensor(np.asarray(v)).to(self.device) for k, v in observations.items()}
 
-    def begin(self, observations: dict[str, np.ndarray]) -> None:
-        self.instruction = self.model.encode_instruction(self._tensors(observations)["tokens"])
-        self.state = self.model.initial_state(self.instruction)
+    def begin(self, observations: dict[str, np.ndarray], rows: np.ndarray) -> None:
+        """Encode the instructions of the episodes starting in ``rows``; their state starts afresh."""
+        tokens = self._tensors(observations)["tokens"]
+        if len(rows) == len(tokens):
+            self.instruction = self.model.encode_instruction(tokens)
+            self.state = self.model.initial_state(self.instruction)
+            return
+        index = self.torch.as_tensor(rows, device=self.device)
+        features, padding = self.model.encode_instruction(tokens[index])
+        self.state = self.state.index_copy(0, index, self.model.initial_state((features, padding)))
+        self.instruction = (self.instruction[0].index_copy(0, index, features),
+                            self.instruction[1].index_copy(0, index, padding))
 
     def act(self, observations: dict[str, np.ndarray], info: dict[str, Any], done: np.ndarray) -> np.ndarray:
         torch = self.torch
@@ -199,7 +218,7 @@ def train_online(config: OnlineConfig, *, progress: Callable[[int, int], None] |
             model.train()
             learner = ScheduledSampling(model, device, config.teacher_probability(iteration, len(episodes)),
                                         np.random.default_rng([config.seed, iteration]))
-            picks = [order[((iteration - 1) * config.num_envs + r) % len(order)] for r in range(config.num_envs)]
+            picks = [order[((iteration - 1) * config.batch + r) % len(order)] for r in range(config.batch)]
             stats = rollout(vec, learner, picks, config.max_traj_len)
             loss = torch.stack(learner.losses).sum() / max(stats.env_steps, 1) if learner.losses else None
             if loss is not None:
