@@ -42,7 +42,8 @@ def _context(dataset, episode):
 
 
 def test_each_question_has_one_correct_option_and_in_scene_distractors(dataset, episodes):
-    from vlnverse.tasks.eqa import OPPOSITE_STATE, label
+    from vlnverse.scene.scene_graph import box_gap
+    from vlnverse.tasks.eqa import FAR_GAP, OPPOSITE_STATE, color_family, label, same_head
 
     assert len(episodes) == 3 * PER_SCENE
     for scene_id in sorted({e.scene_id for e in episodes}):
@@ -57,12 +58,20 @@ def test_each_question_has_one_correct_option_and_in_scene_distractors(dataset, 
             objects = [context.objects[o] for o in q.object_ids]
             if q.kind in ("existence", "near"):   # categories of this scene, none of them the right one
                 assert set(distractors) <= in_scene
+                assert not any(same_head(d, q.answer_text) for d in distractors)   # no "sink" for "bathroom sink"
+            if q.kind == "near":   # the answer is within 1 m of the anchor, every distractor at least 2 m away
+                anchor = objects[0]
+                assert all(label(o.category) == q.answer_text for o in objects[1:])
+                for o in context.objects.values():
+                    if label(o.category) in distractors:
+                        assert box_gap(anchor.aabb_min, anchor.aabb_max, o.aabb_min, o.aabb_max) >= FAR_GAP
             if q.kind == "existence":
                 rooms = set(q.room_ids)
                 assert objects and all(o.room_id in rooms and label(o.category) == q.answer_text for o in objects)
                 assert not any(o.room_id in rooms and label(o.category) in distractors for o in context.objects.values())
             if q.kind == "color":
                 assert objects[0].color == q.answer_text
+                assert all(color_family(d) != color_family(q.answer_text) for d in distractors)
             if q.kind == "room":
                 assert context.room_label(objects[0].room_id) == q.answer_text
             if q.kind == "count":

@@ -8,20 +8,26 @@ Questions come from the scene graph (:class:`~vlnverse.tasks.context.SceneContex
 - ``room``: "In which room is the bed?" — the object's room type, three other room types
   of the scene (generic household rooms only when the scene has fewer);
 - ``color``: "What color is the sofa?" — its authored colour, three other colours seen
-  in the scene (a household palette only when the scene has fewer);
+  in the scene (a household palette only when the scene has fewer), none of the answer's
+  colour family (no "gray" against "silver", :data:`COLOR_FAMILIES`);
 - ``state``: "Which of these is switched on?" — one object in that state, three objects
   of the scene that can take it but are in the opposite one;
 - ``count``: "How many books are there in the bedroom?" — the count (0 included) among
   four consecutive numbers whose window is drawn at random around it;
-- ``near``: "Which of these is near the bed?" — a category next to or near the anchor,
-  three categories of the scene (of its room first) with no such relation to it.
+- ``near``: "Which of these is near the bed?" — a category next to or near the anchor
+  (the scene graph's relations: at most 1 m apart), three categories of the scene (of its
+  room first) with no instance within :data:`FAR_GAP` of it, so the answer is clear.
 
-Objects are only named when the name is unambiguous (the category is unique in the
+Category options never share a head noun with the answer (no "sink" against "bathroom
+sink"). Objects are only named when the name is unambiguous (the category is unique in the
 scene, or in its room and that room's type is unique). Every question has exactly four
 distinct options, one correct. The correct option's position is balanced per scene: each
 block of four questions uses a seeded permutation of the positions, so no position can
 win by guessing. Question kinds are drawn round-robin in a seeded order, so they stay
-balanced as far as the scene offers each kind.
+balanced as far as the scene offers each kind; within a kind, candidates are drawn
+round-robin over their answers, so no answer value ("1", "living room", "white") dominates
+where the scene offers others. Small counts still sit low in their window (a count of 1
+has only 0 below it): the count kind's one known bias.
 
 An episode's goals are the relevant objects' viewpoints (as ObjectNav's, radius
 ``success_distance``) or, for a count of zero, a point inside the room; its start lies
@@ -41,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from vlnverse.errors import ConfigError
+from vlnverse.scene.scene_graph import box_gap
 from vlnverse.tasks.context import SceneContext, room_name
 from vlnverse.tasks.corpus import stable_hash
 from vlnverse.tasks.episode import (
@@ -60,6 +67,12 @@ HOUSEHOLD_ROOMS = ("living room", "bedroom", "bathroom", "kitchen", "dining room
 PALETTE = ("white", "black", "gray", "red", "blue", "green", "brown", "yellow")
 STATE_WORDS = {"on": "switched on", "off": "switched off", "open": "open", "closed": "closed"}
 OPPOSITE_STATE = {"on": "off", "off": "on", "open": "closed", "closed": "open"}
+#: Colours too alike to tell apart reliably: never a distractor of one another.
+COLOR_FAMILIES = {"cream": "white", "mirror": "white", "silver": "gray", "glass": "gray", "dark brown": "brown",
+                  "tan": "brown", "light wood": "brown", "beige": "brown", "navy": "blue", "teal": "blue",
+                  "olive": "green"}
+#: Near questions: distractor categories have no instance closer than this to the anchor (m).
+FAR_GAP = 2.0
 
 
 @dataclass(frozen=True)
@@ -149,8 +162,13 @@ class QuestionMaker:
         """All candidate questions of ``kind`` in the scene (deterministic order)."""
         return list(getattr(self, f"_{kind}")())
 
-    def _pick(self, pool: Iterable[str], fallback: Iterable[str] = ()) -> tuple[str, ...] | None:
-        """Three distinct distractors from ``pool`` (topped up from ``fallback``), or None."""
+    def _pick(self, pool: Iterable[str], fallback: Iterable[str] = (), unlike: str | None = None
+              ) -> tuple[str, ...] | None:
+        """Three distinct distractors from ``pool`` (topped up from ``fallback``), or None;
+        none of them sharing a head noun with ``unlike`` (the answer) when it is given."""
+        if unlike is not None:
+            pool = [p for p in pool if not same_head(p, unlike)]
+            fallback = [f for f in fallback if not same_head(f, unlike)]
         pool = sorted(set(pool))
         chosen = [pool[i] for i in self.rng.permutation(len(pool))[:OPTION_COUNT - 1]]
         extra = [f for f in fallback if f not in chosen and f not in pool]
@@ -171,7 +189,7 @@ class QuestionMaker:
             absent = [c for c in self.categories if c not in present]
             where = f"the {room_name(kind)}" if len(rooms) == 1 else f"a {room_name(kind)}"
             for category in present:
-                distractors = self._pick(map(label, absent))
+                distractors = self._pick(map(label, absent), unlike=label(category))
                 if distractors:
                     yield Draft("existence", f"Which of these is in {where}?", label(category), distractors,
                                 self._instances(category, rooms), tuple(rooms))
@@ -193,7 +211,8 @@ class QuestionMaker:
             color = self.context.objects[oid].color
             if not color:
                 continue
-            distractors = self._pick(colors - {color}, [c for c in PALETTE if c != color])
+            unlike = [c for c in (*sorted(colors), *PALETTE) if color_family(c) != color_family(color)]
+            distractors = self._pick(set(unlike) & colors, unlike)
             if distractors:
                 room = self.context.objects[oid].room_id
                 yield Draft("color", f"What color is the {name}?", color, distractors, (oid,),
@@ -229,15 +248,38 @@ class QuestionMaker:
             near = {self.context.objects[o].category for o, _, _ in self.context.neighbours(oid)} - {info.category}
             if not near:
                 continue
-            far = [c for c in self.categories if c not in near and c != info.category]
+            gaps = {c: min(box_gap(info.aabb_min, info.aabb_max, o.aabb_min, o.aabb_max)
+                           for o in self.context.objects.values() if o.category == c) for c in self.categories}
+            far = [c for c in self.categories if gaps[c] >= FAR_GAP]
             same_room = {o.category for o in self.context.objects_in_room(info.room_id)} & set(far)
             for category in sorted(near):
-                distractors = self._pick(map(label, same_room), [label(c) for c in far])
+                distractors = self._pick(map(label, same_room), [label(c) for c in far], unlike=label(category))
                 if distractors:
                     neighbours = tuple(o for o, _, _ in self.context.neighbours(oid)
                                        if self.context.objects[o].category == category)
                     yield Draft("near", f"Which of these is near the {name}?", label(category), distractors,
                                 (oid, *neighbours), (info.room_id,) if info.room_id else ())
+
+
+def same_head(a: str, b: str) -> bool:
+    """Whether two object labels share a head noun ("sink" / "bathroom sink", "shelf" / "bookshelf")."""
+    x, y = a.split()[-1], b.split()[-1]
+    return x.endswith(y) or y.endswith(x)
+
+
+def color_family(color: str) -> str:
+    """The family of a colour name (:data:`COLOR_FAMILIES`; a colour of its own otherwise)."""
+    return COLOR_FAMILIES.get(color, color)
+
+
+def by_answer(drafts: list[Draft], rng: np.random.Generator) -> list[Draft]:
+    """``drafts`` in draw order: round-robin over their answers (answers and drafts in seeded order)."""
+    groups: dict[str, list[Draft]] = {}
+    for k in rng.permutation(len(drafts)):
+        groups.setdefault(drafts[k].answer, []).append(drafts[k])
+    keys = sorted(groups)
+    order = [groups[keys[i]] for i in rng.permutation(len(keys))]  # not the biggest group first
+    return [group[i] for i in range(max(map(len, order), default=0)) for group in order if i < len(group)]
 
 
 def balanced_positions(n: int, rng: np.random.Generator) -> list[int]:
@@ -284,7 +326,7 @@ def eqa_episodes(context: SceneContext, config: EQAConfig, count: int, seed: int
     rng = np.random.default_rng([seed, stable_hash(context.scene_id), stable_hash(EQA)])
     maker = QuestionMaker(context, rng)
     pools = {kind: [d for d in (maker.drafts(kind)) if d.object_ids or d.room_ids] for kind in config.kinds}
-    pools = {k: [v[i] for i in rng.permutation(len(v))] for k, v in pools.items() if v}
+    pools = {k: by_answer(v, rng)[::-1] for k, v in pools.items() if v}  # popped from the end
     order = [k for k in np.array(sorted(pools))[rng.permutation(len(pools))]] if pools else []
     cells = context.occupancy.cell_to_world(context.main_cells)
     chosen: list[tuple[Draft, list[Goal], np.ndarray, float]] = []
