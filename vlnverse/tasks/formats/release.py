@@ -17,7 +17,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from vlnverse.errors import DatasetError
-from vlnverse.tasks.episode import SPLITS, TASKS, Episode, Goal, Instruction, Provenance, Question, question_dict
+from vlnverse.tasks.episode import (
+    SPLITS,
+    TASKS,
+    Episode,
+    Goal,
+    Instruction,
+    Provenance,
+    Question,
+    question_dict,
+)
 from vlnverse.tasks.formats.vlnce import dump_gz, load_gz
 from vlnverse.tasks.formats.vocab import build_vocab, encode
 
