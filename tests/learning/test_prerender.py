@@ -73,3 +73,21 @@ def test_slide_frames_are_rendered_as_the_env_walks(train_frames, tmp_path):
     for index in (0, len(episode["actions"]) - 1):
         fresh = fresh_render(slide, record["scene_file"], episode["poses"][index])
         np.testing.assert_array_equal(episode["rgb"][index], fresh["rgb"])
+
+
+def test_scene_parallel_workers_write_what_one_process_writes(fine_dataset, tmp_path):
+    """Two scenes in two worker processes (each with its planner process) = one process."""
+    from vlnverse.learning.prerender import PrerenderConfig
+    from vlnverse.tasks.dataset import EpisodeDataset
+    from vlnverse.tasks.storage import write_dataset
+
+    source = EpisodeDataset.open(fine_dataset)
+    picked = [dataclasses.replace(e, split="train") for split in ("train", "val_unseen") for e in source.episodes(split)[:1]]
+    write_dataset(tmp_path / "two", picked, extra={"scenes_dir": str(source.scenes_dir)})
+    one = PrerenderConfig(dataset=str(tmp_path / "two"), out=str(tmp_path / "one"), rgb_size=16, depth_size=16)
+    two = dataclasses.replace(one, out=str(tmp_path / "pool"), workers=2)
+    assert prerender(one).frames == prerender(two).frames > 0
+    a, b = FrameStore(one.out, "train"), FrameStore(two.out, "train")
+    assert len({e.scene_id for e in a.episodes}) == 2
+    for index in range(len(a)):
+        np.testing.assert_array_equal(a.episode(index)["rgb"], b.episode(index)["rgb"])

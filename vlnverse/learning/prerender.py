@@ -26,7 +26,6 @@ import io
 import json
 import logging
 import multiprocessing
-import sys
 import time
 import zipfile
 import zlib
@@ -41,6 +40,7 @@ from vlnverse import __version__
 from vlnverse.config import config_to_dict
 from vlnverse.errors import ConfigError, DatasetError
 from vlnverse.fileio import write_bytes_atomic, write_json_atomic
+from vlnverse.sim.gl.context import start_method, worker_setup
 
 log = logging.getLogger(__name__)
 
@@ -354,7 +354,7 @@ def _planned_steps(scene_file: str, episodes: list[Any], config: PrerenderConfig
     and renders (the scene as loaded: a teleporting agent moves no object)."""
     from vlnverse.sim.types import Pose
 
-    context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+    context = multiprocessing.get_context(start_method())
     with futures.ProcessPoolExecutor(1, mp_context=context, initializer=_start_planner,
                                      initargs=(scene_file, config)) as planner:
         plans = planner.map(_plan, episodes)  # the planner starts walking while the renderer loads
@@ -427,8 +427,9 @@ def _execute(jobs: list[tuple[str, str, list[Any]]], config: PrerenderConfig) ->
         for job in jobs:
             yield _run_job(job, config)
         return
-    context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-    with futures.ProcessPoolExecutor(max_workers=min(config.workers, len(jobs)), mp_context=context) as pool:
+    context = multiprocessing.get_context(start_method())
+    with futures.ProcessPoolExecutor(max_workers=min(config.workers, len(jobs)), mp_context=context,
+                                     initializer=worker_setup) as pool:
         for future in futures.as_completed([pool.submit(_run_job, job, config) for job in jobs]):
             yield future.result()
 

@@ -47,6 +47,8 @@ def make_vector_env(kind: str, num_envs: int, *, dataset: str, split: str, task:
     import gymnasium as gym
     from gymnasium.vector import AutoresetMode
 
+    from vlnverse.envs.vector import async_vector_env
+
     if kind not in VECTOR_KINDS:
         raise ConfigError(f"unknown vector env {kind!r}; valid: {', '.join(VECTOR_KINDS)}")
     fns = [functools.partial(_make_env, rank, dataset=dataset, split=split, task=task, physics=physics, spec=spec,
@@ -54,7 +56,7 @@ def make_vector_env(kind: str, num_envs: int, *, dataset: str, split: str, task:
            for rank in range(num_envs)]
     if kind == "sync":
         return gym.vector.SyncVectorEnv(fns, autoreset_mode=AutoresetMode.DISABLED)
-    return gym.vector.AsyncVectorEnv(fns, autoreset_mode=AutoresetMode.DISABLED, context="fork", shared_memory=False)
+    return async_vector_env(fns, autoreset_mode=AutoresetMode.DISABLED, shared_memory=False)
 
 
 def rollout(vec: Any, policy: RolloutPolicy, episode_indices: Sequence[int], max_steps: int) -> RolloutStats:
