@@ -139,6 +139,8 @@ def test_the_env_answers_with_discrete_ids_or_answer_and_rejects_bad_indices(dat
         assert terminated and info["answer_correct"] is True and reward > 5
     finally:
         env.close()
+    with NavEnv(dataset=dataset, task="eqa", sensors=(), dialogue=True) as both:   # answers after the ask id
+        assert both.ask_action == 4 and [both.answer_action(k) for k in range(4)] == [5, 6, 7, 8]
 
 
 def _evaluate(dataset, out, agent, **kwargs):
@@ -152,6 +154,8 @@ def test_the_oracle_answers_everything_and_random_is_about_chance(dataset, tmp_p
     oracle = _evaluate(dataset, tmp_path / "oracle", "oracle")
     assert {r["outcome"] for r in oracle.records} == {"correct"}
     assert all(r["answer_correct"] and r["metrics"]["correct"] == 1.0 for r in oracle.records)
+    waypoint = _evaluate(dataset, tmp_path / "waypoint", "oracle", episodes=3, agent_config={"action_space": "waypoint"})
+    assert [r["outcome"] for r in waypoint.records] == ["correct"] * 3   # Answer(k) on a continuous space
     table = (tmp_path / "oracle" / "summary.md").read_text()
     assert "Embodied question answering" in table and "| 100.00 | 0.00 | 0.00 |" in table
     answers = []
