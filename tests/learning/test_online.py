@@ -23,21 +23,32 @@ def small_spec() -> InputSpec:
     return InputSpec(PanoramaConfig(views=12, image_size=24), WaypointConfig(), max_tokens=40)
 
 
-@pytest.mark.parametrize("physics", ["tel_hop", "slide"])
-def test_scripted_teacher_reaches_the_goals(fine_dataset, physics):
+def teacher_rollout(dataset, kind: str, physics: str):
     from vlnverse.tasks.dataset import EpisodeDataset
     from vlnverse.tasks.formats.vocab import build_vocab
 
-    episodes = EpisodeDataset.open(fine_dataset).episodes("train")
+    episodes = EpisodeDataset.open(dataset).episodes("train")
     vocab = build_vocab(e.instruction.text for e in episodes)["stoi"]
-    vec = make_vector_env("sync", 2, dataset=str(fine_dataset), split="train", task=None, physics=physics,
+    vec = make_vector_env(kind, 2, dataset=str(dataset), split="train", task=None, physics=physics,
                           spec=small_spec(), vocab=vocab, max_steps=35)
     try:
-        stats = rollout(vec, TeacherPolicy(), [0, 1, 1], max_steps=35)  # sub-env 0 plays 2 in turn
+        return rollout(vec, TeacherPolicy(), [0, 1, 1], max_steps=35)  # sub-env 0 plays 2 in turn
     finally:
         vec.close()
+
+
+@pytest.mark.parametrize("physics", ["tel_hop", "slide"])
+def test_scripted_teacher_reaches_the_goals(fine_dataset, physics):
+    stats = teacher_rollout(fine_dataset, "sync", physics)
     assert stats.episodes == 3 and stats.env_steps > 3
     assert stats.successes == 3
+
+
+@pytest.mark.timeout(300)
+def test_ray_sub_envs_roll_out_as_local_ones(fine_dataset):
+    pytest.importorskip("ray", reason="ray is not installed (dev extra)")
+    local, remote = teacher_rollout(fine_dataset, "sync", "tel_hop"), teacher_rollout(fine_dataset, "ray", "tel_hop")
+    assert (remote.episodes, remote.successes, remote.env_steps) == (local.episodes, local.successes, local.env_steps)
 
 
 def test_online_training_resumes_and_reports_table7(fine_dataset, tmp_path):

@@ -29,3 +29,9 @@ def test_paper_preset_is_the_papers_online_settings():
     # §5.5: batch of 4 episodes; A.2.4: MAX_TRAJ_LEN 35, SCHEDULE_RATIO 0.85, DECAY_TIME 4; lr 1e-4.
     assert (config.num_envs, config.max_traj_len, config.lr) == (4, 35, 1e-4)
     assert (config.schedule_ratio, config.decay_time, config.image_size, config.views) == (0.85, 4, 224, 12)
+
+
+def test_executor_ray_puts_the_sub_envs_on_ray():
+    config = build_online_config(parse("waypoint_bert", "--online", "--executor", "ray", "--ray-address", "auto"))
+    assert (config.vector, config.ray_address) == ("ray", "auto")
+    assert build_online_config(parse("waypoint_bert", "--online", "--vector", "sync")).vector == "sync"

@@ -45,6 +45,9 @@ def register(subparsers) -> None:
     online.add_argument("--num-envs", type=int, default=None,
                         help="vector sub-envs (default: the preset's; --batch-size: episodes per batch, default one per sub-env)")
     online.add_argument("--vector", choices=("async", "sync"), default="async", help="sub-envs in processes or not")
+    online.add_argument("--executor", choices=("local", "ray"), default="local",
+                        help="sub-envs on this machine (--vector) or as Ray actors (needs the 'ray' extra)")
+    online.add_argument("--ray-address", default=None, help="Ray cluster address (default: a local Ray instance)")
     online.add_argument("--physics", default="slide", help="physics of the rollouts (default: slide)")
     online.add_argument("--eval-physics", default="slide,strict,tel_hop",
                         help="physics of the zero-shot vs fine-tuned evaluation (default: slide,strict,tel_hop)")
@@ -80,7 +83,8 @@ def build_online_config(args: argparse.Namespace):
 
     data = preset(args.preset, online=True)
     data.update(dataset=str(args.dataset), out=str(args.out), split=args.split, task=args.task, device=args.device,
-                seed=args.seed, vector=args.vector, physics=args.physics,
+                seed=args.seed, vector="ray" if args.executor == "ray" else args.vector,
+                ray_address=args.ray_address, physics=args.physics,
                 eval_physics=tuple(p.strip() for p in args.eval_physics.split(",") if p.strip()),
                 eval_split=None if args.val_split.lower() == "none" else args.val_split)
     for name, value in (("iterations", args.iterations), ("num_envs", args.num_envs), ("lr", args.lr),

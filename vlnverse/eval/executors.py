@@ -252,14 +252,14 @@ def usage_stats_off_by_default() -> Iterator[None]:
             os.environ.pop(RAY_USAGE_STATS_ENV, None)
 
 
-def run_ray(spec: RunSpec, items: Sequence[WorkItem], on_result: OnResult, workers: int,
-            address: str | None = None, init_kwargs: dict[str, Any] | None = None) -> None:
-    """Run items on ``workers`` Ray actors (one agent and env cache each), fed by :func:`dispatch`.
+@contextlib.contextmanager
+def ray_session(workers: int, address: str | None = None, init_kwargs: dict[str, Any] | None = None) -> Iterator[Any]:
+    """The ``ray`` module, initialised for ``workers`` 1-CPU actors; shut down on exit if
+    this call started it.
 
     Args:
         address: Ray cluster address (``"auto"``, ``"ray://host:10001"``); ``None`` starts
-            a local Ray instance (shut down again afterwards). An already initialised
-            Ray session is used as it is.
+            a local Ray instance. An already initialised Ray session is used as it is.
         init_kwargs: More ``ray.init`` arguments (e.g. ``runtime_env``).
     """
     ray = import_ray()
@@ -273,6 +273,17 @@ def run_ray(spec: RunSpec, items: Sequence[WorkItem], on_result: OnResult, worke
             ray.init(address=address, **options)
         started = True
     try:
+        yield ray
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def run_ray(spec: RunSpec, items: Sequence[WorkItem], on_result: OnResult, workers: int,
+            address: str | None = None, init_kwargs: dict[str, Any] | None = None) -> None:
+    """Run items on ``workers`` Ray actors (one agent and env cache each), fed by :func:`dispatch`
+    (``address``, ``init_kwargs``: see :func:`ray_session`)."""
+    with ray_session(workers, address, init_kwargs) as ray:
         actor_class = ray.remote(num_cpus=1, max_concurrency=spec.concurrency)(EvalWorker)
         actors = [actor_class.remote(spec) for _ in range(workers)]
         pending: dict[Any, int] = {}
@@ -288,9 +299,6 @@ def run_ray(spec: RunSpec, items: Sequence[WorkItem], on_result: OnResult, worke
         ray.get([actor.close.remote() for actor in actors])
         for actor in actors:
             ray.kill(actor)
-    finally:
-        if started:
-            ray.shutdown()
 
 
 def run_items(spec: RunSpec, items: Sequence[WorkItem], on_result: OnResult, *, executor: str = "local",

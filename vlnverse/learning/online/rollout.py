@@ -13,7 +13,7 @@ from vlnverse.errors import ConfigError
 from vlnverse.learning.online.inputs import InputSpec
 from vlnverse.learning.online.teacher_env import WaypointTeacherEnv
 
-VECTOR_KINDS = ("async", "sync")
+VECTOR_KINDS = ("async", "sync", "ray")
 
 
 class RolloutPolicy(Protocol):
@@ -41,8 +41,10 @@ def _make_env(rank: int, **kwargs: Any) -> WaypointTeacherEnv:
 
 
 def make_vector_env(kind: str, num_envs: int, *, dataset: str, split: str, task: str | None, physics: str,
-                    spec: InputSpec, vocab: dict[str, int], max_steps: int, backend: str = "bullet") -> Any:
-    """``num_envs`` teacher envs in worker processes (``async``) or in this one (``sync``);
+                    spec: InputSpec, vocab: dict[str, int], max_steps: int, backend: str = "bullet",
+                    ray_address: str | None = None) -> Any:
+    """``num_envs`` teacher envs in worker processes (``async``), in this one (``sync``) or as
+    Ray actors (``ray``, on the cluster at ``ray_address``; ``None``: a local instance);
     episodes never auto-reset (each rollout resets them)."""
     import gymnasium as gym
     from gymnasium.vector import AutoresetMode
@@ -54,6 +56,10 @@ def make_vector_env(kind: str, num_envs: int, *, dataset: str, split: str, task:
     fns = [functools.partial(_make_env, rank, dataset=dataset, split=split, task=task, physics=physics, spec=spec,
                              vocab=vocab, max_steps=max_steps, backend=backend, hold_episode_end=True)
            for rank in range(num_envs)]
+    if kind == "ray":
+        from vlnverse.learning.online.ray_vector import RayVectorEnv
+
+        return RayVectorEnv(fns, ray_address)
     if kind == "sync":
         return gym.vector.SyncVectorEnv(fns, autoreset_mode=AutoresetMode.DISABLED)
     return async_vector_env(fns, autoreset_mode=AutoresetMode.DISABLED, shared_memory=False)

@@ -49,7 +49,8 @@ class OnlineConfig:
         num_envs: Vector sub-envs.
         batch_size: Episodes per batch (``None``: ``num_envs``); more than ``num_envs``
             keeps the sub-envs busy (each plays its share of the batch in turn).
-        vector: ``async`` (a process per sub-env) or ``sync``.
+        vector: ``async`` (a process per sub-env), ``sync`` or ``ray`` (a Ray actor per sub-env).
+        ray_address: The Ray cluster of ``vector="ray"`` (``None``: a local instance).
         physics: Physics of the training rollouts (``slide``, ``tel_hop``, ``strict``).
         max_traj_len: Decisions per episode (paper A.2.4: 35).
         lr: AdamW learning rate.
@@ -74,6 +75,7 @@ class OnlineConfig:
     num_envs: int = 2
     batch_size: int | None = None
     vector: str = "async"
+    ray_address: str | None = None
     physics: str = "slide"
     max_traj_len: int = 35
     lr: float = 1e-4
@@ -115,7 +117,7 @@ class OnlineConfig:
     def fingerprint(self) -> str:
         """What decides the weights (not how many iterations, nor where, how fast or how evaluated)."""
         data = config_to_dict(self)
-        for name in ("iterations", "out", "device", "vector", "checkpoint_every", "eval_split", "eval_episodes",
+        for name in ("iterations", "out", "device", "vector", "ray_address", "checkpoint_every", "eval_split", "eval_episodes",
                      "eval_physics"):
             data.pop(name)
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
@@ -212,7 +214,7 @@ def train_online(config: OnlineConfig, *, progress: Callable[[int, int], None] |
     order = np.random.default_rng(config.seed).permutation(len(episodes))
     vec = make_vector_env(config.vector, config.num_envs, dataset=config.dataset, split=config.split,
                           task=config.task, physics=config.physics, spec=config.spec,
-                          vocab=vocab["stoi"], max_steps=config.max_traj_len)
+                          vocab=vocab["stoi"], max_steps=config.max_traj_len, ray_address=config.ray_address)
     try:
         for iteration in range(len(history) + 1, config.iterations + 1):
             model.train()
