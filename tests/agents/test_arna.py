@@ -326,3 +326,35 @@ def test_option_index_reads_letters_and_option_texts():
     assert [option_index(a, options) for a in ("B", "c)", "Option D.", "green", "  Dark Red ", "A) red")] == [1, 2, 3, 2, 3, 0]
     assert option_index("purple", options) is None and option_index(None, options) is None
     assert option_index("red or blue", options) is None
+
+
+# -- the agent's own map --------------------------------------------------------------------
+
+def _corner_grid():
+    from vlnverse.agents.arna.worldmodel import FREE, OBSTACLE, OccupancyGrid
+
+    grid = OccupancyGrid(np.zeros(2), extent=6.0, resolution=0.1)
+    grid.grid[:] = FREE
+    wall = np.array([[1.0, y] for y in np.arange(-3.0, 0.0, 0.05)])   # a wall ending in a corner at (1, 0)
+    grid.mark(wall, OBSTACLE)
+    return grid, wall
+
+
+@pytest.mark.parametrize("start", [(0.5, -0.5), (0.8, -0.5)])   # clear of the wall / already 0.2 m from it
+def test_paths_and_straight_moves_keep_clear_of_mapped_obstacles(start):
+    grid, wall = _corner_grid()
+    start = np.array(start)
+    path = grid.plan(start, np.array([1.6, -1.0]), 0.35)
+    assert path is not None and np.linalg.norm(path[-1] - [1.6, -1.0]) < 0.2
+    here = np.min(np.linalg.norm(wall - start, axis=1))
+    allowed = min(0.35, here) - 0.08                                     # cell quantisation
+    position = start
+    for _ in range(10):                                                  # drive it, one straight move at a time
+        path = grid.plan(position, np.array([1.6, -1.0]), 0.35)
+        if not path or np.linalg.norm(path[-1] - position) < 0.3:
+            break
+        target = grid.straight(position, path, 1.5)
+        for p in np.linspace(position, target, 30):
+            assert np.min(np.linalg.norm(wall - p, axis=1)) >= allowed, (position, target)
+        position = target
+    assert np.linalg.norm(position - [1.6, -1.0]) < 0.5                  # it got round the corner

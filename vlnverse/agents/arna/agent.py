@@ -70,7 +70,7 @@ from vlnverse.agents.arna.tools import (
     argument_problems,
     tool_specs,
 )
-from vlnverse.agents.arna.worldmodel import OccupancyGrid, SceneMemoryGraph
+from vlnverse.agents.arna.worldmodel import UNKNOWN_COST, OccupancyGrid, SceneMemoryGraph
 from vlnverse.agents.base import EpisodeState, LLMWaypointAgent, StepView
 from vlnverse.agents.panorama import Panorama
 from vlnverse.agents.prompts import Prompt, describe_messages
@@ -583,14 +583,16 @@ class ARNAAgent(LLMWaypointAgent):
         if nav.steps >= cfg.max_nav_steps:
             nav.done = f"gave up on {goal.label} after {nav.steps} steps"
             return None
-        path = self.state.graph.grid.plan(pose, goal.point, cfg.waypoints.body_radius)
+        strict = self.state.episode.physics == "strict"   # a collision ends the episode: stay on seen floor
+        path = self.state.graph.grid.plan(pose, goal.point, cfg.waypoints.body_radius + cfg.clearance,
+                                          unknown_cost=math.inf if strict else UNKNOWN_COST)
         if path is None:
             nav.done = f"{goal.label} is unreachable on the current map"
             return None
         if not path or np.linalg.norm(path[-1] - pose[:2]) <= cfg.goal_tolerance:
             nav.done = f"reached the reachable point nearest {goal.label}"
             return None
-        target = _along(pose[:2], path, cfg.waypoint_step)
+        target = self.state.graph.grid.straight(pose, path, cfg.waypoint_step)
         dx, dy = target - pose[:2]
         nav.steps += 1
         return np.array([min(math.hypot(dx, dy), cfg.waypoint_step),
@@ -676,16 +678,3 @@ def _json_action(action: Any) -> Any:
     if isinstance(action, Inconclusive):
         return {"inconclusive": action.reason}
     return [round(float(v), 4) for v in np.asarray(action).reshape(-1)]
-
-
-def _along(start: np.ndarray, path: Sequence[np.ndarray], distance: float) -> np.ndarray:
-    """The point ``distance`` metres along ``path`` (its end if shorter)."""
-    travelled, previous = 0.0, np.asarray(start)
-    for point in path:
-        seg = float(np.linalg.norm(point - previous))
-        if travelled + seg >= distance:
-            return previous + (point - previous) * ((distance - travelled) / max(seg, 1e-9))
-        travelled += seg
-        previous = point
-    return np.asarray(path[-1])
-

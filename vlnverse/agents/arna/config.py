@@ -33,6 +33,9 @@ class ARNAConfig(LLMAgentConfig):
             (or shows an object).
         max_images: Most stored views (older pixels are dropped, their records kept).
         waypoint_step: Longest move of one navigation step along the A* path (m).
+        clearance: Extra distance kept between the body and mapped obstacles by A* (m; doors
+            are narrow: 0.05 m more already closes some); under
+            Strict physics the path also keeps to seen floor.
         goal_tolerance: A navigation goal is reached within this distance (m).
         max_nav_steps: Environment steps one navigation goal may take.
         memory_updates: Ask the model to update the memory after each step (off: the
@@ -51,6 +54,7 @@ class ARNAConfig(LLMAgentConfig):
     min_new_cells: int = 150
     max_images: int = 400
     waypoint_step: float = 1.5
+    clearance: float = 0.05
     goal_tolerance: float = 0.6
     max_nav_steps: int = 25
     memory_updates: bool = True
@@ -70,5 +74,7 @@ class ARNAConfig(LLMAgentConfig):
             raise ConfigError(f"arna.plan_repairs must be a non-negative integer, got {self.plan_repairs!r}")
         _positive("arna", max_cost_usd=self.max_cost_usd, grid_resolution=self.grid_resolution,
                   grid_extent=self.grid_extent, waypoint_step=self.waypoint_step, goal_tolerance=self.goal_tolerance)
+        if self.clearance < 0:
+            raise ConfigError(f"arna.clearance must be >= 0, got {self.clearance!r}")
         if self.max_wall_s < 0:
             raise ConfigError(f"arna.max_wall_s must be >= 0, got {self.max_wall_s!r}")

@@ -27,7 +27,7 @@ from vlnverse.agents.panorama import Panorama, direction_phrase
 
 UNKNOWN, FREE, OBSTACLE = 0, 1, 2
 RAY_BIN_DEG = 2.0
-UNKNOWN_COST = 4.0          # A* may cross unseen cells, at a price (a bump marks them)
+UNKNOWN_COST = 4.0          # A* may cross unseen cells at a price (a bump marks them), unless told not to
 ROOM_RADIUS = 4.0           # a place farther than this from a room node of its label starts a new node
 
 
@@ -52,6 +52,9 @@ class OccupancyGrid:
         self.size = int(round(extent / resolution))
         self.origin = np.asarray(centre[:2], dtype=np.float64) - extent / 2.0
         self.grid = np.full((self.size, self.size), UNKNOWN, dtype=np.int8)
+        self.weights: np.ndarray | None = None     # the cost grid of the last plan
+        self.clearance: np.ndarray | None = None   # metres from each cell to the nearest obstacle (last plan)
+        self.floor = 0.0                           # the least clearance the last plan allowed
 
     def cells(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(rows, cols, inside)`` of odometry-frame points (row = y, col = x)."""
@@ -95,26 +98,34 @@ class OccupancyGrid:
         self.mark(np.asarray(pose[None, :2]), FREE)
         return new
 
-    def _weights(self, body_radius: float) -> np.ndarray:
+    def _weights(self, clearance: float, unknown_cost: float, start: tuple[int, int]) -> np.ndarray:
+        """A* costs: cells nearer than ``clearance`` to an obstacle are blocked, except that
+        a robot already that near may move away (cells no nearer than where it stands)."""
         from scipy import ndimage
 
-        radius = max(1, int(math.ceil(body_radius / self.resolution)))
-        yy, xx = np.mgrid[-radius:radius + 1, -radius:radius + 1]
-        blocked = ndimage.binary_dilation(self.grid == OBSTACLE, structure=(xx**2 + yy**2) <= radius**2)
-        weights = np.where(self.grid == UNKNOWN, UNKNOWN_COST, 1.0).astype(np.float32)
-        weights[blocked] = np.inf
+        self.clearance = ndimage.distance_transform_edt(self.grid != OBSTACLE) * self.resolution
+        here = self.clearance[start]
+        self.floor = min(clearance, here)
+        weights = np.where(self.grid == UNKNOWN, unknown_cost, 1.0).astype(np.float32)
+        weights[self.clearance < self.floor - 1e-6] = np.inf
+        if here < clearance:  # beyond the escape zone the full clearance holds
+            yy, xx = np.ogrid[:self.size, :self.size]
+            far = (yy - start[0]) ** 2 + (xx - start[1]) ** 2 > ((clearance + self.resolution) / self.resolution) ** 2
+            weights[far & (self.clearance < clearance)] = np.inf
+        weights[start] = 1.0
         return weights
 
-    def plan(self, start: np.ndarray, goal: np.ndarray, body_radius: float) -> list[np.ndarray] | None:
-        """An A* path (odometry-frame points, start excluded) to the reachable cell nearest
-        ``goal``, or None when there is none."""
+    def plan(self, start: np.ndarray, goal: np.ndarray, clearance: float, *,
+             unknown_cost: float = UNKNOWN_COST) -> list[np.ndarray] | None:
+        """An A* path (odometry-frame points, start excluded) keeping ``clearance`` from
+        obstacles, to the reachable cell nearest ``goal``, or None when there is none.
+        ``unknown_cost`` is the price of crossing an unseen cell (``inf``: never)."""
         import pyastar2d
 
-        weights = self._weights(body_radius)
         (sr,), (sc,), inside = self.cells(np.asarray(start)[None, :2])
         if not inside[0]:
             return None
-        weights[sr, sc] = 1.0  # the robot stands there, whatever the inflation says
+        weights = self.weights = self._weights(clearance, unknown_cost, (int(sr), int(sc)))
         target = self._nearest_open(weights, np.asarray(goal[:2]))
         if target is None:
             return None
@@ -122,6 +133,29 @@ class OccupancyGrid:
         if path is None:
             return None
         return [self.point(int(r), int(c)) for r, c in path[1:]]
+
+    def straight(self, start: np.ndarray, path: list[np.ndarray], distance: float) -> np.ndarray:
+        """The farthest point of ``path`` within ``distance`` (path length) that the body can
+        reach in a straight line from ``start`` on the last plan's costs, never nearer an
+        obstacle than the plan allows (the first path point when none is farther)."""
+        best, travelled, previous = path[0], 0.0, np.asarray(start[:2])
+        for point in path:
+            travelled += float(np.linalg.norm(point - previous))
+            previous = point
+            if travelled > distance:
+                break
+            if self._segment_clear(start[:2], point):
+                best = point
+        return best
+
+    def _segment_clear(self, a: np.ndarray, b: np.ndarray) -> bool:
+        count = max(2, int(np.linalg.norm(b - a) / (self.resolution / 2.0)) + 1)
+        rows, cols, inside = self.cells(np.linspace(a, b, count)[1:])
+        if not inside.all():
+            return False
+        cost = self.weights[rows, cols]
+        return bool(np.isfinite(cost).all() and (cost <= self.weights[rows[-1], cols[-1]]).all()
+                    and (self.clearance[rows, cols] >= self.floor - 1e-6).all())
 
     def _nearest_open(self, weights: np.ndarray, goal: np.ndarray, search: float = 2.5) -> tuple[int, int] | None:
         rows, cols, inside = self.cells(goal[None])
