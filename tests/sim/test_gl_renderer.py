@@ -63,7 +63,8 @@ def test_instance_at_the_centre_follows_a_movable_object_moved_by_physics():
         assert sim.instances.instances[centre].object_id == "crate_0"
         backend = sim.backend
         uid = next(iter(backend._world.movable))
-        backend._p.resetBasePositionAndOrientation(uid, [3.3, 3.5, 0.8], [0, 0, 0, 1],
+        backend._wake(list(backend._managed).index(uid))  # dynamic, as when the agent comes near
+        backend._p.resetBasePositionAndOrientation(uid, [3.3, 3.5, 0.8], [0, 0, 0, 1],  # as a push may leave it
                                                    physicsClientId=backend.client_id)
         semantic = sim.observe()["semantic"]
         assert sim.instances.instances[semantic[112, 112]].category == "wall"

@@ -9,6 +9,7 @@ agent at each tick), against which the physics result is judged.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -20,8 +21,10 @@ from vlnverse.sim.physics import PhysicsConfig
 from vlnverse.sim.types import Pose, wrap_angle
 
 
+@functools.lru_cache(maxsize=256)
 def trapezoid_ticks(distance: float, vmax: float, amax: float, dt: float) -> np.ndarray:
-    """Per-tick mean speeds of a rest-to-rest trapezoidal profile covering ``distance``.
+    """Per-tick mean speeds of a rest-to-rest trapezoidal profile covering ``distance``
+    (read-only and cached: discrete actions repeat the same few profiles).
 
     The speeds integrate exactly to ``distance`` (``sum(speeds) * dt == distance``), never
     exceed ``vmax``, and the profile's acceleration never exceeds ``amax``.
@@ -48,7 +51,9 @@ def trapezoid_ticks(distance: float, vmax: float, amax: float, dt: float) -> np.
     n = max(1, math.ceil(duration / dt - 1e-9))
     edges = position(np.arange(n + 1) * dt)
     edges[-1] = total
-    return math.copysign(1.0, distance) * np.diff(edges) / dt
+    speeds = math.copysign(1.0, distance) * np.diff(edges) / dt
+    speeds.flags.writeable = False
+    return speeds
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,14 @@ house meshes cost nothing. Before each motion, every movable the agent could tou
 those or of a moving object, is woken as a full dynamic body; awake objects at rest and
 out of reach fall dormant again where they lie.
 
-Coarse ticks: when only the agent can move and no contact can begin, a control tick is
-one physics step of ``control_dt`` instead of ``physics.substeps`` steps (the motors then
-track the commanded speed profile at least as closely). That holds for a turn in place
-(a frictionless cylinder spinning about its own axis touches exactly what it touched)
-and for a motion whose whole path keeps ``COARSE_MARGIN`` clear of every other body. It
-never holds while a movable is awake or the agent is penetrating something, so pushes,
-slides and contact resolution always run at the full physics rate.
+Gliding: when only the agent can move and no contact can begin, the agent's velocity
+motors (with force to spare for the speed profile's accelerations) track the commanded
+profile exactly, so the move is integrated directly, without physics steps: the joints
+are set to the end of the profile, and the contacts are those at the end. That holds for
+a turn in place (a frictionless cylinder spinning about its own axis touches exactly
+what it touched) and for a motion whose whole path keeps ``COARSE_MARGIN`` clear of every
+other body. It never holds while a movable is awake or the agent is penetrating
+something, so pushes, slides and contact resolution always run at the full physics rate.
 """
 
 from __future__ import annotations
@@ -102,6 +103,14 @@ def view_matrix(position: Sequence[float], yaw: float, pitch: float) -> list[flo
     ]
 
 
+def _keep_deepest(deepest: dict[int, Contact], contacts: Sequence[Contact]) -> None:
+    """Update ``deepest`` (prim index → its deepest contact so far) with ``contacts``."""
+    for contact in contacts:
+        best = deepest.get(contact.prim_index)
+        if best is None or contact.depth > best.depth:
+            deepest[contact.prim_index] = contact
+
+
 class BulletBackend:
     """PyBullet DIRECT backend (see :mod:`vlnverse.sim.backend` for the lifecycle)."""
 
@@ -123,6 +132,9 @@ class BulletBackend:
         self._world: BulletWorld | None = None
         self._gl = None  # the GLRenderer of the loaded scene with renderer "gl"
         self._gl_bodies: list[int] = []  # its movable bodies' uids, in pose-row order
+        self._gl_matrices = np.zeros((0, 4, 4))  # their world transforms as last handed to it
+        self._gl_stale = np.zeros(0, dtype=bool)  # rows that may have moved since
+        self._gl_row = np.zeros(0, dtype=np.int64)  # the row of each managed movable
         self._agent: int | None = None
         self._spec: AgentSpec | None = None
         self._forces: list[float] = []
@@ -133,9 +145,8 @@ class BulletBackend:
         self._managed = np.zeros(0, dtype=np.int64)  # movable uids that may fall dormant
         self._boxes = np.zeros((0, 2, 2))  # their xy AABBs (min, max)
         self._awake = np.zeros(0, dtype=bool)
-        self._substeps = self.physics.substeps  # physics steps per stepSimulation right now
         self._probes: dict[float, int] = {}  # reach → probe collision shape
-        self.coarse_moves = 0  # moves run with one physics step per control tick (diagnostics)
+        self.coarse_moves = 0  # moves that glided, without physics steps (diagnostics)
 
     @property
     def client_id(self) -> int:
@@ -171,8 +182,12 @@ class BulletBackend:
 
             self._gl = GLRenderer(scene, [(scene.prims[b.prim].object_index, b.centre) for b in plan.movables])
             self._gl_bodies = list(self._world.movable)
+            self._gl_matrices = np.tile(np.eye(4), (len(self._gl_bodies), 1, 1))
+            self._gl_stale = np.ones(len(self._gl_bodies), dtype=bool)
         self._lut = self._world.lookup_table(extra=4)
         self._managed = np.array(sorted(self._world.dynamics), dtype=np.int64)
+        if self._gl is not None:
+            self._gl_row = np.array([self._gl_bodies.index(uid) for uid in self._managed], dtype=np.int64)
         self._boxes = np.zeros((len(self._managed), 2, 2))
         self._awake = np.ones(len(self._managed), dtype=bool)
         for i in range(len(self._managed)):
@@ -269,33 +284,36 @@ class BulletBackend:
             states = p.getJointStates(agent, (0, 1), physicsClientId=c)
             self._update_dormancy(states[0][0], states[1][0], travel, len(velocities) * dt,
                                   agent_reach=not turn_only)
-        coarse = self._can_coarsen(travel, turn_only)
-        self.coarse_moves += int(coarse)
-        self._set_substeps(1 if coarse else self.physics.substeps)
+        if self._can_coarsen(travel, turn_only):
+            self.coarse_moves += 1
+            return self._glide(velocities)
         for tick, velocity in enumerate(velocities.tolist()):
             self._command(velocity)
             p.stepSimulation(physicsClientId=c)
             states = p.getJointStates(agent, (0, 1, 2), physicsClientId=c)
             poses[tick] = (states[0][0], states[1][0], states[2][0])
-            for contact in self._read_contacts():
-                best = deepest.get(contact.prim_index)
-                if best is None or contact.depth > best.depth:
-                    deepest[contact.prim_index] = contact
+            _keep_deepest(deepest, self._read_contacts())
         self._command((0.0, 0.0, 0.0))
-        self._set_substeps(self.physics.substeps)
         self._contacts_fresh = True
         return MoveResult(poses, [deepest[k] for k in sorted(deepest)])
 
-    def _set_substeps(self, substeps: int) -> None:
-        """Physics steps per ``stepSimulation`` (one ``control_dt`` split into ``substeps`` steps)."""
-        if substeps != self._substeps:
-            self._p.setPhysicsEngineParameter(
-                fixedTimeStep=self.physics.control_dt, numSubSteps=substeps, physicsClientId=self._client,
-            )
-            self._substeps = substeps
+    def _glide(self, velocities: np.ndarray) -> MoveResult:
+        """A move along its speed profile without physics steps (see the module docstring):
+        the joints end where the motors' semi-implicit ticks would put them, moving at the
+        last tick's velocity."""
+        p, c, agent = self._p, self._client, self._agent
+        start = [state[0] for state in p.getJointStates(agent, (0, 1, 2), physicsClientId=c)]
+        poses = start + np.cumsum(velocities, axis=0) * self.physics.control_dt
+        for joint in range(3):
+            p.resetJointState(agent, joint, poses[-1, joint], velocities[-1, joint], physicsClientId=c)
+        self._command((0.0, 0.0, 0.0))
+        self._contacts_fresh = False
+        deepest: dict[int, Contact] = {}
+        _keep_deepest(deepest, self.contacts())
+        return MoveResult(poses, [deepest[k] for k in sorted(deepest)])
 
     def _can_coarsen(self, travel: float, turn_only: bool) -> bool:
-        """Whether a motion may run one physics step per control tick (see the module docstring).
+        """Whether a motion may glide (see the module docstring).
 
         Only the agent may be dynamic, and it must not be penetrating anything; then a
         turn in place qualifies, and so does a motion of ``travel`` metres when no other
@@ -353,6 +371,7 @@ class BulletBackend:
             self._p.resetBaseVelocity(uid, [0, 0, 0], [0, 0, 0], physicsClientId=self._client)
         for i in range(len(self._managed)):
             self._set_dormant(i)
+        self._gl_stale[:] = True
         self._contacts_fresh = False
 
     # -- dormant movables --------------------------------------------------------------
@@ -366,6 +385,8 @@ class BulletBackend:
             p.setCollisionFilterGroupMask(uid, -1, GROUP_DORMANT, GROUP_DYNAMIC, physicsClientId=c)
             p.changeDynamics(uid, -1, activationState=p.ACTIVATION_STATE_SLEEP, physicsClientId=c)
             self._awake[i] = False
+            if len(self._gl_row):
+                self._gl_stale[self._gl_row[i]] = True  # it may have moved while awake
         low, high = p.getAABB(uid, -1, physicsClientId=c)
         self._boxes[i] = (low[:2], high[:2])
 
@@ -444,7 +465,7 @@ class BulletBackend:
         if self._world is None:
             raise SimulationError("bullet backend: render before load_scene")
         if self._gl is not None:
-            self._gl.set_poses(self._body_matrices())
+            self._sync_gl_poses()
             return self._gl.render(requests)
         p, c = self._p, self._client
         frames = []
@@ -473,10 +494,22 @@ class BulletBackend:
             frames.append(frame)
         return frames
 
-    def _body_matrices(self) -> np.ndarray:
-        """(B, 4, 4) world transforms of the movable bodies, as the physics has them now."""
+    def _sync_gl_poses(self) -> None:
+        """Hand the GL renderer the movables' poses, reading from the physics only those that
+        may have moved since the last frame: awake ones, and those frozen or reset since.
+        (A movable moves only while awake, or when reset.)"""
+        if len(self._gl_row):
+            self._gl_stale[self._gl_row[self._awake]] = True
+        rows = np.flatnonzero(self._gl_stale)
+        if len(rows):
+            self._gl_matrices[rows] = self._body_matrices([self._gl_bodies[row] for row in rows])
+            self._gl_stale[:] = False
+            self._gl.set_poses(self._gl_matrices)
+
+    def _body_matrices(self, uids: Sequence[int]) -> np.ndarray:
+        """(B, 4, 4) world transforms of the bodies ``uids``, as the physics has them now."""
         p, c = self._p, self._client
-        poses = [p.getBasePositionAndOrientation(uid, physicsClientId=c) for uid in self._gl_bodies]
+        poses = [p.getBasePositionAndOrientation(uid, physicsClientId=c) for uid in uids]
         matrices = np.tile(np.eye(4), (len(poses), 1, 1))
         if poses:
             matrices[:, :3, 3] = [position for position, _ in poses]
