@@ -164,7 +164,9 @@ def main() -> None:
         steps_per_s, raw_per_s = statistics.median(env_rates), statistics.median(raw_rates)
         print(f"scene {scene}: {len(env.scene.triangles)} triangles, {len(env.scene.objects)} objects; "
               f"renderer {renderer}")
-        print(f"env {steps_per_s:.1f} steps/s, raw render {raw_per_s:.1f} frames/s, ratios {np.round(ratios, 3).tolist()}")
+        print(f"env {steps_per_s:.1f} steps/s, raw render {raw_per_s:.1f} frames/s, ratios {np.round(ratios, 3).tolist()}; "
+              f"{env.sim.backend.coarse_moves}/{5 + args.rounds * args.steps} moves glided (no contact could begin), "
+              "the rest at the full physics rate")
         if speedups:
             print(f"gl over tiny, same views: CPU {np.round(speedups, 2).tolist()}, wall {np.round(wall_speedups, 2).tolist()}")
         panorama = Simulator(env.scene, sensors=SensorRig.panoramic(), occupancy=env.occupancy,

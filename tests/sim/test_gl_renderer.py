@@ -63,9 +63,11 @@ def test_instance_at_the_centre_follows_a_movable_object_moved_by_physics():
         assert sim.instances.instances[centre].object_id == "crate_0"
         backend = sim.backend
         uid = next(iter(backend._world.movable))
-        backend._wake(list(backend._managed).index(uid))  # dynamic, as when the agent comes near
+        index = list(backend._managed).index(uid)
+        backend._wake(index)  # dynamic, as when the agent comes near
         backend._p.resetBasePositionAndOrientation(uid, [3.3, 3.5, 0.8], [0, 0, 0, 1],  # as a push may leave it
                                                    physicsClientId=backend.client_id)
+        backend._set_dormant(index)  # at rest and out of reach again before the next frame
         semantic = sim.observe()["semantic"]
         assert sim.instances.instances[semantic[112, 112]].category == "wall"
         assert "crate_0" in {sim.instances.instances[i].object_id for i in np.unique(semantic)}
