@@ -97,7 +97,7 @@ def test_sample_seed_success_distance_and_scenes_dir_options(bundled_dataset, ca
     moved = tmp_path / "moved"
     shutil.copytree(bundled_dataset, moved)
     manifest = json.loads((moved / "manifest.json").read_text())
-    scenes = manifest["scenes_dir"]
+    scenes = str((bundled_dataset / manifest["scenes_dir"]).resolve())  # the manifest's is relative to the dataset
     (moved / "manifest.json").write_text(json.dumps({**manifest, "scenes_dir": str(tmp_path / "gone")}))
     common = ("--dataset", moved, "--agent", "oracle", "--physics", "tel_hop", "--episodes", "3", "--plots", "0")
     assert main(["eval", *map(str, common), "--out", str(tmp_path / "x"), "--no-progress"]) != 0

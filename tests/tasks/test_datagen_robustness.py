@@ -77,7 +77,7 @@ def test_a_dead_worker_is_one_line_naming_the_scene(corpus, tmp_path, monkeypatc
     monkeypatch.setattr(datagen, "run_scene", _dies_on_house_1)
     config = datagen.DatagenConfig(scenes=str(corpus), out=str(tmp_path), workers=2,
                                    generation=datagen.GenerationConfig(per_scene=1, tasks=("coarse",)))
-    with pytest.raises(WorkerError, match=r"a datagen worker process died while generating scene\(s\) .*house_1"):
+    with pytest.raises(WorkerError, match=r"a worker process died while running .*scene house_1"):
         datagen.run_datagen(config)
 
 

@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "vlnverse.cli.ext",
     "vlnverse.cli.dataset",
     "vlnverse.cli.datagen",
+    "vlnverse.cli.release",
     "vlnverse.cli.eval",
     "vlnverse.cli.demo",
     "vlnverse.cli.train",

@@ -154,7 +154,7 @@ def _report(config, summary, usage) -> Path:
     lines += [f"- skipped {o.scene_id}: {o.error}" for o in summary.skipped]
     if config.llm != "none":
         lines.append(f"- LLM usage (this run): {usage}")
-    episodes = EpisodeDataset.open(config.out).all_episodes() if summary.manifest["total_episodes"] else []
+    episodes = EpisodeDataset.open(config.out).stream() if summary.manifest["total_episodes"] else []
     write_report(episodes, out, title=f"VLNVerse dataset {Path(config.out).name}", extra_lines=lines)
     return out
 

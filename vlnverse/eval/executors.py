@@ -10,17 +10,16 @@ executor: each episode's seed derives from the run seed and the episode alone.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import multiprocessing
 import os
 import queue
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from vlnverse.errors import ConfigError, DependencyNotInstalled, WorkerError
+from vlnverse.errors import WorkerError
 from vlnverse.eval.store import record_key
 from vlnverse.eval.worker import (
     EvalWorker,
@@ -30,11 +29,11 @@ from vlnverse.eval.worker import (
     run_process_worker,
     run_serial_items,
 )
+from vlnverse.parallel import check_executor, ray_session
 from vlnverse.processes import describe_exit
 
 logger = logging.getLogger(__name__)
 
-EXECUTORS = ("local", "ray")
 IN_FLIGHT_PER_WORKER = 2
 """Items queued per worker running one episode at a time: it starts the next one while its
 last result travels back (a worker running K at once gets K + 1)."""
@@ -44,8 +43,6 @@ POLL_S = 0.2
 """How often the local pool checks, while it waits for results, that its workers live."""
 STOP_TIMEOUT_S = 5.0
 """How long stopping workers may take to close their envs before they are terminated."""
-RAY_USAGE_STATS_ENV = "RAY_USAGE_STATS_ENABLED"
-"""Ray's documented switch for its usage statistics ("0" off, "1" on)."""
 
 OnResult = Callable[[WorkResult], None]
 Group = tuple[str, str]
@@ -229,60 +226,15 @@ def stop_processes(processes: Sequence[Any], inboxes: Sequence[Any]) -> None:
             process.join()
 
 
-def import_ray() -> Any:
-    """Import Ray, or raise :class:`DependencyNotInstalled` with the install command."""
-    try:
-        import ray
-    except ImportError:
-        raise DependencyNotInstalled("ray", extra="ray", purpose="--executor ray") from None
-    return ray
-
-
-@contextlib.contextmanager
-def usage_stats_off_by_default() -> Iterator[None]:
-    """Start Ray with its usage statistics off (they would post to a server off this
-    machine) unless the user chose otherwise in ``RAY_USAGE_STATS_ENABLED``."""
-    chosen = os.environ.get(RAY_USAGE_STATS_ENV)
-    if chosen is None:
-        os.environ[RAY_USAGE_STATS_ENV] = "0"
-    try:
-        yield
-    finally:
-        if chosen is None:
-            os.environ.pop(RAY_USAGE_STATS_ENV, None)
-
-
-@contextlib.contextmanager
-def ray_session(workers: int, address: str | None = None, init_kwargs: dict[str, Any] | None = None) -> Iterator[Any]:
-    """The ``ray`` module, initialised for ``workers`` 1-CPU actors; shut down on exit if
-    this call started it.
+def run_ray(spec: RunSpec, items: Sequence[WorkItem], on_result: OnResult, workers: int,
+            address: str | None = None, init_kwargs: dict[str, Any] | None = None) -> None:
+    """Run items on ``workers`` Ray actors (one agent and env cache each), fed by :func:`dispatch`.
 
     Args:
         address: Ray cluster address (``"auto"``, ``"ray://host:10001"``); ``None`` starts
             a local Ray instance. An already initialised Ray session is used as it is.
         init_kwargs: More ``ray.init`` arguments (e.g. ``runtime_env``).
     """
-    ray = import_ray()
-    started = False
-    if not ray.is_initialized():
-        options = dict(include_dashboard=False, logging_level=logging.WARNING)
-        if address is None:  # a local instance runs every requested worker, even on 1 CPU
-            options["num_cpus"] = max(workers, os.cpu_count() or 1)
-        options.update(init_kwargs or {})
-        with usage_stats_off_by_default():
-            ray.init(address=address, **options)
-        started = True
-    try:
-        yield ray
-    finally:
-        if started:
-            ray.shutdown()
-
-
-def run_ray(spec: RunSpec, items: Sequence[WorkItem], on_result: OnResult, workers: int,
-            address: str | None = None, init_kwargs: dict[str, Any] | None = None) -> None:
-    """Run items on ``workers`` Ray actors (one agent and env cache each), fed by :func:`dispatch`
-    (``address``, ``init_kwargs``: see :func:`ray_session`)."""
     with ray_session(workers, address, init_kwargs) as ray:
         actor_class = ray.remote(num_cpus=1, max_concurrency=spec.concurrency)(EvalWorker)
         actors = [actor_class.remote(spec) for _ in range(workers)]
@@ -309,10 +261,7 @@ def run_items(spec: RunSpec, items: Sequence[WorkItem], on_result: OnResult, *, 
         ConfigError: unknown executor or a worker count below 1.
         DependencyNotInstalled: ``ray`` requested but not installed.
     """
-    if executor not in EXECUTORS:
-        raise ConfigError(f"unknown executor {executor!r}; valid: {', '.join(EXECUTORS)}")
-    if not isinstance(workers, int) or workers < 1:
-        raise ConfigError(f"workers must be a positive integer, got {workers!r}")
+    check_executor(executor, workers)
     if executor == "ray":
         run_ray(spec, items, on_result, workers, ray_address)
     elif workers == 1 or len(items) <= 1:

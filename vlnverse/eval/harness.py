@@ -31,7 +31,7 @@ import numpy as np
 from vlnverse import __version__
 from vlnverse.envs.episode import INSTRUCTION_VIEWS
 from vlnverse.errors import ConfigError
-from vlnverse.eval.executors import EXECUTORS, import_ray, run_items
+from vlnverse.eval.executors import run_items
 from vlnverse.eval.html_index import write_index
 from vlnverse.eval.metrics import MetricsConfig
 from vlnverse.eval.registry import agent_factory, takes_llm
@@ -47,6 +47,7 @@ from vlnverse.fileio import (
     write_text_atomic,
 )
 from vlnverse.llm.factory import check_llm_credentials, check_llm_spec, describe_llm_spec
+from vlnverse.parallel import EXECUTORS, import_ray
 from vlnverse.sim.physics import PHYSICS_MODES
 
 logger = logging.getLogger(__name__)

@@ -11,24 +11,21 @@ uninterrupted run. Scenes that cannot be loaded are skipped and reported. The ma
 
 from __future__ import annotations
 
-import concurrent.futures as futures
 import dataclasses
+import functools
 import hashlib
 import json
 import logging
-import multiprocessing
 import os
-import sys
 import time
 from collections.abc import Callable
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from vlnverse import __version__
 from vlnverse.config import config_from_mapping, config_to_dict, load_config_file
-from vlnverse.errors import ConfigError, DatasetError, VLNVerseError, WorkerError
+from vlnverse.errors import ConfigError, DatasetError, VLNVerseError
 from vlnverse.fileio import (
     OutputLock,
     prepare_output_dir,
@@ -36,7 +33,7 @@ from vlnverse.fileio import (
     write_json_atomic,
 )
 from vlnverse.llm import UsageTotals, make_llm
-from vlnverse.processes import exit_with_parent
+from vlnverse.parallel import check_executor, run_units
 from vlnverse.redact import redact
 from vlnverse.tasks.corpus import SceneEntry, discover_scenes
 from vlnverse.tasks.generate import GenerationConfig, generate_scene_episodes
@@ -122,6 +119,8 @@ class SceneOutcome:
         error: Why the scene was skipped.
         usage: LLM usage of this scene in this run.
         seconds: Wall time of this scene in this run.
+        worker: The process that ran it (``pid@host``; empty when resumed or skipped early).
+        peak_rss_mb: That process's peak resident memory after the scene (MiB).
     """
 
     scene_id: str
@@ -131,6 +130,8 @@ class SceneOutcome:
     error: str | None = None
     usage: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+    worker: str = ""
+    peak_rss_mb: float = 0.0
 
     @property
     def episodes(self) -> int:
@@ -254,7 +255,8 @@ def _start_run(config: DatagenConfig, overwrite: bool) -> None:
 
 def run_datagen(config: DatagenConfig, *, overwrite: bool = False,
                 progress: Callable[[SceneOutcome], None] | None = None,
-                on_start: Callable[[int, int], None] | None = None) -> DatagenSummary:
+                on_start: Callable[[int, int], None] | None = None, executor: str = "local",
+                ray_address: str | None = None) -> DatagenSummary:
     """Generate (or finish generating) the dataset ``config`` describes.
 
     Args:
@@ -262,14 +264,19 @@ def run_datagen(config: DatagenConfig, *, overwrite: bool = False,
         overwrite: Allow replacing a dataset made with another configuration.
         progress: Called with each scene's outcome as it completes.
         on_start: Called with (scenes to generate, scenes already done) before work starts.
+        executor: ``local`` (``config.workers`` processes) or ``ray`` (as many Ray tasks at
+            once); the bytes do not depend on it.
+        ray_address: Ray cluster address (``None``: a local Ray instance).
 
     Raises:
         DatasetError: no scenes, or ``out`` holds another configuration's dataset.
         ConfigError: invalid LLM spec or settings (a missing API key included).
         OutputError: ``out`` cannot be written, or another run is writing it.
-        WorkerError: a worker process died (the scenes it was generating are named).
+        WorkerError: a local worker process died (the scenes it was generating are named).
+        DependencyNotInstalled: ``ray`` asked for but not installed.
     """
     started = time.perf_counter()
+    check_executor(executor, config.workers)
     entries = discover_scenes(config.scenes)
     _check_spec(config.llm)
     _check_counts(config.generation)
@@ -279,12 +286,12 @@ def run_datagen(config: DatagenConfig, *, overwrite: bool = False,
     _worker_llm(config.llm, _cache_dir(config))  # a missing key or model fails before anything is written
     out = prepare_output_dir(config.out)
     with OutputLock(out):
-        return _run(config, entries, overwrite, progress, on_start, started)
+        return _run(config, entries, overwrite, progress, on_start, started, executor, ray_address)
 
 
 def _run(config: DatagenConfig, entries: list[SceneEntry], overwrite: bool,
          progress: Callable[[SceneOutcome], None] | None, on_start: Callable[[int, int], None] | None,
-         started: float) -> DatagenSummary:
+         started: float, executor: str, ray_address: str | None) -> DatagenSummary:
     """The part of :func:`run_datagen` that writes, under the output folder's lock."""
     out = Path(config.out)
     _start_run(config, overwrite)
@@ -298,7 +305,7 @@ def _run(config: DatagenConfig, entries: list[SceneEntry], overwrite: bool,
             todo.append(entry)
     if on_start:
         on_start(len(todo), len(outcomes))
-    for outcome in _execute(todo, config):
+    for outcome in _execute(todo, config, executor, ray_address):
         outcomes[outcome.scene_id] = outcome
         if outcome.status == "skipped":
             log.warning("skipped scene %s: %s", outcome.scene_id, outcome.error)
@@ -336,26 +343,11 @@ def _check_spec(spec: str) -> None:
                           f"valid: none, {', '.join(LLM_BACKENDS.names())}")
 
 
-def _execute(todo: list[SceneEntry], config: DatagenConfig):
-    """Run scenes in this process (1 worker) or a process pool, yielding outcomes as they finish."""
-    if config.workers == 1 or len(todo) <= 1:
-        for entry in todo:
-            yield run_scene(entry, config)
-        return
-    method = "fork" if sys.platform.startswith("linux") else "spawn"
-    context = multiprocessing.get_context(method)
-    with futures.ProcessPoolExecutor(max_workers=min(config.workers, len(todo)), mp_context=context,
-                                     initializer=exit_with_parent, initargs=(os.getpid(),)) as pool:
-        pending = {pool.submit(run_scene, entry, config): entry for entry in todo}
-        for future in futures.as_completed(pending):
-            try:
-                outcome = future.result()
-            except BrokenProcessPool:
-                unfinished = sorted(e.scene_id for f, e in pending.items() if not f.done() or f.exception())
-                raise WorkerError(f"a datagen worker process died while generating scene(s) "
-                                  f"{', '.join(unfinished[:5])}; finished scenes are kept, "
-                                  "re-run the command to resume") from None
-            yield outcome
+def _execute(todo: list[SceneEntry], config: DatagenConfig, executor: str, ray_address: str | None):
+    """Run scenes on the executor, yielding outcomes (with who ran them) as they finish."""
+    for unit in run_units(functools.partial(run_scene, config=config), todo, workers=config.workers,
+                          executor=executor, ray_address=ray_address, describe=lambda e: f"scene {e.scene_id}"):
+        yield dataclasses.replace(unit.value, worker=unit.worker, peak_rss_mb=unit.peak_rss_mb)
 
 
 def _write_manifest(config: DatagenConfig, outcomes: list[SceneOutcome], entries: list[SceneEntry]) -> dict[str, Any]:
@@ -366,7 +358,7 @@ def _write_manifest(config: DatagenConfig, outcomes: list[SceneOutcome], entries
         "config_hash": config.config_hash,
         "generation": config.fingerprint(),
         "scene_splits": {e.scene_id: e.split for e in entries},
-        "scenes_dir": os.path.abspath(config.scenes),
+        "scenes_dir": os.path.relpath(os.path.abspath(config.scenes), os.path.abspath(out)),  # moves with both
         "skipped_scenes": {o.scene_id: o.error for o in outcomes if o.status == "skipped"},
         "shortfall": {o.scene_id: o.record["shortfall"] for o in outcomes if o.record and o.record.get("shortfall")},
         "fallbacks": sum(o.record.get("fallbacks", 0) for o in outcomes if o.record),

@@ -29,7 +29,7 @@ class EpisodeDataset:
         files: Shard files to read, in order.
         manifest: The manifest (empty for a single file).
         scenes_dir: Where ``Episode.scene_path`` is relative to (default: the manifest's
-            ``scenes_dir``, else ``root``).
+            ``scenes_dir``, itself relative to ``root`` unless absolute; else ``root``).
     """
 
     def __init__(self, root: Path, files: Sequence[Path], manifest: dict[str, Any] | None = None,
@@ -38,7 +38,7 @@ class EpisodeDataset:
         self.files = list(files)
         self.manifest = manifest or {}
         chosen = scenes_dir or self.manifest.get("scenes_dir")
-        self.scenes_dir = Path(chosen) if chosen else root
+        self.scenes_dir = (root / chosen if scenes_dir is None else Path(chosen)) if chosen else root
         self._episodes: list[Episode] | None = None
 
     @classmethod
@@ -66,6 +66,14 @@ class EpisodeDataset:
         if self._episodes is None:
             self._episodes = [e for f in self.files for e in iter_episodes(f)]
         return self._episodes
+
+    def stream(self) -> Iterator[Episode]:
+        """Every episode, read shard by shard (none kept: for one pass over a large dataset)."""
+        if self._episodes is not None:
+            yield from self._episodes
+            return
+        for file in self.files:
+            yield from iter_episodes(file)
 
     def episodes(self, split: str | None = None, task: str | None = None) -> list[Episode]:
         """Episodes of ``split`` and ``task`` (None: any).

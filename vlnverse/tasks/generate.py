@@ -8,6 +8,7 @@ episodes whichever worker runs it and whatever else runs.
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,6 +62,8 @@ class GenerationConfig:
         long_horizon_ratio: Long-horizon episodes per coarse trajectory (11946 / 11895).
         val_seen_fraction: Share of a train scene's episodes held out as ``val_seen``
             (1269 / (11895 + 1269)).
+        long_horizon_val_seen_fraction: The same for long-horizon episodes when they differ
+            (Table 2: 1329 / (11946 + 1329)); None = ``val_seen_fraction``.
         coarse_style: Style of ``instruction.text`` for coarse-family episodes (the public
             evaluator's default is ``formal``).
         question_budget: Dialogue: questions per episode.
@@ -78,6 +81,7 @@ class GenerationConfig:
     fine_ratio: float = 0.3333
     long_horizon_ratio: float = 1.0
     val_seen_fraction: float = 0.0964
+    long_horizon_val_seen_fraction: float | None = None
     coarse_style: str = "formal"
     question_budget: int = 3
     render: bool = False
@@ -101,8 +105,10 @@ class GenerationConfig:
         for name in ("fine_ratio", "long_horizon_ratio"):
             if not (isinstance(getattr(self, name), int | float) and getattr(self, name) >= 0):
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
-        if not (isinstance(self.val_seen_fraction, int | float) and 0 <= self.val_seen_fraction < 1):
-            raise ConfigError(f"val_seen_fraction must be in [0, 1), got {self.val_seen_fraction!r}")
+        for name in ("val_seen_fraction", "long_horizon_val_seen_fraction"):
+            value = getattr(self, name)
+            if not (value is None and name.startswith("long") or isinstance(value, int | float) and 0 <= value < 1):
+                raise ConfigError(f"{name} must be in [0, 1), got {value!r}")
         if self.coarse_style not in STYLES:
             raise ConfigError(f"coarse_style must be one of {STYLES}, got {self.coarse_style!r}")
         if not (isinstance(self.question_budget, int) and self.question_budget >= 0):
@@ -136,15 +142,20 @@ class SceneEpisodes:
 
 
 class _Splitter:
-    """Assigns train-scene trajectories to ``train`` / ``val_seen`` (exact fraction, seeded)."""
+    """Assigns train-scene trajectories to ``train`` / ``val_seen`` (seeded).
+
+    A scene holds out ``n * fraction`` trajectories rounded down or up at random with the
+    odds of the fractional part, so a corpus's share of ``val_seen`` is the fraction (Table 2)
+    rather than drifting by a rounding bias repeated over every scene.
+    """
 
     def __init__(self, scene_split: str, fraction: float, rng: np.random.Generator) -> None:
         self.scene_split, self.fraction, self.rng = scene_split, fraction, rng
 
-    def assign(self, n: int) -> list[str]:
+    def assign(self, n: int, fraction: float | None = None) -> list[str]:
         if self.scene_split != "train":
             return [self.scene_split] * n
-        held = round(n * self.fraction)
+        held = math.floor(n * (self.fraction if fraction is None else fraction) + self.rng.random())
         labels = np.array(["train"] * (n - held) + ["val_seen"] * held, dtype=object)
         return list(labels[self.rng.permutation(n)])
 
@@ -189,7 +200,7 @@ def generate_scene_episodes(
     try:
         episodes = writer.fine_episodes(fine, splitter.assign(len(fine)))
         episodes += writer.coarse_episodes(coarse, splitter.assign(len(coarse)))
-        episodes += writer.chain_episodes(chains, splitter.assign(len(chains)))
+        episodes += writer.chain_episodes(chains, splitter.assign(len(chains), config.long_horizon_val_seen_fraction))
         if OBJECTNAV in config.tasks:
             episodes += objectnav_episodes(context, config.objectnav, config.per_scene, seed, splitter.assign, writer)
         if EQA in config.tasks:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -72,107 +72,121 @@ def _summary(values: Sequence[float]) -> dict[str, float]:
             "max": round(float(v.max()), 2), "n": int(v.size)}
 
 
-def task_distributions(episodes: Sequence[Episode]) -> dict[str, dict[str, list[float]]]:
-    """Per task: ``path_length`` (m), ``steps`` and ``instruction_words`` of every episode."""
-    out: dict[str, dict[str, list[float]]] = {}
-    for e in episodes:
-        row = out.setdefault(e.task, {"path_length": [], "steps": [], "instruction_words": []})
+class _Tally:
+    """What the report needs of a dataset, gathered in one pass over its episodes: numbers
+    and distinct texts, never the episodes themselves (a paper-scale dataset streams
+    through in flat memory)."""
+
+    def __init__(self) -> None:
+        self.counts: Counter = Counter()
+        self.scenes: dict[tuple[str, str], set[str]] = {}
+        self.groups: dict[str, list[int]] = {}
+        self.distributions: dict[str, dict[str, list[float]]] = {}
+        self.landmarks: Counter = Counter()
+        self.verbs: Counter = Counter()
+        self.sources: Counter = Counter()
+        self.categories: Counter = Counter()
+        self.eqa_kinds: Counter = Counter()
+        self.eqa_positions: Counter = Counter()
+        self.geodesic: list[float] = []
+        self.fallbacks = 0
+        self._trajectories: set[str] = set()
+        self._texts: set[str] = set()
+
+    def add(self, e: Episode) -> None:
+        self.counts[(e.task, e.split)] += 1
+        self.scenes.setdefault((e.task, e.split), set()).add(e.scene_id)
+        self.geodesic.append(float(e.geodesic_distance))
+        self.sources[e.provenance.instruction_source] += 1
+        self.fallbacks += bool(e.provenance.fallback)
+        if e.task == "objectnav":
+            self.categories[e.goals[0].category] += 1
+        if e.task == "eqa" and e.question is not None:
+            self.eqa_kinds[e.question.kind] += 1
+            self.eqa_positions[e.question.answer] += 1
+        row = self.distributions.setdefault(e.task, {"path_length": [], "steps": [], "instruction_words": []})
         row["path_length"].append(float(e.geodesic_distance))
         if e.reference_path:
             row["steps"].append(float(expert_steps(e.reference_path, e.start_yaw, len(e.goals))))
         row["instruction_words"].append(float(len(e.instruction.text.split())))
-    return out
+        self._add_lengths(e)
+        for text in [e.instruction.text, *e.instruction.styles.values()]:
+            self._add_words(text)
 
-
-def length_groups(episodes: Sequence[Episode]) -> dict[str, list[int]]:
-    """Instruction lengths in words: Fine, Coarse-<style> (one per trajectory), Long-horizon."""
-    groups: dict[str, list[int]] = {}
-    seen: set[str] = set()
-    for e in episodes:
+    def _add_lengths(self, e: Episode) -> None:
+        """Instruction lengths in words: Fine, Coarse-<style> (one per trajectory), Long-horizon."""
         if e.task == "fine":
-            groups.setdefault("Fine", []).append(len(e.instruction.text.split()))
+            self.groups.setdefault("Fine", []).append(len(e.instruction.text.split()))
         elif e.task == "long_horizon":
-            groups.setdefault("Long-horizon", []).append(len(e.instruction.text.split()))
-        elif e.trajectory_id not in seen:
-            seen.add(e.trajectory_id)
+            self.groups.setdefault("Long-horizon", []).append(len(e.instruction.text.split()))
+        elif e.trajectory_id not in self._trajectories:
+            self._trajectories.add(e.trajectory_id)
             for style in STYLES:
                 if style in e.instruction.styles:
-                    groups.setdefault(f"Coarse-{style.capitalize()}", []).append(len(e.instruction.styles[style].split()))
-    return groups
+                    self.groups.setdefault(f"Coarse-{style.capitalize()}", []).append(
+                        len(e.instruction.styles[style].split()))
+
+    def _add_words(self, text: str) -> None:
+        """Landmark nouns (rooms included) and action verbs, over the distinct instructions."""
+        if text in self._texts:
+            return
+        self._texts.add(text)
+        for word in _WORD.findall(text.lower()):
+            if word in VERBS:
+                self.verbs[word] += 1
+            elif word in HOUSEHOLD_NOUNS or word.rstrip("s") in HOUSEHOLD_NOUNS or word in ROOM_WORDS:
+                self.landmarks[word.rstrip("s") if word not in ROOM_WORDS else word] += 1
+
+    def stats(self) -> dict[str, Any]:
+        counts = {}
+        for task in TASKS:
+            row = {split: {"episodes": self.counts[(task, split)], "scenes": len(self.scenes[(task, split)])}
+                   for split in SPLITS if (task, split) in self.scenes}
+            if row:
+                counts[task] = row
+        geodesic = np.asarray(self.geodesic)
+        stats = {
+            "episodes": int(sum(self.counts.values())),
+            "counts": counts,
+            "instruction_length": {k: {"mean": round(float(np.mean(v)), 2), "min": int(min(v)), "max": int(max(v))}
+                                   for k, v in self.groups.items()},
+            "geodesic_distance": ({"mean": round(float(geodesic.mean()), 3), "min": round(float(geodesic.min()), 3),
+                                   "max": round(float(geodesic.max()), 3)} if geodesic.size else {}),
+            "per_task": {task: {name: _summary(values) for name, values in row.items() if values}
+                         for task, row in self.distributions.items()},
+            "landmarks": dict(self.landmarks.most_common(30)),
+            "verbs": dict(self.verbs.most_common(20)),
+            "instruction_sources": dict(self.sources),
+            "fallbacks": self.fallbacks,
+        }
+        if self.categories:  # ObjectNav's category vocabulary: episodes per goal category
+            stats["objectnav_categories"] = dict(sorted(self.categories.items()))
+        stats.update(_eqa_balance(self.eqa_kinds, self.eqa_positions))
+        return stats
 
 
-def word_frequencies(episodes: Sequence[Episode]) -> tuple[Counter, Counter]:
-    """(landmark nouns incl. rooms, action verbs) over the distinct instructions."""
-    landmarks: Counter = Counter()
-    verbs: Counter = Counter()
-    seen: set[str] = set()
-    for e in episodes:
-        texts = [e.instruction.text] + list(e.instruction.styles.values())
-        for text in texts:
-            if text in seen:
-                continue
-            seen.add(text)
-            for word in _WORD.findall(text.lower()):
-                if word in VERBS:
-                    verbs[word] += 1
-                elif word in HOUSEHOLD_NOUNS or word.rstrip("s") in HOUSEHOLD_NOUNS or word in ROOM_WORDS:
-                    landmarks[word.rstrip("s") if word not in ROOM_WORDS else word] += 1
-    return landmarks, verbs
+def _tally(episodes: Iterable[Episode]) -> _Tally:
+    tally = _Tally()
+    for episode in episodes:
+        tally.add(episode)
+    return tally
 
 
-def dataset_stats(episodes: Sequence[Episode]) -> dict[str, Any]:
-    """Counts, lengths and frequencies of ``episodes`` (JSON-ready)."""
-    counts: dict[str, dict[str, dict[str, int]]] = {}
-    scenes: dict[tuple[str, str], set] = {}
-    for e in episodes:
-        scenes.setdefault((e.task, e.split), set()).add(e.scene_id)
-    for task in TASKS:
-        row = {}
-        for split in SPLITS:
-            if (task, split) in scenes:
-                n = sum(1 for e in episodes if e.task == task and e.split == split)
-                row[split] = {"episodes": n, "scenes": len(scenes[(task, split)])}
-        if row:
-            counts[task] = row
-    lengths = length_groups(episodes)
-    landmarks, verbs = word_frequencies(episodes)
-    geodesic = np.array([e.geodesic_distance for e in episodes]) if episodes else np.zeros(0)
-    return {
-        "episodes": len(episodes),
-        "counts": counts,
-        "instruction_length": {k: {"mean": round(float(np.mean(v)), 2), "min": int(min(v)), "max": int(max(v))}
-                               for k, v in lengths.items()},
-        "geodesic_distance": ({"mean": round(float(geodesic.mean()), 3), "min": round(float(geodesic.min()), 3),
-                               "max": round(float(geodesic.max()), 3)} if geodesic.size else {}),
-        "per_task": {task: {name: _summary(values) for name, values in row.items() if values}
-                     for task, row in task_distributions(episodes).items()},
-        "landmarks": dict(landmarks.most_common(30)),
-        "verbs": dict(verbs.most_common(20)),
-        "instruction_sources": dict(Counter(e.provenance.instruction_source for e in episodes)),
-        "fallbacks": sum(1 for e in episodes if e.provenance.fallback),
-        **_objectnav_vocabulary(episodes),
-        **_eqa_balance(episodes),
-    }
+def dataset_stats(episodes: Iterable[Episode]) -> dict[str, Any]:
+    """Counts, lengths and frequencies of ``episodes`` (JSON-ready; one pass)."""
+    return _tally(episodes).stats()
 
 
-def _objectnav_vocabulary(episodes: Sequence[Episode]) -> dict[str, Any]:
-    """ObjectNav's category vocabulary: episodes per goal category (absent without ObjectNav)."""
-    counts = Counter(e.goals[0].category for e in episodes if e.task == "objectnav")
-    return {"objectnav_categories": dict(sorted(counts.items()))} if counts else {}
-
-
-def _eqa_balance(episodes: Sequence[Episode]) -> dict[str, Any]:
+def _eqa_balance(kinds: Counter, positions: Counter) -> dict[str, Any]:
     """EQA: questions per kind and per answer position (absent without EQA)."""
-    questions = [e.question for e in episodes if e.task == "eqa" and e.question is not None]
+    questions = sum(kinds.values())
     if not questions:
         return {}
-    kinds = Counter(q.kind for q in questions)
-    positions = Counter(q.answer for q in questions)
     return {"eqa": {
-        "questions": len(questions),
+        "questions": questions,
         "question_kinds": {k: kinds[k] for k in QUESTION_KINDS if kinds[k]},
         "answer_positions": {OPTION_LETTERS[p]: positions[p] for p in range(OPTION_COUNT)},
-        "max_position_share": round(max(positions.values()) / len(questions), 4),
+        "max_position_share": round(max(positions.values()) / questions, 4),
     }}
 
 
@@ -205,9 +219,10 @@ def _save(fig, path: Path) -> None:
         fig.savefig(handle, format="png", dpi=100, metadata={"Software": None})
 
 
-def write_report(episodes: Sequence[Episode], out_dir: str | Path, *, title: str = "VLNVerse dataset",
+def write_report(episodes: Iterable[Episode], out_dir: str | Path, *, title: str = "VLNVerse dataset",
                  extra_lines: Sequence[str] = ()) -> dict[str, Any]:
-    """Write ``report.md``, ``report.json``, ``instruction_lengths.png``, ``paths.png`` and ``vocabulary.png``."""
+    """Write ``report.md``, ``report.json``, ``instruction_lengths.png``, ``paths.png`` and
+    ``vocabulary.png`` (one pass over ``episodes``, which may be a stream)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -215,8 +230,9 @@ def write_report(episodes: Sequence[Episode], out_dir: str | Path, *, title: str
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    stats = dataset_stats(episodes)
-    lengths = length_groups(episodes)
+    tally = _tally(episodes)
+    stats = tally.stats()
+    lengths = tally.groups
     fig, ax = plt.subplots(figsize=(8, 4))
     if lengths:
         top = max(max(v) for v in lengths.values())
@@ -230,7 +246,7 @@ def write_report(episodes: Sequence[Episode], out_dir: str | Path, *, title: str
     fig.tight_layout()
     _save(fig, out / "instruction_lengths.png")
     plt.close(fig)
-    distributions = task_distributions(episodes)
+    distributions = tally.distributions
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for ax, name, unit in ((axes[0], "path_length", "path length (m)"), (axes[1], "steps", "expert steps")):
         for task, row in distributions.items():
@@ -244,7 +260,7 @@ def write_report(episodes: Sequence[Episode], out_dir: str | Path, *, title: str
     fig.tight_layout()
     _save(fig, out / "paths.png")
     plt.close(fig)
-    landmarks, verbs = word_frequencies(episodes)
+    landmarks, verbs = tally.landmarks, tally.verbs
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
     for ax, counter, name in ((axes[0], landmarks, "landmarks"), (axes[1], verbs, "action verbs")):
         items = counter.most_common(15)

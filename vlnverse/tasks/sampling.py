@@ -138,6 +138,7 @@ class TrajectorySampler:
         self.object_counts: Counter = Counter()
         self._seen: set = set()
         self._targets: dict[str, TargetDescription] | None = None
+        self._in_range: tuple[tuple[float, float], dict[str, np.ndarray]] | None = None
 
     # -- helpers ---------------------------------------------------------------------------
     def _key(self, point) -> tuple[int, int]:
@@ -212,14 +213,15 @@ class TrajectorySampler:
     def _coarse_leg(self, start: np.ndarray | None, exclude: set[str], tag: str) -> Trajectory | None:
         """One coarse leg to a balanced target (from ``start`` or a random start)."""
         cfg, ctx = self.config, self.context
-        candidates = [o for o in self.targets if o not in exclude]
+        reachable = self._viewpoints_in_range(start) if start is not None else {}
+        candidates = [o for o in self.targets if o not in exclude and (start is None or len(reachable[o]))]
         if not candidates:
             return None
         categories = sorted({ctx.objects[o].category for o in candidates})
         category = self._least_used(categories, self.category_counts)
         members = [o for o in candidates if ctx.objects[o].category == category]
         object_id = self._least_used(members, self.object_counts)
-        viewpoints = ctx.viewpoints(object_id)
+        viewpoints = ctx.viewpoints(object_id) if start is None else reachable[object_id]
         goal = viewpoints[self.rng.integers(len(viewpoints))]
         origin = self._random_cell_point(ctx.main_cells) if start is None else start
         key = (tag, self._key(origin), object_id, self._key(goal))
@@ -235,6 +237,22 @@ class TrajectorySampler:
             start=points[0].copy(), start_yaw=float(self.rng.uniform(-math.pi, math.pi)), points=points,
             length=result.length, goal=points[-1].copy(), goal_yaw=_heading(points[-1], center),
             start_room=ctx.room_at(points[0]), goal_room=ctx.room_at(points[-1]), target=self.targets[object_id])
+
+    def _viewpoints_in_range(self, start: np.ndarray) -> dict[str, np.ndarray]:
+        """Each target's viewpoints whose geodesic distance from ``start`` (fast marching)
+        lies in the coarse range: a chain's next leg picks its target among these rather
+        than drawing targets that the path check then rejects."""
+        key = (float(start[0]), float(start[1]))
+        if self._in_range is None or self._in_range[0] != key:
+            cfg = self.config
+            lo, hi = max(cfg.coarse_min_distance, cfg.min_start_distance), cfg.coarse_max_distance
+            field = self.context.navigator.distance_field(start)
+            points = [self.context.viewpoints(object_id) for object_id in self.targets]
+            distance = field.distance_at(np.concatenate(points)) if points else np.zeros(0)
+            within = np.split((distance >= lo) & (distance <= hi), np.cumsum([len(p) for p in points])[:-1])
+            found = {o: p[ok] for o, p, ok in zip(self.targets, points, within, strict=True)}
+            self._in_range = (key, found)
+        return self._in_range[1]
 
     def _count(self, trajectory: Trajectory) -> None:
         object_id = trajectory.target.object_id

@@ -4,7 +4,7 @@
 a gymnasium vector env (``num_envs``, ``reset``, ``step``, ``close``): each sub-env is a
 1-CPU Ray actor, every step sends each actor its action and stacks the replies. The
 Ray session is started as ``vlnverse eval --executor ray`` starts it
-(:func:`vlnverse.eval.executors.ray_session`: usage statistics off unless the user enables
+(:func:`vlnverse.parallel.ray_session`: usage statistics off unless the user enables
 them; a local instance when no address is given).
 """
 
@@ -54,7 +54,7 @@ class RayVectorEnv:
     """
 
     def __init__(self, env_fns: Sequence[Callable[[], Any]], address: str | None = None) -> None:
-        from vlnverse.eval.executors import ray_session
+        from vlnverse.parallel import ray_session
 
         self.num_envs = len(env_fns)
         self._session = contextlib.ExitStack()

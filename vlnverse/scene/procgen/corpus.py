@@ -15,11 +15,9 @@ scenes, and the same command always yields the same bytes.
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import tempfile
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -27,6 +25,7 @@ import numpy as np
 
 from vlnverse.errors import ConfigError
 from vlnverse.fileio import write_json_atomic
+from vlnverse.parallel import check_executor, run_units
 from vlnverse.scene.procgen.house import GENERATOR_VERSION, HouseOptions, generate_house
 
 #: The paper's split of its 263 scenes (train 177 : val-unseen 33 : test 53).
@@ -147,26 +146,30 @@ def build_scene(out: Path, index: int, options: CorpusOptions) -> dict:
     return meta
 
 
-def _worker(args: tuple[str, int, CorpusOptions]) -> dict:
+def _build_unit(args: tuple[str, int, CorpusOptions]) -> dict:
     out, index, options = args
     return build_scene(Path(out), index, options)
 
 
 def generate_corpus(out: str | Path, options: CorpusOptions, *, workers: int = 1,
-                    on_scene: Callable[[dict, bool], None] | None = None) -> dict:
+                    on_scene: Callable[[dict, bool], None] | None = None, executor: str = "local",
+                    ray_address: str | None = None) -> dict:
     """Make (or finish) the corpus in ``out``.
 
     Args:
         out: Output folder.
         options: Corpus options.
-        workers: Processes to use (1 = in this process).
-        on_scene: Called with (meta, skipped) after each scene, for progress display.
+        workers: Processes (local) or Ray tasks at once (1 local = in this process).
+        on_scene: Called with (meta, skipped) after each scene as it finishes, for progress
+            display; a new scene's meta also names its ``worker`` and that worker's
+            ``peak_rss_mb``.
+        executor: ``local`` or ``ray`` (the same bytes either way).
+        ray_address: Ray cluster address (``None``: a local Ray instance).
 
     Returns:
         Summary: counts of generated/skipped scenes and the splits.
     """
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ConfigError(f"workers must be a positive integer, got {workers!r}")
+    check_executor(executor, workers)
     out = Path(out)
     check_writable(out)
     corpus_file = out / "corpus.json"
@@ -187,17 +190,11 @@ def generate_corpus(out: str | Path, options: CorpusOptions, *, workers: int = 1
                 on_scene(json.loads(_meta_path(out, index).read_text(encoding="utf-8")), True)
         else:
             todo.append(index)
-    if workers == 1 or len(todo) <= 1:
-        for index in todo:
-            meta = build_scene(out, index, options)
-            if on_scene is not None:
-                on_scene(meta, False)
-    else:
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=ctx) as pool:
-            for meta in pool.map(_worker, [(str(out), i, options) for i in todo]):
-                if on_scene is not None:
-                    on_scene(meta, False)
+    units = run_units(_build_unit, [(str(out), i, options) for i in todo], workers=workers, executor=executor,
+                      ray_address=ray_address, describe=lambda unit: scene_id(unit[1]))
+    for unit in units:
+        if on_scene is not None:
+            on_scene({**unit.value, "worker": unit.worker, "peak_rss_mb": unit.peak_rss_mb}, False)
     ids = [scene_id(i) for i in range(options.count)]
     splits = make_splits(ids, options.seed)
     write_json_atomic(out / "splits.json", splits)

@@ -1,0 +1,79 @@
+"""``vlnverse release build``: the whole benchmark (corpus, episodes, statistics, card) by one command."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from vlnverse.cli.output import print_json, print_table
+
+
+def register(subparsers) -> None:
+    group = subparsers.add_parser("release", help="build the benchmark release (corpus + every task + card)")
+    commands = group.add_subparsers(dest="release_command", metavar="COMMAND", required=True)
+    build = commands.add_parser(
+        "build", help="generate the 263-scene corpus, every task of Table 2, statistics, checksums and a card",
+        description="Resumable: re-run the same command after an interruption. The same options give the "
+                    "same bytes on any executor and worker count.")
+    build.add_argument("--out", type=Path, required=True, help="release folder")
+    build.add_argument("--scale", type=float, default=1.0,
+                       help="share of the paper's 263 scenes (default 1; e.g. 0.05 for a quick look)")
+    build.add_argument("--seed", type=int, default=0, help="corpus and dataset seed (default 0)")
+    build.add_argument("--workers", type=int, default=1, help="worker processes or Ray tasks at once (default 1)")
+    build.add_argument("--executor", choices=("local", "ray"), default="local", help="where scenes run")
+    build.add_argument("--ray-address", default=None, help="Ray cluster address (default: a local Ray instance)")
+    build.add_argument("--llm", default="none", help="none | openai:MODEL | hf:PATH | replay:FILE (default none)")
+    build.add_argument("--per-scene", type=int, default=None,
+                       help="coarse trajectories per scene (default 75, Table 2's; fewer for quick looks)")
+    build.add_argument("--config", type=Path, default=None,
+                       help="datagen YAML whose generation section to use (default datagen/paper_splits.yaml)")
+    build.add_argument("--no-progress", action="store_true", help="no progress bar")
+    build.add_argument("--json", action="store_true", help="print one JSON summary")
+    build.set_defaults(handler=_build)
+
+
+def _build(args) -> int:
+    from vlnverse.release import ReleaseConfig, build_release
+
+    config = ReleaseConfig(out=str(args.out), scale=args.scale, seed=args.seed, workers=args.workers,
+                           executor=args.executor, ray_address=args.ray_address, llm=args.llm,
+                           per_scene=args.per_scene, generation_file=str(args.config) if args.config else None)
+    if args.no_progress or args.json or not sys.stderr.isatty():
+        summary = build_release(config)
+    else:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), transient=True) as bar:
+            tasks: dict[str, int] = {}
+
+            def tick(stage: str, done: int, total: int) -> None:
+                if stage not in tasks:
+                    tasks[stage] = bar.add_task(stage, total=total)
+                bar.update(tasks[stage], completed=done, total=total)
+
+            summary = build_release(config, progress=tick)
+    stages = summary.log.stages
+    result = {"out": config.out, "episodes": summary.manifest["total_episodes"], "card": str(summary.card),
+              "stages_s": {k: v["seconds"] for k, v in stages.items()},
+              "peak_rss_mb": {w: max(v.values()) for w, v in summary.log.workers.items()},
+              "skipped_scenes": summary.skipped_scenes}
+    if args.json:
+        print_json(result)
+        return 0
+    print_table(f"release {config.out}: {result['episodes']} episodes",
+                ("stage", "seconds (this run)", "seconds (all runs)"),
+                [(k, v["seconds"], v["total_seconds"]) for k, v in stages.items()])
+    for scene, error in summary.skipped_scenes.items():
+        print(f"skipped scene {scene}: {error}")
+    print(f"card: {summary.card}")
+    return 0
+
+
+__all__ = ["register"]
