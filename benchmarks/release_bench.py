@@ -50,8 +50,8 @@ def main() -> None:
         by_episodes = PAPER_EPISODES / max(table2, 1)
         full = {"scenes": stages["scenes"] * by_scenes, "episodes": stages["episodes"] * by_scenes,
                 "report": stages["report"] * by_episodes, "card": (wall - sum(stages.values()) + stages["card"]) * by_episodes}  # + checksums
-        workers_mb = [max(v.values()) for w, v in summary.log.workers.items() if w != "main"]
-        main_mb = summary.log.workers.get("main", {}).get("report", 0.0)
+        workers_mb = [summary.log.peak_mb(w) for w in summary.log.workers if w != "main"]
+        main_mb = summary.log.peak_mb("main")
         size_mb = sum(p.stat().st_size for p in out.rglob("*") if p.is_file()) / 2**20
         print(f"measured: {scenes} scenes, {episodes} episodes ({table2} of Table 2's tasks), {args.workers} workers, "
               f"{wall:.1f} s wall, {size_mb:.0f} MiB; load average at start {load:.2f} on {os.cpu_count()} cores")

@@ -44,7 +44,7 @@ def ray_instance():
 
 def _card_rows(card: str) -> dict[tuple[str, str], int]:
     labels = {"Fine-grained": "fine", "Coarse-grained": "coarse", "Visual reference": "visual_reference",
-              "Long horizon": "long_horizon", "Dialogue": "dialogue", "ObjectNav": "objectnav"}
+              "Long horizon": "long_horizon", "Dialogue": "dialogue", "ObjectNav": "objectnav", "EQA": "eqa"}
     rows = {}
     for line in card.splitlines():
         cells = [c.strip() for c in line.strip("|").split("|")]
@@ -63,13 +63,14 @@ def test_the_card_states_the_counts_of_the_data(local_build):
     splits = json.loads((local_build / "scenes" / "splits.json").read_text())
     assert {k: len(v) for k, v in splits.items() if k != "val_seen"} == {"train": 3, "val_unseen": 1, "test": 1}
     assert "5 procedural homes (3 train / 1 val-unseen / 1 test)" in card
-    assert {"fine", "coarse", "visual_reference", "long_horizon", "dialogue", "objectnav"} <= {t for t, _ in counted}
+    assert {"fine", "coarse", "visual_reference", "long_horizon", "dialogue", "objectnav", "eqa"} <= {t for t, _ in counted}
     listed = dict(line.split("  ", 1)[::-1] for line in (local_build / "SHA256SUMS").read_text().splitlines())
     assert "README.md" in listed and "build.json" not in listed and "dataset/report/paths.png" in listed
     assert len([p for p in listed if p.startswith("dataset/images/")]) == 5 * 6
     log = json.loads((local_build / "build.json").read_text())
     assert set(log["stages"]) == {"scenes", "episodes", "report", "card"}
-    assert all(v["episodes"] > 50 for v in log["workers"].values() if "episodes" in v)  # MiB, per worker
+    units = [v["episodes"] for v in log["workers"].values() if "episodes" in v]
+    assert sum(u["units"] for u in units) == 5 and all(u["peak_mb"] >= u["first_mb"] > 50 for u in units)  # MiB
     assert re.search(r"vlnverse release build --out DIR --scale 0.02 --seed 0 --per-scene 6", card)
 
 

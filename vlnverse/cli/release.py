@@ -62,7 +62,7 @@ def _build(args) -> int:
     stages = summary.log.stages
     result = {"out": config.out, "episodes": summary.manifest["total_episodes"], "card": str(summary.card),
               "stages_s": {k: v["seconds"] for k, v in stages.items()},
-              "peak_rss_mb": {w: max(v.values()) for w, v in summary.log.workers.items()},
+              "peak_rss_mb": {w: summary.log.peak_mb(w) for w in summary.log.workers},
               "skipped_scenes": summary.skipped_scenes}
     if args.json:
         print_json(result)

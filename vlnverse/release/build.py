@@ -120,11 +120,12 @@ class ReleaseConfig:
 @dataclass
 class BuildLog:
     """``build.json``: stage wall times (this run and summed over the runs that resumed
-    the build), peak resident memory per worker and stage, and the runs so far."""
+    the build), per worker and stage the units run and the peak resident memory after the
+    first and after the last, and the runs so far."""
 
     identity: dict[str, Any]
     stages: dict[str, dict[str, float]] = field(default_factory=dict)
-    workers: dict[str, dict[str, float]] = field(default_factory=dict)
+    workers: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
     runs: int = 0
 
     @classmethod
@@ -145,8 +146,14 @@ class BuildLog:
         entry["total_seconds"] = round(entry.get("total_seconds", 0.0) + seconds, 2)
 
     def memory(self, worker: str, stage: str, peak_mb: float) -> None:
-        row = self.workers.setdefault(worker, {})
-        row[stage] = max(row.get(stage, 0.0), peak_mb)
+        """Record a worker's peak RSS after one more unit: the peak after its first unit
+        beside the peak after its last shows whether memory stays flat over the build."""
+        entry = self.workers.setdefault(worker, {}).setdefault(stage, {"units": 0, "first_mb": peak_mb})
+        entry["units"] += 1
+        entry["peak_mb"] = max(entry.get("peak_mb", 0.0), peak_mb)
+
+    def peak_mb(self, worker: str) -> float:
+        return max(entry["peak_mb"] for entry in self.workers[worker].values())
 
     def write(self, path: Path) -> None:
         write_json_atomic(path, {"identity": self.identity, "runs": self.runs, "stages": self.stages,
