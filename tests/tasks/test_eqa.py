@@ -175,6 +175,7 @@ def test_inconclusive_reasons_and_a_bad_answer_index(dataset, tmp_path):
         assert record["error_source"] == "invalid_action" and "option index 0..3, got 9" in record["error"]
     forward = _evaluate(dataset, tmp_path / "f", "forward", episodes=1, max_steps=20)
     assert forward.records[0]["outcome_reason"] == "step_limit"
+    assert "inconclusive (step_limit)" in (tmp_path / "f" / "index.html").read_text()   # the episode list says so
 
 
 def cost_limit(observation):

@@ -92,6 +92,15 @@ def _text_cell(text: str, cls: str = "") -> str:
     return f'<td{klass} data-v="{html.escape(text, quote=True)}">{html.escape(text)}</td>'
 
 
+def _end(record: Mapping[str, Any]) -> str:
+    """How an episode ended: the EQA outcome (with its reason) where there is one, else ``fail_reason``."""
+    outcome = record.get("outcome")
+    if outcome:
+        reason = record.get("outcome_reason")
+        return f"{outcome} ({reason})" if reason else str(outcome)
+    return str(record.get("fail_reason") or "")
+
+
 def render_index(records: Iterable[Mapping[str, Any]], *, title: str, meta: str = "",
                  pages: Mapping[tuple[str, str], str] | None = None) -> str:
     """The HTML text of the index page for ``records`` (``plot`` paths are relative to it);
@@ -115,7 +124,7 @@ def render_index(records: Iterable[Mapping[str, Any]], *, title: str, meta: str 
     ]
     for i, record in enumerate(rows):
         metrics = record.get("metrics") or {}
-        end = str(record.get("fail_reason") or "")
+        end = _end(record)
         episode_id = str(record.get("episode_id", ""))
         page = pages.get((episode_id, str(record.get("physics"))))
         id_cell = _text_cell(episode_id) if page is None else (
