@@ -36,6 +36,7 @@ DEFAULTS: dict[str, Callable[[LLMRequest], Any]] = {
     "InformationSelection": lambda r: {"done": True, "items": []},
     "MemoryUpdate": lambda r: memory_reply(),
     "Perception": lambda r: {"room": "hallway", "objects": []},
+    "PerceptionTargets": lambda r: {"objects": ["chair", "sofa"]},
     "tools": lambda r: ("ExploreInterface", {"rationale": "unseen", "strategy": "goto_frontier", "frontier": "A"}),
 }
 

@@ -28,12 +28,12 @@ CHECKERS = {name: argument_problems(name) for name in INTERFACES}
 EXPLORE = {"step": "explore", "goal": "look around"}
 
 
-def run(dataset, llm, config=None, *, physics="tel_hop", max_steps=30, env_hook=None):
+def run(dataset, llm, config=None, *, physics="tel_hop", max_steps=30, env_hook=None, task="coarse"):
     ds = EpisodeDataset.open(dataset)
-    episode = ds.episodes(None, "coarse")[0]
+    episode = ds.episodes(None, task)[0]
     agent = make_agent("arna", {"perception": "gt", **SMALL, **(config or {})}, llm=llm)
     env = NavEnv(str(ds.scene_file(episode)), physics=physics, action_space=agent.action_space,
-                 sensors=agent.sensors, max_episode_steps=max_steps, task="coarse")
+                 sensors=agent.sensors, max_episode_steps=max_steps, task=task)
     try:
         if env_hook is not None:
             env_hook(env)
@@ -217,6 +217,16 @@ def test_the_map_is_built_from_observations_not_the_privileged_scene_graph(datas
     assert located >= 0.8 * len(clean["agent_trace"]["arna"]["objects"]) > 0
 
 
+def test_long_horizon_stops_at_each_goal_then_ends(dataset):
+    record = run(dataset, ARNAScript({"NextStep": answer_at_the_answer_step}), task="long_horizon", max_steps=60)
+    legs = len(record["goals"])
+    steps = record["agent_trace"]["steps"]
+    assert legs > 1 and len(record["stops"]) == legs and record["fail_reason"] == "stop"
+    assert [s["leg_stop"] for s in steps if "leg_stop" in s] == list(range(1, legs))
+    prompts = [c["messages"][1]["content"] for s in steps for c in s.get("consultations", []) if c["purpose"] == "next_step"]
+    assert f"You are now on goal {legs} of {legs}." in prompts[-1]
+
+
 def test_vlm_perception_places_the_models_labels_with_depth(dataset):
     def perceive(request):
         views = sum(len(m.images) for m in request.messages)
@@ -227,7 +237,9 @@ def test_vlm_perception_places_the_models_labels_with_depth(dataset):
     record = run(dataset, model, {"perception": "vlm", "max_env_steps": 3})
     arna = record["agent_trace"]["arna"]
     assert "red_chair_1" in arna["objects"] and arna["rooms"][0] == "living_room_1"
-    assert model.kinds["Perception"] >= 1
+    assert model.kinds["Perception"] >= 1 and arna["workflow"]["targets"] == "chair, sofa"
+    later = [r for r in model.requests if model.kind(r) == "Perception"][-1]
+    assert "Objects of interest:\nchair, sofa" in later.messages[-1].text
     assert not any("semantic" in name for name in make_agent("arna", {"perception": "vlm", **SMALL}).sensors)
 
 

@@ -10,5 +10,6 @@ reply parsing with repair and fallback (:mod:`~vlnverse.agents.parsing`,
 Agents (registered in :data:`vlnverse.eval.registry.AGENTS`): ``text_history``,
 ``text_history_cot`` (:mod:`~vlnverse.agents.text_history`), ``map_history``,
 ``map_history_cot`` (:mod:`~vlnverse.agents.map_history`), ``discussnav``
-(:mod:`~vlnverse.agents.discussnav`), ``dscd_nav`` (:mod:`~vlnverse.agents.dscd_nav`).
+(:mod:`~vlnverse.agents.discussnav`), ``dscd_nav`` (:mod:`~vlnverse.agents.dscd_nav`), ``arna``
+(:mod:`~vlnverse.agents.arna`).
 """

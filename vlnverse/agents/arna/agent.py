@@ -73,7 +73,7 @@ from vlnverse.agents.arna.tools import (
 from vlnverse.agents.arna.worldmodel import UNKNOWN_COST, OccupancyGrid, SceneMemoryGraph
 from vlnverse.agents.base import EpisodeState, LLMWaypointAgent, StepView
 from vlnverse.agents.panorama import Panorama
-from vlnverse.agents.prompts import Prompt, describe_messages
+from vlnverse.agents.prompts import Prompt, describe_messages, instruction_text
 from vlnverse.errors import ConfigError, LLMAnswerError
 from vlnverse.eval.agent import Answer, EpisodeInfo, Inconclusive
 from vlnverse.llm.base import WrapperClient
@@ -134,6 +134,7 @@ class ARNAState(EpisodeState):
     started: float = 0.0
     ended: dict[str, Any] | None = None
     role: str = "workflow"
+    reference: np.ndarray | None = None   # the visual-reference goal picture
 
 
 class _Meter(WrapperClient):
@@ -214,6 +215,8 @@ class ARNAAgent(LLMWaypointAgent):
             raise ConfigError(f"agent {self.name}: act() before reset()")
         if not state.started:
             state.started = time.monotonic()
+            if observation.get("reference_image") is not None:
+                state.reference = np.asarray(observation["reference_image"])
         pose = np.asarray(observation["pose"], dtype=np.float64)
         bump = bool(int(np.asarray(observation.get("bump", 0))))
         self.record = {"step": state.step, "pose": [round(float(v), 3) for v in pose[[0, 1, 3]]], "bump": bump,
@@ -259,6 +262,9 @@ class ARNAAgent(LLMWaypointAgent):
             except StopIteration as stop:
                 answer, rationale = stop.value
                 return self._end(answer, rationale)
+            if request is None:   # the end of a long-horizon leg
+                self.record["leg_stop"] = state.leg
+                return np.array(STOP_ACTION, dtype=np.float32)
             state.nav = Navigation(request)
             self.record.setdefault("navigation", []).append(request.label)
             action = self._nav_action(pose, bump=False)
@@ -363,11 +369,22 @@ class ARNAAgent(LLMWaypointAgent):
                     f"{episode.extra['question']} Options: {options}. When terminating, answer with the option letter.")
         if category:
             return f"Find a {category} and stop close to it, with it in view."
+        if self.state.legs > 1:
+            return "Follow these navigation instructions and stop at each goal in order:\n" + instruction_text(
+                episode.instruction, self.state.leg, self.state.legs, episode.subgoal_instructions)
+        if self.state.reference is not None:
+            return (f"Go to the place shown in the goal picture and stop there: {episode.instruction}"
+                    if episode.instruction else "Go to the place shown in the goal picture and stop there.")
         return f"Follow this navigation instruction and stop at its goal: {episode.instruction}"
 
     def _task_prompt(self) -> Prompt:
         prompt = Prompt()
         prompt.section("Task", self.task_text())
+        if self.state.reference is not None:
+            if self.config.perception == "vlm":
+                prompt.image("goal", self.state.reference)
+            else:
+                prompt.section("Goal picture", "(a picture of the goal exists, but this text-only robot cannot see it)")
         if self.state.workflow.get("termination"):
             prompt.section("Termination conditions", self.state.workflow["termination"])
         return prompt
@@ -391,6 +408,10 @@ class ARNAAgent(LLMWaypointAgent):
             prompt.section("Adapted heuristic", wf["adapted"])
             pseudo = self.structured("pseudocode", P.PSEUDOCODE_SYSTEM, prompt, P.PseudocodeHeuristic)
             wf["pseudocode"] = list(pseudo.implementation) if pseudo is not None else []
+        if self.config.perception == "vlm":
+            prompt = self._task_prompt()
+            targets = self.structured("targets", P.TARGETS_SYSTEM, prompt, P.PerceptionTargets)
+            wf["targets"] = ", ".join(targets.objects) if targets is not None else ""
         state.program = self._implement()
         wf["plan"] = state.program.to_dict()
 
@@ -425,13 +446,14 @@ class ARNAAgent(LLMWaypointAgent):
 
     # -- the executor (Algorithm 1) ------------------------------------------------
 
-    def _workflow(self) -> Generator[NavGoal, str, tuple[str | None, str]]:
+    def _workflow(self) -> Generator[NavGoal | None, str | None, tuple[str | None, str]]:
         """Generate the workflow, then run the plan until termination; returns
-        ``(answer, rationale)``. Yields navigation goals and receives how they ended."""
+        ``(answer, rationale)``. Yields navigation goals (receiving how they ended), and
+        None for a STOP that ends one leg of a long-horizon episode."""
         state = self.state
         self._generate_workflow()
-        try:
-            while True:
+        while True:
+            try:
                 interpreter = Interpreter(state.program, self._execute,
                                           self.config.max_plan_statements - state.executed)
                 try:
@@ -440,10 +462,14 @@ class ARNAAgent(LLMWaypointAgent):
                     state.executed += interpreter.executed
                 self._select_step("(the plan has finished; decide whether to terminate, else it runs again)")
                 state.memory.log("the plan finished without terminating; running it again")
-        except _Terminated as done:
-            return done.answer, done.rationale
-        except StepLimit as exc:
-            raise BudgetSpent("step_limit", str(exc)) from None
+            except _Terminated as done:
+                if state.leg + 1 >= state.legs:
+                    return done.answer, done.rationale
+                state.memory.log(f"step {state.step}: stopped at goal {state.leg + 1} of {state.legs}: {done.rationale}")
+                state.leg += 1
+                yield None
+            except StepLimit as exc:
+                raise BudgetSpent("step_limit", str(exc)) from None
 
     def _context(self, upcoming: str) -> Prompt:
         state = self.state

@@ -92,6 +92,11 @@ You analyse images (or, for a text-only robot, the list of objects each image sh
 distances) to answer a specific visual question. Report observations per image, then an overall
 conclusion."""
 
+TARGETS_SYSTEM = f"""\
+You initialise the open-set perception of a robot: list the object categories that are relevant to
+the task or likely to be met on the way (landmarks, containers of the target, rooms' typical
+furniture), so the detector looks for them. {ROBOT}"""
+
 PERCEPTION_SYSTEM = """\
 You are the open-set perception module of a robot. For each image (a view of the robot's panorama)
 list the notable objects you see, with the horizontal position of each in the image (0 = left edge,
@@ -154,6 +159,12 @@ class MemoryUpdate(BaseModel):
     list_of_important_image_ids: str = Field(description="Updated list of important image ids.")
     prior_trajectory: str = Field(description="Updated description of the robot's trajectory so far.")
     updated_description: str = Field(description="Updated description of the environment.")
+
+
+class PerceptionTargets(BaseModel):
+    """The object categories the perception should look for."""
+
+    objects: list[str] = Field(description="Object categories, lower case.")
 
 
 class Detection(BaseModel):
