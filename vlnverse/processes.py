@@ -18,12 +18,13 @@ logger = logging.getLogger(__name__)
 _PR_SET_PDEATHSIG = 1
 
 
-def exit_with_parent(parent_pid: int) -> None:
+def exit_with_parent(parent_pid: int | None) -> None:
     """Make this process end when its parent ``parent_pid`` does.
 
     On Linux the kernel sends SIGKILL at the parent's death (``PR_SET_PDEATHSIG``); if the
     parent died before that was set, the process exits at once. Elsewhere nothing is set
-    (the pool's own checks on its pipes remain).
+    (the pool's own checks on its pipes remain). ``None`` names no pid: the process that
+    forked this one, e.g. a ``forkserver`` (which ends with the process it serves).
     """
     if not sys.platform.startswith("linux"):
         return
@@ -33,7 +34,7 @@ def exit_with_parent(parent_pid: int) -> None:
             logger.debug("prctl(PR_SET_PDEATHSIG) failed: errno %d", ctypes.get_errno())
     except (OSError, AttributeError) as exc:
         logger.debug("cannot set the parent-death signal: %s", exc)
-    if os.getppid() != parent_pid:
+    if parent_pid is not None and os.getppid() != parent_pid:
         os._exit(1)
 
 

@@ -93,6 +93,17 @@ def test_a_worker_error_is_raised_in_the_parent(real_items, tmp_path):
         run_items(RunSpec(agent="oracle"), real_items + missing, lambda result: None, workers=2)
 
 
+@pytest.mark.timeout(120)
+def test_the_pool_runs_from_a_forkserver_when_the_parent_renders_on_threads(real_items, monkeypatch):
+    """(What :func:`vlnverse.sim.gl.context.start_method` picks after rendering on llvmpipe threads.)"""
+    from vlnverse.sim.gl import context
+
+    monkeypatch.setattr(context, "start_method", lambda: "forkserver")
+    done = []
+    run_items(RunSpec(agent="oracle"), real_items[:2], done.append, workers=2)
+    assert sorted(r.record["episode_id"] for r in done) == sorted(item.episode["episode_id"] for item in real_items[:2])
+
+
 class DyingAgent(Agent):
     """Ends its process at the first step (as a segfault would)."""
 

@@ -155,6 +155,7 @@ def run_local_pool(spec: RunSpec, items: Sequence[WorkItem], on_result: OnResult
     from vlnverse.sim.gl.context import start_method
 
     context = multiprocessing.get_context(start_method())
+    parent = os.getpid() if context.get_start_method() == "fork" else None  # None: the forkserver
     results = context.Queue()
     inboxes = [context.Queue() for _ in range(workers)]
     processes: list[Any] = []
@@ -173,7 +174,7 @@ def run_local_pool(spec: RunSpec, items: Sequence[WorkItem], on_result: OnResult
     try:
         for worker_id, inbox in enumerate(inboxes):
             process = context.Process(target=run_process_worker, name=f"vlnverse-eval-{worker_id}",
-                                      args=(worker_id, spec, inbox, results, os.getpid()))
+                                      args=(worker_id, spec, inbox, results, parent))
             process.start()
             processes.append(process)
         dispatch(items, workers, submit, receive, on_result, concurrency=spec.concurrency)

@@ -371,11 +371,11 @@ def _take(source: Any, n: int) -> list[Any]:
 # -- local process pool: one EvalWorker per process, fed one item at a time ------------------
 
 
-def run_process_worker(worker_id: int, spec: RunSpec, inbox: Any, results: Any, parent_pid: int) -> None:
+def run_process_worker(worker_id: int, spec: RunSpec, inbox: Any, results: Any, parent_pid: int | None) -> None:
     """Process main of the local pool: run the items from ``inbox`` until ``None``, putting
     ``(worker_id, result)`` on ``results``. An error (the worker or an env cannot be built)
     is put there instead, to be raised in the parent, and ends the process. The process
-    ends with its parent (``parent_pid``), however the parent dies."""
+    ends with its parent (``parent_pid``, or None: the process that forked it), however the parent dies."""
     import concurrent.futures as cf
 
     from vlnverse.sim.gl.context import worker_setup
