@@ -4,6 +4,7 @@ and online (``waypoint_bert --online``: a waypoint policy fine-tuned in the simu
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from vlnverse.cli.output import print_json, print_table
@@ -128,6 +129,8 @@ def _train(args: argparse.Namespace) -> int:
         result = train_imitation(config)
     else:
         result = _with_progress(config, train_imitation)
+    if os.environ.get("RANK", "0") != "0":  # torchrun: rank 0 reports
+        return 0
     rows = [(e.epoch, e.loss, e.accuracy, _pct(e.val_sr), _pct(e.val_spl), round(e.samples / e.seconds, 1))
             for e in result.history]
     summary = {"out": str(result.out), "agent_config": str(result.agent_config),

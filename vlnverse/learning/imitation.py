@@ -67,7 +67,8 @@ class ImitationConfig:
         device: ``cpu``, ``cuda[:N]`` or ``auto``.
         threads: Torch CPU threads for training (``None``: torch's default).
         amp: Mixed precision (bfloat16 autocast) on CUDA.
-        data_parallel: Wrap the model in ``torch.nn.DataParallel`` when several GPUs are visible.
+        data_parallel: Wrap the model in ``torch.nn.DataParallel`` when several GPUs are visible
+            (one process; under ``torchrun`` the processes use DDP, see :mod:`vlnverse.learning.distributed`).
         loader_workers: DataLoader worker processes.
         val_split: Split validated after every epoch (``None``: no validation).
         val_episodes: Validate on a seeded sample of this many episodes (``None``: all).
@@ -187,24 +188,35 @@ def train_imitation(config: ImitationConfig, *, progress: Callable[[str, int, in
         ConfigError: ``out`` holds a run of another configuration; bad settings.
         DatasetError: the dataset or split is missing.
     """
+    from vlnverse.learning.distributed import process_group
+
+    with process_group(config.device) as (group, device):
+        return _train(config, group, device, progress if group.main else None, on_epoch_end if group.main else None)
+
+
+def _train(config: ImitationConfig, group: Any, device: Any, progress: Callable[[str, int, int], None] | None,
+           on_epoch_end: Callable[[EpochStats], None] | None) -> ImitationResult:
+    """:func:`train_imitation` in one process of ``group`` (rank 0 writes the files)."""
     from vlnverse.learning.checkpoints import claim_run, resume, save_checkpoint, training_state
     from vlnverse.learning.data import EpisodeTensors, collate, inflection_coefficient, vocabulary
+    from vlnverse.learning.distributed import GlobalBatches
     from vlnverse.learning.frames import FrameStore
     from vlnverse.learning.models import build_model
-    from vlnverse.learning.torch_support import require_torch, resolve_device, seed_everything
+    from vlnverse.learning.torch_support import require_torch, seed_everything
 
     torch = require_torch()
     out = Path(config.out)
-    claim_run(out, config.fingerprint(), config)
-    if config.frames is None:
-        prerender(config.prerender_config(config.split),
-                  progress=(lambda s: progress("prerender", s.frames, 0)) if progress else None)
+    if group.main:
+        claim_run(out, config.fingerprint(), config)
+        if config.frames is None:
+            prerender(config.prerender_config(config.split),
+                      progress=(lambda s: progress("prerender", s.frames, 0)) if progress else None)
+    group.barrier()
     store = FrameStore(config.frames_dir, config.split)
     frames = store.config
     vocab = vocabulary(store)
     model_config = dataclasses.replace(config.model, kind=config.kind, vocab_size=len(vocab["word_list"]),
                                        rgb_size=frames["rgb_size"], depth_size=frames["depth_size"])
-    device = resolve_device(config.device)
     seed_everything(config.seed)
     model = build_model(model_config).to(device)
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=config.lr,
@@ -217,52 +229,58 @@ def train_imitation(config: ImitationConfig, *, progress: Callable[[str, int, in
     from vlnverse.learning.models.encoders import TeacherForced
 
     runner = TeacherForced(model)
-    if device.type == "cuda" and config.data_parallel and torch.cuda.device_count() > 1:
+    if group.world > 1:
+        runner = group.wrap(runner, device)
+    elif device.type == "cuda" and config.data_parallel and torch.cuda.device_count() > 1:
         runner = torch.nn.DataParallel(runner, dim=0)
     datasets = [EpisodeTensors(store, vocab, model_config.max_instruction_tokens)]
     sensors = {name: spec for name, spec in store.sensors.items() if name in ("rgb", "depth")}
-    logger = _CurveLogger(out, len(history))
+    logger = _CurveLogger(out, len(history)) if group.main else None
     try:
         for epoch in range(len(history) + 1, config.total_epochs + 1):
             dagger_round = (epoch - 1) // config.epochs
             while len(datasets) <= dagger_round:  # DAgger: aggregate the current policy's walks
-                collected = collect_dagger(config, len(datasets), Path(history[-1].checkpoint), frames)
+                collected = collect_dagger(config, len(datasets), Path(history[-1].checkpoint), frames, group)
                 datasets.append(EpisodeTensors(collected, vocab, model_config.max_instruction_tokens))
             dataset = torch.utils.data.ConcatDataset(datasets)
             if config.threads:
                 torch.set_num_threads(config.threads)  # validation's agent may have changed it
-            order = torch.Generator().manual_seed(config.seed * 100_003 + epoch)
-            loader = torch.utils.data.DataLoader(dataset, batch_size=config.batch_size, shuffle=True, generator=order,
-                                                 collate_fn=functools.partial(collate, inflection=inflection),
-                                                 num_workers=config.loader_workers)
-            batches = len(loader)
-            stats = _train_epoch(runner, loader, optimizer, device, config, epoch,
-                                 (lambda done, n=batches: progress("train", done, n)) if progress else None)
+            batches = GlobalBatches(len(dataset), config.batch_size, config.seed * 100_003 + epoch, group)
+            loader = torch.utils.data.DataLoader(dataset, batch_sampler=batches, num_workers=config.loader_workers,
+                                                 collate_fn=functools.partial(collate, inflection=inflection))
+            total = len(batches)
+            stats = _train_epoch(runner, loader, optimizer, device, config, epoch, group,
+                                 (lambda done, n=total: progress("train", done, n)) if progress else None)
             path = out / CHECKPOINTS / f"epoch_{epoch:03d}.pt"
             stats.checkpoint = str(path.resolve())
-            payload = {"kind": config.kind, "model_config": config_to_dict(model_config), "vocab": vocab["word_list"],
-                       "sensors": sensors, "depth_dtype": frames["depth_dtype"],
-                       "model": model.state_dict(), "epoch": epoch}
-            save_checkpoint(payload, path)
-            if config.val_split:
-                stats.val_sr, stats.val_spl = validate(config, path, epoch)
+            if group.main:
+                payload = {"kind": config.kind, "model_config": config_to_dict(model_config),
+                           "vocab": vocab["word_list"], "sensors": sensors, "depth_dtype": frames["depth_dtype"],
+                           "model": model.state_dict(), "epoch": epoch}
+                save_checkpoint(payload, path)
+                if config.val_split:
+                    stats.val_sr, stats.val_spl = validate(config, path, epoch)
             history.append(stats)
-            save_checkpoint({**payload, **training_state(optimizer, [dataclasses.asdict(e) for e in history])},
-                            latest)
-            logger.log(stats)
-            _write_outputs(out, config, history)
+            if group.main:
+                save_checkpoint({**payload, **training_state(optimizer, [dataclasses.asdict(e) for e in history])},
+                                latest)
+                logger.log(stats)
+                _write_outputs(out, config, history)
             if on_epoch_end:
                 on_epoch_end(stats)
+            group.barrier()
     finally:
-        logger.close()
+        if logger:
+            logger.close()
     best = best_epoch(history)
     return ImitationResult(out, history, best, out / "agent.yaml")
 
 
-def collect_dagger(config: ImitationConfig, round_index: int, checkpoint: Path, frames: dict[str, Any]) -> Any:
+def collect_dagger(config: ImitationConfig, round_index: int, checkpoint: Path, frames: dict[str, Any],
+                   group: Any) -> Any:
     """DAgger round ``round_index``: walk the split mixing the oracle (probability
     ``dagger_p ** round_index``) with the policy of ``checkpoint``, labelled by the oracle;
-    stored (resumably) in ``FRAMES/dagger_NN``."""
+    stored (resumably) in ``FRAMES/dagger_NN`` by rank 0 of ``group``."""
     from vlnverse.learning.frames import FrameStore
 
     collect = PrerenderConfig(dataset=config.dataset, out=str(config.frames_dir / f"dagger_{round_index:02d}"),
@@ -270,12 +288,14 @@ def collect_dagger(config: ImitationConfig, round_index: int, checkpoint: Path, 
                               depth_size=frames["depth_size"], depth_dtype=frames["depth_dtype"],
                               max_steps=config.max_steps, workers=config.workers, policy=str(checkpoint),
                               beta=config.dagger_p ** round_index, seed=config.seed)
-    prerender(collect)
+    if group.main:
+        prerender(collect)
+    group.barrier()
     return FrameStore(collect.out, config.split)
 
 
 def _train_epoch(model: Any, loader: Any, optimizer: Any, device: Any, config: ImitationConfig, epoch: int,
-                 progress: Callable[[int], None] | None) -> EpochStats:
+                 group: Any, progress: Callable[[int], None] | None) -> EpochStats:
     from vlnverse.learning.torch_support import require_torch
 
     torch = require_torch()
@@ -290,7 +310,8 @@ def _train_epoch(model: Any, loader: Any, optimizer: Any, device: Any, config: I
             losses = torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), batch["actions"].flatten(),
                                                        reduction="none")
             weights = batch["weights"].flatten()
-            loss = (losses * weights).sum() / weights.sum()
+            # the global batch's weighted mean (DDP averages the processes' gradients)
+            loss = (losses * weights).sum() * (group.world / group.sum([float(weights.sum())])[0])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
@@ -301,13 +322,14 @@ def _train_epoch(model: Any, loader: Any, optimizer: Any, device: Any, config: I
         count += float(mask.sum())
         if progress:
             progress(done)
+    total_loss, total_weight, correct, count = group.sum([total_loss, total_weight, correct, count])
     return EpochStats(epoch, total_loss / max(total_weight, 1e-9), correct / max(count, 1.0), int(count),
                       time.perf_counter() - started)
 
 
 def teacher_forced_logits(runner: Any, batch: dict[str, Any]) -> Any:
     """Action logits (B, T, 4) of whole padded episodes under teacher forcing (``runner``: a
-    :class:`~vlnverse.learning.models.encoders.TeacherForced`, possibly in ``DataParallel``)."""
+    :class:`~vlnverse.learning.models.encoders.TeacherForced`, possibly in ``DataParallel`` or DDP)."""
     return runner(batch["tokens"], batch["rgb"], batch["depth"], batch["prev_actions"])
 
 
