@@ -67,7 +67,9 @@ def instance_goal(context: SceneContext, object_id: str, radius: float) -> Goal 
     """The goal at an object's viewpoint (None when it has none)."""
     info = context.objects[object_id]
     points = context.viewpoints(object_id)
-    same_room = np.array([context.room_at(p) == info.room_id for p in points], dtype=bool)
+    rooms = context.rooms_along(points) if len(points) else np.zeros(0, dtype=np.int64)
+    same_room = rooms == (context.room_ids.index(info.room_id) if info.room_id in context.room_ids
+                          else -1 if info.room_id is None else -2)
     points = points[same_room] if same_room.any() else points  # not through a wall
     if not len(points):
         return None
