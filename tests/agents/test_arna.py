@@ -370,3 +370,66 @@ def test_paths_and_straight_moves_keep_clear_of_mapped_obstacles(start):
             assert np.min(np.linalg.norm(wall - p, axis=1)) >= allowed, (position, target)
         position = target
     assert np.linalg.norm(position - [1.6, -1.0]) < 0.5                  # it got round the corner
+
+
+def test_the_toolset_answers_from_the_agents_own_graph():
+    from pydantic import ValidationError
+
+    from vlnverse.agents.arna.tools import ToolLibrary, tool_specs
+    from vlnverse.agents.arna.worldmodel import ObjectNode
+
+    grid, _ = _corner_grid()
+    from vlnverse.agents.arna.worldmodel import SceneMemoryGraph
+
+    graph = SceneMemoryGraph(grid)
+    grid.grid[:, -10:] = 0                                               # unknown beyond x = 2
+    graph.objects["sofa_1"] = ObjectNode("sofa_1", "sofa", np.array([0.0, 2.0]), 10.0)
+    graph.objects["lamp_1"] = ObjectNode("lamp_1", "lamp", np.array([0.5, 2.5]), 10.0)
+    room = graph.add_place(np.array([0.0, 1.0]), "Living Room")
+    rgb = np.zeros((32, 32, 3), dtype=np.uint8)
+    graph.add_image(3, np.array([0.0, 0.0, 0.0, np.pi / 2]), np.pi / 2, rgb, ["sofa_1"], room)
+    tools = ToolLibrary(graph, lambda: np.array([0.0, 0.0, 0.0, 0.0]), np.random.default_rng(0),
+                        lambda rationale, records, joint: f"saw {len(records)}", lambda: "memory text")
+
+    def call(name, **args):
+        return tools.call(name, {"rationale": "test", **args})
+
+    assert {t["name"] for t in tool_specs()} == set(INTERFACES)
+    found = call("ObjectInterface", information_action="get_object_location", object_action="sofa")
+    assert found.found and "sofa_1 is at (0.0, 2.0), 2.0 m left of you" in found.text
+    near = call("ObjectInterface", information_action="get_nearby_objects", object_action="sofa_1")
+    assert near.found and "lamp_1" in near.text
+    missing = call("ObjectInterface", information_action="get_object_location", object_action="piano")
+    assert not missing.found and "Known objects: lamp_1, sofa_1" in missing.text
+    assert call("RoomInterface", information_action="get_image_ids_of_the_room", room_action="living_room_1").found
+    assert "sofa_1" in call("RoomInterface", information_action="get_detected_objects_in_room",
+                            room_action="living_room").text
+    assert call("SensorInterface", sensor_action="get_image_ids_given_description", description="a sofa").text \
+        .endswith("[0]")
+    goal = call("GoToInterface", motion_action="to_known_node", node_name="sofa_1").goal
+    assert goal is not None and np.allclose(goal.point, [0.0, 2.0])
+    assert call("GoToInterface", motion_action="to_point", point_to_investigate=7).goal is None
+    assert "Unknown frontier 'Q'; the frontiers are A" in call("ExploreInterface", strategy="goto_frontier", frontier="Q").text
+    assert call("ExploreInterface", strategy="goto_frontier", frontier="a").goal.point[0] == pytest.approx(1.95)
+    assert call("ExploreInterface", strategy="rotate_in_place", angle_deg=-90).goal.rotate == pytest.approx(-np.pi / 2)
+    overlay = call("OverlayInterface", fusion_action="overlay_on_images", objects=["sofa_1"], image_ids=[0])
+    (label, marked), = overlay.images
+    assert "sofa_1 (marker 1)" in overlay.text and marked[:, 15:17].any() and not marked[:, :10].any()
+    assert call("VisualAnalysisInterface", image_ids=[0, 99]).text.endswith("saw 1")
+    assert call("MemoryReadInterface", next_step="n").text == "memory text"
+    with pytest.raises(ValidationError):
+        call("ExploreInterface", strategy="teleport")
+
+
+@pytest.mark.llm_live
+def test_arna_against_a_live_endpoint(dataset):
+    import os
+
+    from vlnverse.llm import make_llm
+
+    key_env = "OPENAI_API_KEY" if os.environ.get("OPENAI_API_KEY") else "none"
+    llm = make_llm(f"openai:{os.environ.get('VLNVERSE_LLM_MODEL', 'qwen3-vl-4b')}?api_key_env={key_env}")
+    record = run(dataset, llm, {"max_env_steps": 8})
+    trace = record["agent_trace"]
+    assert record["error"] is None, record["error"]
+    assert trace["arna"]["workflow"]["termination"] and trace["calls"] > 5 and trace["tokens"]["prompt"] > 0

@@ -303,7 +303,7 @@ class ARNAAgent(LLMWaypointAgent):
         if state.graph is None:
             state.graph = SceneMemoryGraph(OccupancyGrid(pose[:2], cfg.grid_extent, cfg.grid_resolution))
             state.tools = ToolLibrary(state.graph, lambda: self.state.pose, np.random.default_rng(state.episode.seed),
-                                      self._analyse, lambda: self.state.memory.render())
+                                      self._analyse, lambda: self.state.memory.render(), cfg.panorama.hfov_deg)
         state.pose = pose
         graph, wp = state.graph, cfg.waypoints
         seen: dict[int, list[str]] = {}

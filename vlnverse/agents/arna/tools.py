@@ -176,6 +176,23 @@ def argument_problems(name: str) -> Callable[[Mapping[str, Any]], list[str]]:
     return check
 
 
+def mark_columns(rgb: np.ndarray, bearings: Sequence[float], hfov: float) -> np.ndarray:
+    """A copy of ``rgb`` with a numbered-by-order vertical marker at each relative bearing
+    (radians, counter-clockwise; 0 = the image centre), as the paper overlays landmarks."""
+    out = np.array(rgb, dtype=np.uint8, copy=True)
+    height, width = out.shape[:2]
+    focal = (width / 2.0) / math.tan(hfov / 2.0)
+    palette = ((230, 40, 40), (40, 200, 40), (40, 90, 230), (230, 200, 30), (200, 40, 200), (30, 200, 200))
+    for k, bearing in enumerate(bearings):
+        col = int(round(width / 2.0 - focal * math.tan(bearing) - 0.5))
+        if 0 <= col < width:
+            colour = palette[k % len(palette)]
+            out[:, max(0, col - 1):col + 2] = colour
+            top = min(height, 4 + 3 * k)
+            out[:top, max(0, col - 3):col + 4] = colour
+    return out
+
+
 @dataclass(frozen=True)
 class NavGoal:
     """Where a navigation tool sends the robot (odometry frame), or a rotation."""
@@ -205,11 +222,14 @@ class ToolLibrary:
         rng: Randomness (traversable point sampling).
         analyse: ``analyse(rationale, records, joint) -> text``: the visual analysis model call.
         memory_text: Returns the textual memory (memory reads).
+        hfov_deg: The cameras' horizontal field of view (where overlays fall in an image).
     """
 
     def __init__(self, graph: SceneMemoryGraph, pose: Callable[[], np.ndarray], rng: np.random.Generator,
-                 analyse: Callable[[str, list[Any], bool], str], memory_text: Callable[[], str]) -> None:
+                 analyse: Callable[[str, list[Any], bool], str], memory_text: Callable[[], str],
+                 hfov_deg: float = 90.0) -> None:
         self.graph = graph
+        self.hfov = math.radians(hfov_deg)
         self.pose = pose
         self.rng = rng
         self.analyse = analyse
@@ -421,15 +441,20 @@ class ToolLibrary:
         ids = [i for i in (a.image_ids or []) if 0 <= i < len(g.images)]
         if not ids:
             return ToolResult(False, "Give the ids of stored images to overlay on.")
-        lines = []
+        marks = [(n, g.objects[n].position) for n in names if n in g.objects] + points
+        lines, images = [], []
         for i in ids:
             r = g.images[i]
-            seen = [f"{label} {bearing_text(r.position, r.yaw, p)}" for label, p in
-                    [(n, g.objects[n].position) for n in names if n in g.objects] + points
-                    if abs(math.remainder(math.atan2(p[1] - r.position[1], p[0] - r.position[0]) - r.yaw, 2 * math.pi))
-                    < math.radians(45)]
-            lines.append(f"image {i}: in view: {', '.join(seen) or 'none of the landmarks'}")
-        return self._image_result(ids, "\n".join(lines))
+            inside = [(label, p, math.remainder(math.atan2(p[1] - r.position[1], p[0] - r.position[0]) - r.yaw,
+                                                2 * math.pi)) for label, p in marks]
+            inside = [(label, p, rel) for label, p, rel in inside if abs(rel) < self.hfov / 2]
+            lines.append(f"image {i}: in view: " + (", ".join(
+                f"{label} (marker {k + 1}) {bearing_text(r.position, r.yaw, p)}" for k, (label, p, _) in enumerate(inside))
+                or "none of the landmarks"))
+            if r.rgb is not None:
+                images.append((f"image {i} with markers", mark_columns(r.rgb, [rel for _, _, rel in inside], self.hfov)))
+        lines += [g.images[i].description for i in ids]
+        return ToolResult(True, "\n".join(lines), images)
 
     def _VisualAnalysisInterface(self, a: VisualAnalysisInterface) -> ToolResult:  # noqa: N802
         records = [self.graph.images[i] for i in a.image_ids if 0 <= i < len(self.graph.images)]
