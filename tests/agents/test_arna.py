@@ -143,6 +143,22 @@ def test_the_loop_plan_runs_an_episode_and_replays_from_its_transcript(dataset, 
     assert replayed["agent_trace"]["arna"]["answer"] == "B"
 
 
+def test_the_model_may_run_a_reasoning_function_before_the_next_step(dataset):
+    plan = {"functions": {"recall": [{"tool": "MemoryReadInterface", "args": {"next_step": "x", "rationale": "y"},
+                                      "as": "m"}, {"return": "m"}]},
+            "main": [{"while": {"always": True}, "max_iterations": 2, "body": [EXPLORE]}, {"answer": "done"}]}
+    asked = iter([{"rationale": "recall first", "terminal": False, "run_function": "recall"}])
+
+    def next_step(request):
+        return next(asked, None) or answer_at_the_answer_step(request)
+
+    record = run(dataset, ARNAScript({"FunctionCallImplementation": lambda r: {"rationale": "r", "plan": plan},
+                                      "NextStep": next_step}))
+    calls = [c["tool"] for s in record["agent_trace"]["steps"] for c in s.get("tool_calls", [])]
+    assert calls == ["MemoryReadInterface", "ExploreInterface", "ExploreInterface"]
+    assert record["agent_trace"]["arna"]["answer"] == "B"
+
+
 def test_an_out_of_grammar_plan_is_rejected_counted_and_replaced(dataset):
     bad = {"rationale": "x", "plan": {"main": [{"exec": "__import__('os').system('id')"}]}}
     model = ARNAScript({"FunctionCallImplementation": lambda r: bad}, cost=0.0)

@@ -10,7 +10,8 @@ One episode follows the paper's Algorithm 1:
    rejected, counted (``plan_rejections``) and asked for again (``plan_repairs``); then the
    built-in exploration plan runs (``plan_source: fallback``).
 2. **Executor**: the plan interpreter runs the plan; before each step the model decides
-   whether the termination conditions hold (``NextStep``, Appendix D.3); a high-level step
+   whether the termination conditions hold (``NextStep``, Appendix D.3), and may have one of
+   the plan's reasoning functions run first (the paper's "algorithm" step); a high-level step
    becomes one tool call chosen by the model from the toolset
    (:mod:`~vlnverse.agents.arna.tools`) by tool calling; an invalid call (after its repair
    turn) is a function-call error.
@@ -135,6 +136,8 @@ class ARNAState(EpisodeState):
     ended: dict[str, Any] | None = None
     role: str = "workflow"
     reference: np.ndarray | None = None   # the visual-reference goal picture
+    interpreter: Interpreter | None = None
+    in_function: bool = False
 
 
 class _Meter(WrapperClient):
@@ -454,8 +457,8 @@ class ARNAAgent(LLMWaypointAgent):
         self._generate_workflow()
         while True:
             try:
-                interpreter = Interpreter(state.program, self._execute,
-                                          self.config.max_plan_statements - state.executed)
+                interpreter = state.interpreter = Interpreter(state.program, self._execute,
+                                                              self.config.max_plan_statements - state.executed)
                 try:
                     yield from interpreter.run()
                 finally:
@@ -495,17 +498,32 @@ class ARNAAgent(LLMWaypointAgent):
             prompt.section("Occupancy grid around you", ascii_map)
         return prompt
 
-    def _select_step(self, upcoming: str) -> None:
-        """SELECTSTEP / TERMINATE: ask whether the termination conditions hold."""
+    def _select_step(self, upcoming: str) -> P.NextStep | None:
+        """SELECTSTEP / TERMINATE: ask whether the termination conditions hold (and whether
+        to run a reasoning function first)."""
         state = self.state
         answer = self.structured("next_step", P.NEXT_STEP_SYSTEM, self._context(upcoming), P.NextStep)
         if answer is None:
             state.trace.fallbacks += 1
             self.record["fallback"] = True
-            return
+            return None
         self.record.setdefault("next_step", []).append(answer.model_dump())
         if answer.terminal:
             raise _Terminated(answer.answer, answer.rationale)
+        return answer
+
+    def _run_chosen_function(self, choice: P.NextStep | None) -> Generator[NavGoal, str, None]:
+        """The "algorithm" step: a reasoning function the model asked for, run now (not nested)."""
+        state = self.state
+        name = choice.run_function if choice is not None else None
+        if not name or state.in_function or name not in state.program.functions:
+            return
+        state.memory.log(f"step {state.step}: running reasoning function {name}")
+        state.in_function = True
+        try:
+            yield from state.interpreter.call(name)
+        finally:
+            state.in_function = False
 
     def _execute(self, stmt: Mapping[str, Any]) -> Generator[NavGoal, str, Any]:
         """EXECUTESTEP of one plan statement, then MEMORYUPDATE."""
@@ -514,7 +532,7 @@ class ARNAAgent(LLMWaypointAgent):
         if "answer" in stmt:
             self._select_step(f"{line}: the plan reached its answer step; terminate if the conditions hold")
             return None
-        self._select_step(line)
+        yield from self._run_chosen_function(self._select_step(line))
         if "tool" in stmt:
             name, arguments = stmt["tool"], {"rationale": "planned step", **stmt.get("args", {})}
         else:

@@ -319,6 +319,15 @@ class Interpreter:
             return self.variables.get(done.value) if done.value else None
         return None
 
+    def call(self, name: str) -> Generator[Any, Any, Any]:
+        """Run reasoning function ``name`` now (the executor's "algorithm" step), on the same
+        statement count and variables; returns its ``return`` value."""
+        try:
+            yield from self._block(self.program.functions[name], name)
+        except _Return as done:
+            return self.variables.get(done.value) if done.value else None
+        return None
+
     def _tick(self, where: str, stmt: Mapping[str, Any]) -> None:
         self.executed += 1
         if self.executed > self.max_statements:
@@ -345,11 +354,7 @@ class Interpreter:
             elif "return" in stmt:
                 raise _Return(stmt["return"])
             elif "run" in stmt:
-                try:
-                    yield from self._block(self.program.functions[stmt["run"]], stmt["run"])
-                    value = None
-                except _Return as done:
-                    value = self.variables.get(done.value) if done.value else None
+                value = yield from self.call(stmt["run"])
                 if "as" in stmt:
                     self.variables[stmt["as"]] = value
             else:

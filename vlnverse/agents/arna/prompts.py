@@ -72,7 +72,8 @@ You are the advanced reasoning module of a robot that decides, at every iteratio
 accomplished. {ROBOT} You see the task, the termination conditions, the plan with the step that comes
 next, the robot's memory (description, findings, action log) and the scene-graph statistics.
 Terminate only when ALL termination conditions are satisfied; do not terminate in the first few steps
-without evidence. If you terminate, give the answer."""
+without evidence. If you terminate, give the answer. You may instead ask to run one of the plan's
+reasoning functions now (run_function) when its check is needed before the next step."""
 
 EXECUTE_SYSTEM = f"""\
 You are the executor of a robot's plan. {ROBOT} Call exactly one tool that carries out the current
@@ -138,6 +139,8 @@ class NextStep(BaseModel):
     terminal: bool = Field(default=False, description="True when all termination conditions are satisfied.")
     answer: str | None = Field(default=None, description="The answer when terminal (for a multiple-choice "
                                                           "question: the option letter).")
+    run_function: str | None = Field(default=None, description="Optional: the name of one of the plan's reasoning "
+                                                               "functions to run now, before the next plan step.")
 
 
 class InformationSelection(BaseModel):
