@@ -123,3 +123,13 @@ def test_ddp_on_two_cpu_processes_equals_one_process(train_frames, fine_dataset,
     # float sums in another order; attention key biases (zero gradient in theory) drift most, ~3e-6
     # after AdamW's normalisation, while one step of lr 1e-3 in the wrong direction would be ~1e-3
     assert a.keys() == b.keys() and all(torch.allclose(a[k], b[k], atol=1e-5) for k in a)
+
+
+def test_gama_trains_and_validates_with_the_same_command(train_frames, fine_dataset, tmp_path):
+    result = train_imitation(config(train_frames, fine_dataset, tmp_path / "gama", kind="gama", epochs=1,
+                                    val_split="val_unseen", val_episodes=1,
+                                    model=dataclasses.replace(TINY, experts=3)))
+    (epoch,) = result.history
+    assert epoch.loss > 0 and epoch.val_sr is not None  # validated by `vlnverse eval --agent gama`
+    state = torch.load(epoch.checkpoint, weights_only=False)
+    assert state["kind"] == "gama" and any(k.startswith("residual_moe.") for k in state["model"])

@@ -1,4 +1,4 @@
-"""Seq2Seq and CMA: output shapes, step-by-step equals whole-sequence, one-batch overfit."""
+"""Seq2Seq, CMA and GAMA-lite: output shapes, step-by-step equals whole-sequence, one-batch overfit."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def run(model, data, steps=None):
     return torch.cat(outputs, dim=1)
 
 
-@pytest.mark.parametrize("kind", ["seq2seq", "cma"])
+@pytest.mark.parametrize("kind", ["seq2seq", "cma", "gama"])
 def test_shapes_and_stepwise_equals_sequence(kind):
     torch.manual_seed(0)
     model = build_model(ModelConfig(kind=kind, **TINY)).eval()
@@ -48,7 +48,7 @@ def test_shapes_and_stepwise_equals_sequence(kind):
     torch.testing.assert_close(whole, stepwise, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("kind", ["seq2seq", "cma"])
+@pytest.mark.parametrize("kind", ["seq2seq", "cma"])  # GAMA: test_gama_routes_top2_and_fits_actions_and_residuals
 def test_one_batch_overfit(kind):
     torch.manual_seed(0)
     model = build_model(ModelConfig(kind=kind, **TINY))
@@ -71,3 +71,39 @@ def test_encoder_checkpoint_loads_pretrained_weights(tmp_path):
     for name, value in model.rgb_encoder.state_dict().items():
         assert torch.equal(value, source.rgb_encoder.state_dict()[name])
     assert not any(p.requires_grad for p in model.depth_encoder.parameters())
+
+
+def test_gama_routes_top2_and_fits_actions_and_residuals():
+    from vlnverse.learning.models.encoders import TeacherForced
+    from vlnverse.learning.models.gama import PRIMITIVES, residual_targets
+
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(kind="gama", experts=4, **TINY))
+    data = batch(b=2, t=6, seed=2)
+    # SAME: each step mixes its router's two most probable experts, weights renormalised
+    moe = model.action_moe
+    route, features = torch.randn(2, 6, TINY["attention_dim"]), torch.randn(2, 6, moe.experts[0][0].in_features)
+    with torch.no_grad():
+        mixed, probabilities = moe(route, features)
+        for b in range(2):
+            for t in range(6):
+                top = probabilities[b, t].topk(2)
+                expected = sum(p * moe.experts[int(k)](features[b, t]) for p, k in zip(top.values, top.indices, strict=True))
+                torch.testing.assert_close(mixed[b, t], expected / top.values.sum())
+    # the real motion: the primitive, except one forward step cut short by a collision
+    motion = torch.tensor(PRIMITIVES)[data["actions"]].clone()
+    motion[0, 2] = torch.tensor([0.1, 0.0])
+    targets = residual_targets(data["actions"], motion)
+    runner = TeacherForced(model)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    for _ in range(150):
+        logits, residual = runner(data["tokens"], data["rgb"], data["depth"], data["prev_actions"])
+        loss = (torch.nn.functional.cross_entropy(logits.flatten(0, 1), data["actions"].flatten())
+                + (residual - targets).pow(2).sum(-1).mean())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    assert residual.shape == (2, 6, 2) and loss.item() < 0.05
+    assert torch.equal(logits.argmax(-1), data["actions"])
+    # the unified decoder: primitive of the most likely action plus the residual = the real motion
+    torch.testing.assert_close(model.continuous_action(logits, residual), motion, atol=0.05, rtol=0)

@@ -9,13 +9,13 @@ from pathlib import Path
 
 from vlnverse.cli.output import print_json, print_table
 
-MODELS = ("seq2seq", "cma", "waypoint_bert")
+MODELS = ("seq2seq", "cma", "gama", "waypoint_bert")
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "train", help="train a learned baseline (Seq2Seq/CMA imitation, online waypoint fine-tuning)",
-        description="seq2seq/cma: teacher-forced imitation of the oracle on pre-rendered frames (rendered "
+        description="seq2seq/cma/gama: teacher-forced imitation of the oracle on pre-rendered frames (rendered "
                     "first when missing). waypoint_bert --online: imitation in the simulator with scheduled "
                     "sampling, then zero-shot vs fine-tuned evaluation (Table 7). Re-running resumes.")
     parser.add_argument("model", choices=MODELS, help="model to train")

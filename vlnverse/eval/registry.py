@@ -38,6 +38,7 @@ AGENTS.register("dscd_nav", "vlnverse.agents.dscd_nav:DSCDNavAgent")
 AGENTS.register("arna", "vlnverse.agents.arna:ARNAAgent")
 AGENTS.register("seq2seq", "vlnverse.learning.agent:Seq2SeqAgent")
 AGENTS.register("cma", "vlnverse.learning.agent:CMAAgent")
+AGENTS.register("gama", "vlnverse.learning.agent:GamaAgent")
 AGENTS.register("waypoint_bert", "vlnverse.learning.online.agent:WaypointBertAgent")
 
 

@@ -1,4 +1,4 @@
-"""Learned policies as evaluation agents (``vlnverse eval --agent seq2seq|cma``).
+"""Learned policies as evaluation agents (``vlnverse eval --agent seq2seq|cma|gama``).
 
 The agent config names a checkpoint written by ``vlnverse train`` (``OUT/agent.yaml`` holds
 the best one). The agent observes with the sensors the model was trained on (resolution
@@ -116,3 +116,9 @@ class CMAAgent(LearnedAgent):
     """``--agent cma``."""
 
     kind = "cma"
+
+
+class GamaAgent(LearnedAgent):
+    """``--agent gama`` (GAMA-lite; discrete actions: the most likely primitive)."""
+
+    kind = "gama"

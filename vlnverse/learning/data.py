@@ -32,6 +32,17 @@ def inflection_coefficient(store: FrameStore) -> float:
     return steps / inflections if inflections else 1.0
 
 
+def motion(poses: np.ndarray) -> np.ndarray:
+    """What each step did, ``(distance forward, heading change)`` (L, 2) float32, from the pose
+    it was taken at to the next one (the last step: none)."""
+    poses = np.asarray(poses, dtype=np.float64).reshape(-1, 4)
+    out = np.zeros((len(poses), 2), dtype=np.float32)
+    delta, yaw = poses[1:, :2] - poses[:-1, :2], poses[:-1, 3]
+    out[:-1, 0] = delta[:, 0] * np.cos(yaw) + delta[:, 1] * np.sin(yaw)
+    out[:-1, 1] = np.angle(np.exp(1j * (poses[1:, 3] - poses[:-1, 3])))
+    return out
+
+
 class EpisodeTensors(torch.utils.data.Dataset):
     """Episode ``i`` of a :class:`FrameStore` as tensors (frames, actions, instruction tokens)."""
 
@@ -43,7 +54,7 @@ class EpisodeTensors(torch.utils.data.Dataset):
 
     def __getitem__(self, index: int) -> dict[str, Any]:
         ep = self.store.episode(index)
-        return {"rgb": torch.from_numpy(np.ascontiguousarray(ep["rgb"])),
+        return {"rgb": torch.from_numpy(np.ascontiguousarray(ep["rgb"])), "motion": torch.from_numpy(motion(ep["poses"])),
                 "depth": torch.from_numpy(np.asarray(ep["depth"], dtype=np.float32)),
                 "actions": torch.from_numpy(np.asarray(ep["actions"], dtype=np.int64)),
                 "tokens": torch.tensor(encode(ep["instruction"], self.vocab, self.max_tokens), dtype=torch.int64)}
@@ -69,5 +80,5 @@ def collate(items: Sequence[dict[str, Any]], inflection: float = 1.0) -> dict[st
         mask[i, :len(item["actions"])] = True
     prev = torch.cat([torch.full((batch, 1), START_ACTION, dtype=torch.int64), actions[:, :-1]], dim=1)
     weights = torch.where(actions != prev, torch.tensor(inflection), torch.tensor(1.0)) * mask
-    return {"rgb": pad("rgb"), "depth": pad("depth"), "actions": actions, "prev_actions": prev, "mask": mask,
+    return {"rgb": pad("rgb"), "depth": pad("depth"), "motion": pad("motion"), "actions": actions, "prev_actions": prev, "mask": mask,
             "weights": weights, "tokens": torch.stack([item["tokens"] for item in items])}

@@ -30,6 +30,7 @@ import yaml
 from vlnverse.config import config_to_dict
 from vlnverse.errors import ConfigError
 from vlnverse.fileio import atomic_open, write_json_atomic, write_text_atomic
+from vlnverse.learning.models import MODEL_KINDS
 from vlnverse.learning.models.config import ModelConfig
 from vlnverse.learning.prerender import PrerenderConfig, prerender
 
@@ -44,7 +45,7 @@ class ImitationConfig:
     """A teacher-forcing run.
 
     Attributes:
-        kind: ``seq2seq`` or ``cma``.
+        kind: ``seq2seq``, ``cma`` or ``gama``.
         dataset: Dataset folder.
         out: Output folder.
         split: Training split.
@@ -108,8 +109,8 @@ class ImitationConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
 
     def __post_init__(self) -> None:
-        if self.kind not in ("seq2seq", "cma"):
-            raise ConfigError(f"unknown model {self.kind!r}; valid: seq2seq, cma")
+        if self.kind not in MODEL_KINDS:
+            raise ConfigError(f"unknown model {self.kind!r}; valid: {', '.join(MODEL_KINDS)}")
         for name in ("epochs", "batch_size", "max_steps", "workers", "rgb_size", "depth_size"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -306,9 +307,15 @@ def _train_epoch(model: Any, loader: Any, optimizer: Any, device: Any, config: I
     for done, batch in enumerate(loader, start=1):
         batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
         with autocast:
-            logits = teacher_forced_logits(model, batch)
+            outputs = teacher_forced_logits(model, batch)
+            logits, residual = outputs if isinstance(outputs, tuple) else (outputs, None)
             losses = torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), batch["actions"].flatten(),
                                                        reduction="none")
+            if residual is not None:  # GAMA: the residual's squared error, weighted as the steps
+                from vlnverse.learning.models.gama import RESIDUAL_WEIGHT, residual_targets
+
+                error = (residual.float() - residual_targets(batch["actions"], batch["motion"])).pow(2).sum(-1)
+                losses = losses + RESIDUAL_WEIGHT * error.flatten()
             weights = batch["weights"].flatten()
             # the global batch's weighted mean (DDP averages the processes' gradients)
             loss = (losses * weights).sum() * (group.world / group.sum([float(weights.sum())])[0])
@@ -328,7 +335,7 @@ def _train_epoch(model: Any, loader: Any, optimizer: Any, device: Any, config: I
 
 
 def teacher_forced_logits(runner: Any, batch: dict[str, Any]) -> Any:
-    """Action logits (B, T, 4) of whole padded episodes under teacher forcing (``runner``: a
+    """Action logits (B, T, 4) (GAMA: and residuals) of whole padded episodes under teacher forcing (``runner``: a
     :class:`~vlnverse.learning.models.encoders.TeacherForced`, possibly in ``DataParallel`` or DDP)."""
     return runner(batch["tokens"], batch["rgb"], batch["depth"], batch["prev_actions"])
 

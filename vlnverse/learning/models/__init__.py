@@ -1,4 +1,5 @@
-"""VLN-CE's discrete-action policies (paper A.2.1): Seq2Seq and Cross-Modal Attention.
+"""VLN-CE's discrete-action policies (paper A.2.1): Seq2Seq and Cross-Modal Attention, and
+GAMA-lite (paper §4: unified action decoder with SAME routing, :mod:`.gama`).
 
 Both read a batch of ``[B, T]`` steps (teacher forcing runs whole episodes at once,
 an agent runs ``T = 1`` steps with the recurrent state carried over), so training and
@@ -12,7 +13,7 @@ from typing import Any
 from vlnverse.errors import ConfigError
 from vlnverse.learning.models.config import ModelConfig
 
-MODEL_KINDS = ("seq2seq", "cma")
+MODEL_KINDS = ("seq2seq", "cma", "gama")
 
 
 def build_model(config: ModelConfig) -> Any:
@@ -25,6 +26,10 @@ def build_model(config: ModelConfig) -> Any:
         from vlnverse.learning.models.cma import CMAPolicy
 
         return CMAPolicy(config)
+    if config.kind == "gama":
+        from vlnverse.learning.models.gama import GamaPolicy
+
+        return GamaPolicy(config)
     raise ConfigError(f"unknown model {config.kind!r}; valid: {', '.join(MODEL_KINDS)}")
 
 

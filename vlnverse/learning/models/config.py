@@ -15,7 +15,7 @@ class ModelConfig:
     """A Seq2Seq or CMA policy.
 
     Attributes:
-        kind: ``seq2seq`` or ``cma``.
+        kind: ``seq2seq``, ``cma`` or ``gama`` (GAMA-lite).
         vocab_size: Instruction vocabulary size (``<pad>`` = 0, ``<unk>`` = 1).
         embedding_dim: Word embedding size (GloVe 6B-50d in VLN-CE).
         instruction_hidden: Instruction LSTM size (CMA: per direction of a BiLSTM).
@@ -34,6 +34,7 @@ class ModelConfig:
         word_embeddings: A ``.npy`` ``(vocab_size, embedding_dim)`` matrix (e.g. GloVe rows in
             vocabulary order) to start the word embeddings from.
         max_instruction_tokens: Instructions are cut to this many tokens.
+        experts: GAMA's experts per SAME layer (top-2 of them act at each step).
     """
 
     kind: str = "seq2seq"
@@ -54,10 +55,13 @@ class ModelConfig:
     freeze_encoders: bool = False
     word_embeddings: str | None = None
     max_instruction_tokens: int = 200
+    experts: int = 4
 
     def __post_init__(self) -> None:
-        if self.kind not in ("seq2seq", "cma"):
-            raise ConfigError(f"unknown model {self.kind!r}; valid: seq2seq, cma")
+        if self.kind not in ("seq2seq", "cma", "gama"):
+            raise ConfigError(f"unknown model {self.kind!r}; valid: seq2seq, cma, gama")
+        if not isinstance(self.experts, int) or self.experts < 2:
+            raise ConfigError(f"model experts must be an integer >= 2 (top-2 routing), got {self.experts!r}")
         for name in ("vocab_size", "embedding_dim", "instruction_hidden", "rgb_dim", "depth_dim", "hidden",
                      "action_embedding", "attention_dim", "rgb_size", "depth_size", "max_instruction_tokens"):
             value = getattr(self, name)

@@ -122,8 +122,11 @@ class TeacherForced(nn.Module):
         self.policy = policy
 
     def forward(self, tokens: Any, rgb: Any, depth: Any, prev_actions: Any) -> Any:
+        """Action logits (B, T, 4); ``(logits, residuals)`` for a policy that regresses residuals (GAMA)."""
         instruction = self.policy.encode_instruction(tokens)
         state = self.policy.initial_state(tokens.shape[0], tokens.device)
+        if getattr(self.policy, "regresses_residual", False):
+            return self.policy.decode(instruction, rgb, depth, prev_actions, state)[:2]
         return self.policy(instruction, rgb, depth, prev_actions, state)[0]
 
 
