@@ -182,6 +182,7 @@ def test_an_out_of_grammar_plan_is_rejected_counted_and_replaced(dataset):
     ({"max_env_steps": 5}, {}, "step_limit"),
     ({"max_wall_s": 1e-6}, {}, "time_limit"),
     ({"max_cost_usd": 0.012}, {}, "cost_limit"),
+    ({"max_cost_usd": 0.012, "perception": "vlm"}, {}, "cost_limit"),
     ({}, {"tools": lambda r: ("ExploreInterface", {"rationale": "r", "strategy": "fly"})}, "function_call_error"),
 ])
 def test_budgets_end_the_run_inconclusive_with_the_reason(dataset, config, handlers, reason):
@@ -254,8 +255,8 @@ def test_vlm_perception_places_the_models_labels_with_depth(dataset):
     arna = record["agent_trace"]["arna"]
     assert "red_chair_1" in arna["objects"] and arna["rooms"][0] == "living_room_1"
     assert model.kinds["Perception"] >= 1 and arna["workflow"]["targets"] == "chair, sofa"
-    later = [r for r in model.requests if model.kind(r) == "Perception"][-1]
-    assert "Objects of interest:\nchair, sofa" in later.messages[-1].text
+    first = next(r for r in model.requests if model.kind(r) == "Perception")
+    assert "Objects of interest:\nchair, sofa" in first.messages[-1].text   # the workflow came first
     assert not any("semantic" in name for name in make_agent("arna", {"perception": "vlm", **SMALL}).sensors)
 
 

@@ -224,15 +224,18 @@ class ARNAAgent(LLMWaypointAgent):
         bump = bool(int(np.asarray(observation.get("bump", 0))))
         self.record = {"step": state.step, "pose": [round(float(v), 3) for v in pose[[0, 1, 3]]], "bump": bump,
                        "fallback": False, "repair": False}
-        self._perceive_scene(observation, pose)
-        if state.ended is not None:
-            action = self._final_action()
-        else:
-            try:
+        try:
+            if state.executor is None and state.ended is None:   # Algorithm 1, line 1: before perceiving,
+                self._generate_workflow()                         # so perception knows its targets
+                state.executor = self._workflow()
+            self._perceive_scene(observation, pose)
+            if state.ended is None:
                 self._check_budgets()
                 action = self._advance(pose, bump)
-            except BudgetSpent as exc:
-                action = self._end(None, str(exc), reason=exc.reason)
+        except BudgetSpent as exc:
+            action = self._end(None, str(exc), reason=exc.reason)
+        if state.ended is not None and state.ended["step"] < state.step:
+            action = self._final_action()
         self.record["action"] = _json_action(action)
         state.trace.steps.append(self.record)
         state.trace.waypoints.append([round(float(pose[0]), 3), round(float(pose[1]), 3)])
@@ -256,9 +259,6 @@ class ARNAAgent(LLMWaypointAgent):
             if action is not None:
                 return action
             sent = self._arrived()
-        if state.executor is None:
-            state.executor = self._workflow()
-            sent = None
         for _ in range(self.config.max_plan_statements + 2):
             try:
                 request = state.executor.send(sent) if sent is not None else next(state.executor)
@@ -450,11 +450,10 @@ class ARNAAgent(LLMWaypointAgent):
     # -- the executor (Algorithm 1) ------------------------------------------------
 
     def _workflow(self) -> Generator[NavGoal | None, str | None, tuple[str | None, str]]:
-        """Generate the workflow, then run the plan until termination; returns
+        """Run the generated plan until termination; returns
         ``(answer, rationale)``. Yields navigation goals (receiving how they ended), and
         None for a STOP that ends one leg of a long-horizon episode."""
         state = self.state
-        self._generate_workflow()
         while True:
             try:
                 interpreter = state.interpreter = Interpreter(state.program, self._execute,
