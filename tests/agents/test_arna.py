@@ -67,6 +67,10 @@ def answer_at_the_answer_step(request):
         {"if": {"always": True}, "then": [{"if": {"always": True}, "then": [{"if": {"always": True}, "then": [
             EXPLORE]}]}]}]}]}]}]}, "nested deeper"),
     ({"main": [EXPLORE] * (grammar.MAX_STATEMENTS + 1)}, "at most"),
+    ({"functions": {"f": [EXPLORE]}, "main": [{"run": ["f"]}]}, "unknown function"),   # unhashable names
+    ({"main": [{"tool": {"name": "GoToInterface"}}]}, "unknown tool"),
+    ({"main": [{"tool": "ExploreInterface", "args": {"strategy": "rotate_in_place", "angle_deg": float("nan")}}]},
+     "finite number"),
 ])
 def test_plans_outside_the_grammar_are_rejected_with_the_reason(plan, problem):
     with pytest.raises(PlanRejected) as caught:
@@ -198,6 +202,27 @@ def test_budgets_end_the_run_inconclusive_with_the_reason(dataset, config, handl
         assert 0.012 <= arna["list_cost_usd"] < 0.012 + 0.002   # the crossing call completes, no more
     if reason == "function_call_error":
         assert len(arna["function_call_errors"]) == 1 and model.kinds["tools"] == 2   # the call and its repair
+
+
+def test_the_time_budget_ends_a_run_whose_plan_never_moves(dataset, monkeypatch):
+    """Model calls between two environment steps still count against max_wall_s."""
+    import vlnverse.agents.arna.agent as arna_agent
+
+    clock = iter(range(10**6))
+    monkeypatch.setattr(arna_agent.time, "monotonic", lambda: float(next(clock)))
+    memory = {"tool": "MemoryReadInterface", "args": {"next_step": "n", "rationale": "r"}}
+    plan = {"main": [{"while": {"always": True}, "max_iterations": 50, "body": [memory]}]}
+    model = ARNAScript({"FunctionCallImplementation": lambda r: {"rationale": "r", "plan": plan}})
+    record = run(dataset, model, {"max_wall_s": 30})
+    assert record["agent_trace"]["arna"]["outcome_reason"] == "time_limit"
+    assert sum(model.kinds.values()) < 40 and len(record["actions"]) == 0
+
+
+def test_non_finite_tool_arguments_are_function_call_errors(dataset):
+    rotate = ("ExploreInterface", {"rationale": "r", "strategy": "rotate_in_place", "angle_deg": float("inf")})
+    record = run(dataset, ARNAScript({"tools": lambda r: rotate}), {"max_env_steps": 4})
+    assert record["error"] is None
+    assert record["agent_trace"]["arna"]["outcome_reason"] == "function_call_error"
 
 
 def test_the_map_is_built_from_observations_not_the_privileged_scene_graph(dataset, monkeypatch):

@@ -173,8 +173,11 @@ class ARNAAgent(LLMWaypointAgent):
     # -- the model -----------------------------------------------------------------
 
     def before_call(self) -> None:
-        """Refuse a call once the episode's cost or token budget is spent."""
+        """Refuse a call once the episode's time, cost or token budget is spent (checked at
+        every call: one environment step may run many plan statements and model calls)."""
         state, cfg = self.state, self.config
+        if cfg.max_wall_s and time.monotonic() - state.started > cfg.max_wall_s:
+            raise BudgetSpent("time_limit", f"the episode ran longer than {cfg.max_wall_s:g} s (max_wall_s)")
         if state.list_cost_usd >= cfg.max_cost_usd:
             raise BudgetSpent("cost_limit", f"the episode's model calls cost ${state.list_cost_usd:.4f}, "
                                              f"its limit is ${cfg.max_cost_usd:.2f}")
@@ -246,8 +249,6 @@ class ARNAAgent(LLMWaypointAgent):
         state, cfg = self.state, self.config
         if state.step >= cfg.max_env_steps:
             raise BudgetSpent("step_limit", f"{cfg.max_env_steps} environment steps (max_env_steps)")
-        if cfg.max_wall_s and time.monotonic() - state.started > cfg.max_wall_s:
-            raise BudgetSpent("time_limit", f"the episode ran longer than {cfg.max_wall_s:g} s (max_wall_s)")
         self.before_call()
 
     def _advance(self, pose: np.ndarray, bump: bool) -> np.ndarray:

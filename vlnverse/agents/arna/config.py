@@ -15,7 +15,7 @@ class ARNAConfig(LLMAgentConfig):
     """``arna`` settings (paper §4–§6.3).
 
     Attributes:
-        max_env_steps: Environment steps before the run ends inconclusive (``time_limit``; §6.3: 500).
+        max_env_steps: Environment steps before the run ends inconclusive (``step_limit``; §6.3: 500).
         max_cost_usd: List cost of the episode's model calls (cache hits included, so a
             re-run ends the same way) before it ends inconclusive (``cost_limit``; §6.3: $3).
         max_wall_s: Wall-clock seconds of the agent's episode before it ends inconclusive

@@ -186,14 +186,14 @@ class _Checker:
             self.text(stmt["goal"], f"{where}.goal")
         elif kind == "tool":
             args = stmt.get("args", {})
-            if stmt["tool"] not in self.tools:
+            if not isinstance(stmt["tool"], str) or stmt["tool"] not in self.tools:
                 self.problems.append(f"{where}: unknown tool {stmt['tool']!r:.60}")
             elif not isinstance(args, dict):
                 self.problems.append(f"{where}: args must be a JSON object")
             else:
                 self.problems += [f"{where}: {p}" for p in self.tools[stmt["tool"]](args)]
         elif kind == "run":
-            if stmt["run"] not in self.functions:
+            if not isinstance(stmt["run"], str) or stmt["run"] not in self.functions:
                 self.problems.append(f"{where}: unknown function {stmt['run']!r:.60}")
             else:
                 self.calls.setdefault(owner, set()).add(stmt["run"])

@@ -17,12 +17,18 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vlnverse.agents.arna.worldmodel import FREE, OBSTACLE, SceneMemoryGraph, bearing_text
 
 
-class ObjectInterface(BaseModel):
+class Interface(BaseModel):
+    """A tool's arguments: numbers must be finite (JSON's NaN/Infinity would crash navigation)."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+
+class ObjectInterface(Interface):
     """Query the detected objects of the agent's scene graph (large physical items such as
     chairs or tables, not rooms): the list of object ids, an object's location, objects near
     an object or a point, and the ids of images showing an object."""
@@ -36,7 +42,7 @@ class ObjectInterface(BaseModel):
     close_distance: float = Field(default=1.5, description="Distance (m) to check for nearby objects.")
 
 
-class RoomInterface(BaseModel):
+class RoomInterface(Interface):
     """Investigate rooms: clusters of places the robot stood, labelled by room type (they
     may not match a person's idea of a room). Gives the room ids, a room's location, its
     top-down layout on the occupancy grid (black traversable, grey occupied, white
@@ -49,7 +55,7 @@ class RoomInterface(BaseModel):
     room_action: str = Field(default="none", description="The room id (e.g. 'kitchen_1') to investigate.")
 
 
-class SensorInterface(BaseModel):
+class SensorInterface(Interface):
     """Look back at prior sensor information: image ids whose content matches a description,
     the image taken at a past pose (by image id or time step), the best stored view of a
     point, and random traversable points of the occupancy grid (stored as landmarks
@@ -66,7 +72,7 @@ class SensorInterface(BaseModel):
     position_y: float | None = Field(default=None, description="Y of the point (best view).")
 
 
-class GoToInterface(BaseModel):
+class GoToInterface(Interface):
     """Move the robot: to a known node (an object or room id such as 'chair_1' or
     'kitchen_1'), to a landmark Point_<id>, to a specific (x, y), or to where an image was
     taken. Give at least the argument that defines the goal."""
@@ -81,7 +87,7 @@ class GoToInterface(BaseModel):
     image_id: int | None = Field(default=None, description="Go to where this image was taken.")
 
 
-class ExploreInterface(BaseModel):
+class ExploreInterface(Interface):
     """Explore unseen space: go to one of the frontiers listed in the memory (letters A, B,
     ... on the occupancy grid), or rotate in place to look around."""
 
@@ -91,7 +97,7 @@ class ExploreInterface(BaseModel):
     angle_deg: float | None = Field(default=None, description="Rotation, counter-clockwise degrees (rotate_in_place).")
 
 
-class OverlayInterface(BaseModel):
+class OverlayInterface(Interface):
     """Overlay detected objects, rooms and points on the occupancy grid or on stored images,
     to relate landmarks to the map or to what an image shows."""
 
@@ -104,7 +110,7 @@ class OverlayInterface(BaseModel):
     image_ids: list[int] | None = Field(default=None, description="Images to overlay on (overlay_on_images).")
 
 
-class VisualAnalysisInterface(BaseModel):
+class VisualAnalysisInterface(Interface):
     """Analyse stored images in depth (visual proximity, small items, states) and return
     the findings, without adding the images to the conversation."""
 
@@ -114,7 +120,7 @@ class VisualAnalysisInterface(BaseModel):
     image_ids: list[int] = Field(description="Image ids to analyse.")
 
 
-class MemoryReadInterface(BaseModel):
+class MemoryReadInterface(Interface):
     """Read the parts of the agent's memory relevant to the next step."""
 
     next_step: str = Field(description="Description of the next step to be executed.")
