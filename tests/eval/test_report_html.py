@@ -68,6 +68,8 @@ def test_markdown_tables_put_tel_hop_and_strict_side_by_side():
     assert "| SR_1 | SR_2 | SR_3 | SR_All↑ | SR_Ordered↑ | n |" in long
     assert "| test-agent | Tel-Hop | 11.00 | 3.67 | 33.33 | 100.00 | 30.00 | 50.00 | 10.26 | 66.67 | 50.00 | 100.00 | 33.33 | 33.33 | 3 |" in long
     assert "Table 5" in md and "Table 6" in md and "Details" in md
+    assert "Success: STOP" in md and "EQA:" not in md
+
     # Several agents in one table (the demo's report).
     both = markdown_tables([("oracle", summary), ("random", summary)])
     fine_rows = [line.split(" | ")[:2] for line in both.split("#### Fine-grained task")[1].split("####")[0].splitlines()
@@ -77,6 +79,13 @@ def test_markdown_tables_put_tel_hop_and_strict_side_by_side():
     header, body = table_data([("a", summary)], "long_horizon")
     assert header[-6:] == ["SR_1", "SR_2", "SR_3", "SR_All↑", "SR_Ordered↑", "n"] and len(body) == 2
 
+
+def test_the_legend_follows_the_tasks_of_the_run():
+    eqa = [{**record(i, "eqa", "tel_hop", 0.0), "outcome": "correct"} for i in range(2)]
+    eqa_only = summary_markdown(summarize(eqa, RUN, n_boot=20))
+    assert "Success: STOP" not in eqa_only and "EQA: an episode is correct" in eqa_only
+    mixed = summary_markdown(summarize(eqa + records(), RUN, n_boot=20))
+    assert "Success: STOP" in mixed and "EQA: an episode is correct" in mixed
 
 def test_html_escapes_text():
     rows = records()

@@ -207,6 +207,25 @@ def _details(summary: Mapping[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def _legend(summary: Mapping[str, Any]) -> list[str]:
+    """What the figures mean, for the tasks the run holds (the VLN success rule only when
+    a navigation task is there)."""
+    run = summary.get("run", {})
+    tasks = {g["task"] for g in summary.get("groups", [])}
+    lines = []
+    if tasks - {"eqa"} or not tasks:
+        lines += [f"Success: STOP with geodesic distance to the goal < {run.get('success_distance', 3.0)} m. "
+                  "Rates in %, TL and NE in metres; CR = collisions per navigation step. Long-horizon: "
+                  "SR = SR_All = the final STOP within the radius of the final goal (paper §3.4); "
+                  "SR_n conditional on goals 1..n-1; SR_Ordered = every goal reached in order.", ""]
+    if "eqa" in tasks:
+        lines += ["EQA: an episode is correct or incorrect by the option the agent answered, inconclusive "
+                  "when it ended without an answer (the reason is counted); TL in metres, tokens per episode. "
+                  "The navigation figures in the details (SR, SPL, ...) measure the answering pose against "
+                  "the relevant objects' viewpoints.", ""]
+    return lines
+
+
 def summary_markdown(summary: Mapping[str, Any], *, label: str | None = None) -> str:
     """The ``summary.md`` text of one run."""
     run = summary.get("run", {})
@@ -218,11 +237,7 @@ def summary_markdown(summary: Mapping[str, Any], *, label: str | None = None) ->
         f"`{run.get('task', 'all')}` · physics {', '.join(run.get('physics', []))} · "
         f"{summary.get('episodes', 0)} episode records · seed {run.get('seed', 0)}.",
         "",
-        f"Success: STOP with geodesic distance to the goal < {run.get('success_distance', 3.0)} m. "
-        "Rates in %, TL and NE in metres; CR = collisions per navigation step. Long-horizon: "
-        "SR = SR_All = the final STOP within the radius of the final goal (paper §3.4); "
-        "SR_n conditional on goals 1..n-1; SR_Ordered = every goal reached in order.",
-        "",
+        *_legend(summary),
         markdown_tables([(label, summary)]),
     ]
     errors = summary.get("errors", {})
