@@ -202,3 +202,25 @@ def test_datagen_cli_generates_eqa_and_resumes(capsys, tmp_path):
     assert {p: p.read_bytes() for p in before} == before
     stats = dataset_stats(EpisodeDataset.open(tmp_path / "ds").episodes(None, "eqa"))
     assert stats["eqa"]["answer_positions"] == {"A": 3, "B": 3, "C": 3, "D": 3}
+
+
+def test_counts_never_include_an_instance_without_a_reachable_viewpoint(dataset, episodes, monkeypatch):
+    import vlnverse.tasks.eqa as eqa
+    from vlnverse.tasks.generate import GenerationConfig
+
+    counted = next(e for e in episodes if e.question.kind == "count" and len(e.question.object_ids) > 1)
+    hidden = counted.question.object_ids[0]
+    real = eqa.instance_goal
+    monkeypatch.setattr(eqa, "instance_goal", lambda c, oid, r: None if oid == hidden else real(c, oid, r))
+    context = _context(dataset, counted)
+
+    class Writer:
+        def _episode(self, *args, question):
+            return question
+
+        def _provenance(self, _):
+            return None
+
+    questions = eqa.eqa_episodes(context, GenerationConfig().eqa, 40, 0, lambda n: ["train"] * n, Writer())
+    counts = [q for q in questions if q.kind == "count"]
+    assert counts and not any(hidden in q.object_ids for q in counts)

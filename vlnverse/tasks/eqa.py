@@ -32,7 +32,8 @@ has only 0 below it): the count kind's one known bias.
 An episode's goals are the relevant objects' viewpoints (as ObjectNav's, radius
 ``success_distance``) or, for a count of zero, a point inside the room; its start lies
 ``min_start_distance``..``max_start_distance`` (geodesic) from the nearest one, and its
-reference path leads there (a count visits every instance, nearest first). The episode
+reference path leads there (a count visits every instance, nearest first; a count with an
+instance that has no reachable viewpoint is not asked). The episode
 ends with an answer action (:mod:`vlnverse.envs.eqa`).
 """
 
@@ -337,8 +338,8 @@ def eqa_episodes(context: SceneContext, config: EQAConfig, count: int, seed: int
         while pools[kind]:
             draft = pools[kind].pop()
             goals = question_goals(context, draft, config.success_distance)
-            if not goals:
-                continue
+            if not goals or (draft.kind == "count" and len(goals) < len(draft.object_ids)):
+                continue  # a count must not include an instance no agent can get to
             field = context.navigator.distance_field(np.array([g.position for g in goals]))
             distance = np.asarray(field.distance_at(cells), dtype=np.float64)
             ok = np.flatnonzero(np.isfinite(distance) & (distance >= config.min_start_distance)
