@@ -43,7 +43,7 @@ def _context(dataset, episode):
 
 def test_each_question_has_one_correct_option_and_in_scene_distractors(dataset, episodes):
     from vlnverse.scene.scene_graph import box_gap
-    from vlnverse.tasks.eqa import FAR_GAP, OPPOSITE_STATE, color_family, label, same_head
+    from vlnverse.tasks.eqa import FAR_GAP, color_family, label, same_head
 
     assert len(episodes) == 3 * PER_SCENE
     for scene_id in sorted({e.scene_id for e in episodes}):
@@ -80,9 +80,6 @@ def test_each_question_has_one_correct_option_and_in_scene_distractors(dataset, 
                 assert all(o.room_id == q.room_ids[0] for o in objects)
                 assert sum(1 for o in context.objects.values()
                            if o.room_id == q.room_ids[0] and o.category in categories) == len(objects)
-            if q.kind == "state":
-                state = context.scene.object_by_id(q.object_ids[0]).state
-                assert q.text.endswith(("on?", "off?", "open?", "closed?")) and state in OPPOSITE_STATE
             assert e.goals and e.reference_path and e.geodesic_distance >= 3.0 - 0.5
 
 
@@ -94,7 +91,7 @@ def test_answer_positions_and_kinds_are_balanced_and_reported(episodes):
     assert stats["answer_positions"] == {"A": 6, "B": 6, "C": 6, "D": 6}
     assert stats["max_position_share"] == 0.25
     assert sum(stats["question_kinds"].values()) == len(episodes)
-    assert len(stats["question_kinds"]) >= 5 and set(stats["question_kinds"]) <= set(QUESTION_KINDS)
+    assert len(stats["question_kinds"]) == 5 and set(stats["question_kinds"]) == set(QUESTION_KINDS) - {"state"}
 
 
 def test_the_schema_round_trips_and_rejects_bad_questions(episodes, tmp_path):
@@ -213,14 +210,32 @@ def test_counts_never_include_an_instance_without_a_reachable_viewpoint(dataset,
     real = eqa.instance_goal
     monkeypatch.setattr(eqa, "instance_goal", lambda c, oid, r: None if oid == hidden else real(c, oid, r))
     context = _context(dataset, counted)
-
-    class Writer:
-        def _episode(self, *args, question):
-            return question
-
-        def _provenance(self, _):
-            return None
-
-    questions = eqa.eqa_episodes(context, GenerationConfig().eqa, 40, 0, lambda n: ["train"] * n, Writer())
+    questions = eqa.eqa_episodes(context, GenerationConfig().eqa, 40, 0, lambda n: ["train"] * n, _Questions())
     counts = [q for q in questions if q.kind == "count"]
     assert counts and not any(hidden in q.object_ids for q in counts)
+
+
+class _Questions:
+    """A stand-in episode writer that keeps only each episode's question."""
+
+    def _episode(self, *args, question):
+        return question
+
+    def _provenance(self, _):
+        return None
+
+
+def test_state_questions_are_opt_in_and_match_the_scene(dataset, episodes):
+    from vlnverse.tasks.eqa import EQAConfig, eqa_episodes
+
+    assert "state" not in EQAConfig().kinds   # not rendered: no agent could see the answer
+    asked = []
+    for scene_id in sorted({e.scene_id for e in episodes}):
+        context = _context(dataset, next(e for e in episodes if e.scene_id == scene_id))
+        for q in eqa_episodes(context, EQAConfig(kinds=("state",)), 4, 0, lambda n: ["train"] * n, _Questions()):
+            states = {o: context.scene.object_by_id(o).state for o in context.objects}
+            word = q.text.removeprefix("Which of these is ").removesuffix("?")
+            right = states[q.object_ids[0]]
+            assert q.kind == "state" and word == {"on": "switched on", "off": "switched off"}.get(right, right)
+            asked.append(q)
+    assert asked
