@@ -4,6 +4,7 @@ balanced answer positions and kinds), the env's answer actions, and evaluation o
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections import Counter
 
@@ -102,6 +103,14 @@ def test_the_schema_round_trips_and_rejects_bad_questions(episodes, tmp_path):
     export_release(episodes, tmp_path)
     imported = {e.episode_id: e.question for e in import_release(tmp_path)}
     assert imported == {e.episode_id: e.question for e in episodes}
+    export_release(episodes, tmp_path / "withheld", withhold_test_paths=True)
+    withheld = json.loads(gzip.decompress((tmp_path / "withheld/final_splits/eqa_test.json.gz").read_bytes()))
+    assert withheld["episodes"]
+    for record in withheld["episodes"]:   # the answer is the test split's ground truth
+        assert set(record["question"]) == {"text", "options", "kind"}
+        assert "landmarks" not in record["instruction"] and "category" not in json.dumps(record["goals"])
+    with pytest.raises(DatasetError, match="answer"):
+        import_release(tmp_path / "withheld")
     bad = episode.to_dict()
     bad["question"]["answer"] = 4
     with pytest.raises(DatasetError, match="option index"):

@@ -20,7 +20,7 @@ def register(subparsers) -> None:
                         help="task to export (required for vlnce when the dataset holds several; default all)")
     export.add_argument("--split", default=None, help="only this split")
     export.add_argument("--withhold-test-paths", action="store_true",
-                        help="vlnverse format: drop test reference paths, as the official test split")
+                        help="vlnverse format: drop test reference paths (and EQA answers), as the official test split")
     export.add_argument("--json", action="store_true", help="print one JSON object")
     export.set_defaults(handler=_export)
 

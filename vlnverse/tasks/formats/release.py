@@ -8,7 +8,8 @@ multi-goal long-horizon episodes), ``info.geodesic_distance`` = polyline length 
 ``val_seen``), ``val_unseen``, ``test``. Extra keys carry what the release has no slot for
 (goal object/room ids, sub-instructions, reference images, question budgets) so our own
 round trip is lossless; the evaluator ignores them. ``withhold_test_paths`` drops the test
-reference paths, as the official test split does.
+reference paths, as the official test split does, and an EQA test record's answer and
+relevant objects (so a withheld EQA split cannot be imported back: it has no answers).
 """
 
 from __future__ import annotations
@@ -97,7 +98,22 @@ def _record(e: Episode, vocab: dict, withhold: bool) -> dict:
         record["question_budget"] = e.question_budget
     if e.question is not None:
         record["question"] = question_dict(e.question)
+        if withhold:
+            _withhold_answer(record)
     return record
+
+
+def _withhold_answer(record: dict) -> None:
+    """A withheld EQA record keeps the question and its options only: the answer, and the
+    relevant objects and rooms (their ids and categories name the answer of existence and
+    near questions), are ground truth like the reference path."""
+    record["question"] = {k: record["question"][k] for k in ("text", "options", "kind")}
+    for key in ("landmarks", "rooms"):
+        record["instruction"].pop(key, None)
+    goals = record["goals"] if isinstance(record["goals"], list) else [record["goals"]]
+    for goal in goals:
+        for key in ("object_id", "category", "room_id"):
+            goal.pop(key, None)
 
 
 def import_release(path: str | Path) -> list[Episode]:
