@@ -380,6 +380,8 @@ def test_option_index_reads_letters_and_option_texts():
     assert [option_index(a, options) for a in ("B", "c)", "Option D.", "green", "  Dark Red ", "A) red")] == [1, 2, 3, 2, 3, 0]
     assert option_index("purple", options) is None and option_index(None, options) is None
     assert option_index("red or blue", options) is None
+    beds = ("sofa", "bed", "tv", "tv stand")
+    assert [option_index(a, beds) for a in ("a bed", "A bed.", "the tv stand", "(B)", "bedroom")] == [1, 1, 3, 1, None]
 
 
 # -- the agent's own map --------------------------------------------------------------------

@@ -43,6 +43,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 import time
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -704,15 +705,16 @@ class ARNAAgent(LLMWaypointAgent):
 
 
 def option_index(answer: str | None, options: Sequence[str]) -> int | None:
-    """The option an answer names: a letter (``B``, ``B)``, ``Option B``) or an option's text."""
-    text = " ".join(str(answer or "").strip().lower().replace(")", " ").replace(".", " ").split())
-    for k, option in enumerate(options):
-        if text == option.strip().lower():
-            return k
-    words = text.replace("option", "").split()
-    if words and len(words[0]) == 1 and words[0].upper() in OPTION_LETTERS[:len(options)]:
-        return OPTION_LETTERS.index(words[0].upper())
-    named = [k for k, option in enumerate(options) if option.strip().lower() in text]
+    """The option an answer names: a letter standing alone or before ``)``, ``.`` or ``:``
+    (``B``, ``B)``, ``Option B.``; not the article of "a bed") or an option's text (as
+    whole words; the longest when one option's text holds another's)."""
+    raw = str(answer or "").strip()
+    letter = re.match(r"(?:option\s*)?\(?([a-z])\s*(?:[).:,]|$)", raw, re.IGNORECASE)
+    if letter and letter.group(1).upper() in OPTION_LETTERS[:len(options)]:
+        return OPTION_LETTERS.index(letter.group(1).upper())
+    text = " " + " ".join(re.sub(r"[^\w\s]", " ", raw.lower()).split()) + " "
+    named = {k: " ".join(o.lower().split()) for k, o in enumerate(options) if f" {' '.join(o.lower().split())} " in text}
+    named = [k for k, o in named.items() if not any(o != p and f" {o} " in f" {p} " for p in named.values())]
     return named[0] if len(named) == 1 else None
 
 
