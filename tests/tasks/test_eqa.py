@@ -44,6 +44,7 @@ def _context(dataset, episode):
 
 def test_each_question_has_one_correct_option_and_in_scene_distractors(dataset, episodes):
     from vlnverse.scene.scene_graph import box_gap
+    from vlnverse.tasks.context import room_name
     from vlnverse.tasks.eqa import FAR_GAP, color_family, label, same_head
 
     assert len(episodes) == 3 * PER_SCENE
@@ -56,6 +57,8 @@ def test_each_question_has_one_correct_option_and_in_scene_distractors(dataset, 
             assert e.instruction.text == q.prompt() and q.options[q.answer] == q.answer_text
             assert len(set(q.options)) == 4 and q.options.count(q.answer_text) == 1
             distractors = [o for k, o in enumerate(q.options) if k != q.answer]
+            if q.kind == "room":   # the scene's own room types only (no kitchen beside a kitchenette)
+                assert set(q.options) <= {room_name(t) for t in context.room_types.values()}
             objects = [context.objects[o] for o in q.object_ids]
             if q.kind in ("existence", "near"):   # categories of this scene, none of them the right one
                 assert set(distractors) <= in_scene

@@ -6,7 +6,9 @@ Questions come from the scene graph (:class:`~vlnverse.tasks.context.SceneContex
 - ``existence``: "Which of these is in the kitchen?" — one category present in the room
   type, three present elsewhere in the scene but not there;
 - ``room``: "In which room is the bed?" — the object's room type, three other room types
-  of the scene (generic household rooms only when the scene has fewer);
+  of the scene, never a room type the scene lacks (a scene without a kitchen furnishes a
+  kitchenette in its living room, so "kitchen" would be a right answer too); no room
+  question in a scene of fewer than four room types;
 - ``color``: "What color is the sofa?" — its authored colour, three other colours seen
   in the scene (a household palette only when the scene has fewer), none of the answer's
   colour family (no "gray" against "silver", :data:`COLOR_FAMILIES`);
@@ -65,8 +67,6 @@ from vlnverse.tasks.episode import (
 from vlnverse.tasks.objectnav import instance_goal
 
 EQA = "eqa"
-#: Household room types offered as distractors when a scene has too few of its own.
-HOUSEHOLD_ROOMS = ("living room", "bedroom", "bathroom", "kitchen", "dining room", "hallway", "laundry", "study")
 #: Colours offered as distractors when a scene has too few of its own.
 PALETTE = ("white", "black", "gray", "red", "blue", "green", "brown", "yellow")
 STATE_WORDS = {"on": "switched on", "off": "switched off", "open": "open", "closed": "closed"}
@@ -207,7 +207,7 @@ class QuestionMaker:
             if room is None or " in the " in name or self.room_label[room] == "room":
                 continue
             answer = self.room_label[room]
-            distractors = self._pick(labels - {answer}, [r for r in HOUSEHOLD_ROOMS if r != answer])
+            distractors = self._pick(labels - {answer})
             if distractors:
                 yield Draft("room", f"In which room is the {name}?", answer, distractors, (oid,), (room,))
 
