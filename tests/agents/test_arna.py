@@ -71,6 +71,10 @@ def answer_at_the_answer_step(request):
     ({"main": [{"tool": {"name": "GoToInterface"}}]}, "unknown tool"),
     ({"main": [{"tool": "ExploreInterface", "args": {"strategy": "rotate_in_place", "angle_deg": float("nan")}}]},
      "finite number"),
+    ({"main": [{"tool": "OverlayInterface", "args": {"fusion_action": "overlay_on_occupancy_grid",
+                                                    "points_x": [0.0] * 1000, "points_y": [0.0] * 1000}}]},
+     "at most 32 items"),
+    ({"main": [{"while": {"any": [{"found": "x"}] * grammar.MAX_STATEMENTS}, "body": [EXPLORE]}]}, "at most"),
 ])
 def test_plans_outside_the_grammar_are_rejected_with_the_reason(plan, problem):
     with pytest.raises(PlanRejected) as caught:

@@ -38,7 +38,7 @@ from vlnverse.errors import VLNVerseError
 STEP_KINDS = ("goto", "explore", "getinfo", "analyze", "rotate")
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,47}$")
 MAX_TEXT = 400
-MAX_STATEMENTS = 120          # in the whole program
+MAX_STATEMENTS = 120          # statements and conditions in the whole program
 MAX_DEPTH = 6                 # nested blocks
 MAX_FUNCTIONS = 8
 DEFAULT_ITERATIONS = 10
@@ -218,6 +218,7 @@ class _Checker:
             self.text(stmt["answer"], f"{where}.answer")
 
     def condition(self, cond: Any, where: str, depth: int) -> None:
+        self.count += 1   # conditions count toward the plan's size: each is evaluated at every test
         if depth > MAX_DEPTH or not isinstance(cond, dict) or len(cond) != 1:
             self.problems.append(f"{where}: a condition is one JSON object with one key")
             return
@@ -275,7 +276,7 @@ def validate(data: Any, tools: Mapping[str, Callable[[Mapping[str, Any]], list[s
     checker.block(data.get("main"), "main", 1, False, "main")
     checker.recursion()
     if checker.count > MAX_STATEMENTS:
-        checker.problems.append(f"{checker.count} statements; at most {MAX_STATEMENTS}")
+        checker.problems.append(f"{checker.count} statements and conditions; at most {MAX_STATEMENTS}")
     if checker.problems:
         raise PlanRejected(checker.problems)
     return Program(tuple(data["main"]), {k: tuple(v) for k, v in functions.items()})

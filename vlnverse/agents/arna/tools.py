@@ -21,6 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vlnverse.agents.arna.worldmodel import FREE, OBSTACLE, SceneMemoryGraph, bearing_text
 
+#: Most items of a list argument (landmarks, points, images) in one call.
+MAX_ITEMS = 32
+
 
 class Interface(BaseModel):
     """A tool's arguments: numbers must be finite (JSON's NaN/Infinity would crash navigation)."""
@@ -103,11 +106,11 @@ class OverlayInterface(Interface):
 
     rationale: str = Field(description="Think step by step and explain the reasoning.")
     fusion_action: Literal["overlay_on_occupancy_grid", "overlay_on_images"] = Field(description="Type of overlay.")
-    objects: list[str] | None = Field(default=None, description="Object ids to overlay (empty: all).")
-    rooms: list[str] | None = Field(default=None, description="Room ids to overlay.")
-    points_x: list[float] | None = Field(default=None, description="X of points to overlay.")
-    points_y: list[float] | None = Field(default=None, description="Y of points to overlay.")
-    image_ids: list[int] | None = Field(default=None, description="Images to overlay on (overlay_on_images).")
+    objects: list[str] | None = Field(default=None, max_length=MAX_ITEMS, description="Object ids to overlay (empty: all).")
+    rooms: list[str] | None = Field(default=None, max_length=MAX_ITEMS, description="Room ids to overlay.")
+    points_x: list[float] | None = Field(default=None, max_length=MAX_ITEMS, description="X of points to overlay.")
+    points_y: list[float] | None = Field(default=None, max_length=MAX_ITEMS, description="Y of points to overlay.")
+    image_ids: list[int] | None = Field(default=None, max_length=MAX_ITEMS, description="Images to overlay on (overlay_on_images).")
 
 
 class VisualAnalysisInterface(Interface):
@@ -117,7 +120,7 @@ class VisualAnalysisInterface(Interface):
     rationale: str = Field(description="What to look for in the images, as a full sentence.")
     mode: Literal["independent", "joint"] = Field(
         default="independent", description="'independent': one image at a time (cheaper); 'joint': all at once.")
-    image_ids: list[int] = Field(description="Image ids to analyse.")
+    image_ids: list[int] = Field(max_length=MAX_ITEMS, description="Image ids to analyse.")
 
 
 class MemoryReadInterface(Interface):
