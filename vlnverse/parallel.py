@@ -72,7 +72,8 @@ def check_executor(executor: str, workers: int) -> None:
 
 
 def run_units(fn: Callable[[Any], Any], args: Sequence[Any], *, workers: int = 1, executor: str = "local",
-              ray_address: str | None = None, describe: Callable[[Any], str] = str) -> Iterator[UnitResult]:
+              ray_address: str | None = None, describe: Callable[[Any], str] = str,
+              units_per_process: int | None = None) -> Iterator[UnitResult]:
     """Run ``fn(arg)`` for every ``arg``, yielding results in the order they finish.
 
     Args:
@@ -83,6 +84,9 @@ def run_units(fn: Callable[[Any], Any], args: Sequence[Any], *, workers: int = 1
         ray_address: Ray cluster address; ``None`` starts a local Ray instance (an
             initialised Ray session is used as it is).
         describe: Names a unit in errors.
+        units_per_process: Replace the worker processes after every ``workers x`` this many
+            units (None: never), for work whose native libraries keep memory after each unit
+            (renderers), so a long build's memory stays flat.
 
     Raises:
         ConfigError: unknown executor or bad worker count.
@@ -91,29 +95,36 @@ def run_units(fn: Callable[[Any], Any], args: Sequence[Any], *, workers: int = 1
     """
     check_executor(executor, workers)
     if executor == "ray":
-        yield from _run_ray(fn, args, workers, ray_address)
+        yield from _run_ray(fn, args, workers, ray_address, units_per_process)
     elif workers == 1 or len(args) <= 1:
         for index, arg in enumerate(args):
             yield _measured(fn, index, arg)
     else:
-        yield from _run_pool(fn, args, workers, describe)
+        yield from _run_pool(fn, args, workers, describe, units_per_process)
 
 
-def _run_pool(fn, args: Sequence[Any], workers: int, describe: Callable[[Any], str]) -> Iterator[UnitResult]:
-    """A process pool (forked on Linux: no re-import; spawned elsewhere) whose workers die with us."""
+def _run_pool(fn, args: Sequence[Any], workers: int, describe: Callable[[Any], str],
+              units_per_process: int | None) -> Iterator[UnitResult]:
+    """Process pools (forked on Linux: no re-import; spawned elsewhere) whose workers die with
+    us; with ``units_per_process``, a fresh pool for every ``workers x units_per_process``
+    units (Python 3.11's ``max_tasks_per_child`` can deadlock and refuses ``fork``)."""
     context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-    with futures.ProcessPoolExecutor(max_workers=min(workers, len(args)), mp_context=context,
-                                     initializer=exit_with_parent, initargs=(os.getpid(),)) as pool:
-        pending = {pool.submit(_measured, fn, index, arg): index for index, arg in enumerate(args)}
-        for future in futures.as_completed(pending):
-            try:
-                result = future.result()
-            except BrokenProcessPool:
-                unfinished = sorted(describe(args[i]) for f, i in pending.items() if not f.done() or f.exception())
-                raise WorkerError(f"a worker process died while running {', '.join(unfinished[:5])}"
-                                  f"{' and more' if len(unfinished) > 5 else ''}; finished work is kept, "
-                                  "re-run the command to resume") from None
-            yield result
+    indexed = list(enumerate(args))
+    batch = len(indexed) if not units_per_process else workers * units_per_process
+    for first in range(0, len(indexed), batch):
+        chunk = indexed[first:first + batch]
+        with futures.ProcessPoolExecutor(max_workers=min(workers, len(chunk)), mp_context=context,
+                                         initializer=exit_with_parent, initargs=(os.getpid(),)) as pool:
+            pending = {pool.submit(_measured, fn, index, arg): index for index, arg in chunk}
+            for future in futures.as_completed(pending):
+                try:
+                    result = future.result()
+                except BrokenProcessPool:
+                    unfinished = sorted(describe(args[i]) for f, i in pending.items() if not f.done() or f.exception())
+                    raise WorkerError(f"a worker process died while running {', '.join(unfinished[:5])}"
+                                      f"{' and more' if len(unfinished) > 5 else ''}; finished work is kept, "
+                                      "re-run the command to resume") from None
+                yield result
 
 
 def import_ray() -> Any:
@@ -159,10 +170,11 @@ def ray_session(workers: int, address: str | None = None, init_kwargs: dict[str,
         ray.shutdown()
 
 
-def _run_ray(fn, args: Sequence[Any], workers: int, address: str | None) -> Iterator[UnitResult]:
+def _run_ray(fn, args: Sequence[Any], workers: int, address: str | None,
+             units_per_process: int | None) -> Iterator[UnitResult]:
     """Ray tasks, ``workers`` in flight; Ray reruns a task whose worker process died."""
     with ray_session(workers, address) as ray:
-        task = ray.remote(num_cpus=1, max_retries=RAY_RETRIES)(_measured)
+        task = ray.remote(num_cpus=1, max_retries=RAY_RETRIES, max_calls=units_per_process or 0)(_measured)
         queue = list(enumerate(args))[::-1]
         pending: list[Any] = []
         while queue or pending:

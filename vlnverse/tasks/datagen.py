@@ -49,6 +49,10 @@ from vlnverse.tasks.storage import (
 log = logging.getLogger(__name__)
 
 RUN_FILE = "datagen.json"
+SCENES_PER_RENDERING_PROCESS = 12
+"""Scenes per rendering worker before fresh processes replace the workers: the simulator's
+native libraries keep ~10-20 MB after each scene's renderer is closed, which would add up
+over a paper-scale build."""
 
 
 @dataclass(frozen=True)
@@ -345,8 +349,10 @@ def _check_spec(spec: str) -> None:
 
 def _execute(todo: list[SceneEntry], config: DatagenConfig, executor: str, ray_address: str | None):
     """Run scenes on the executor, yielding outcomes (with who ran them) as they finish."""
+    recycle = SCENES_PER_RENDERING_PROCESS if config.generation.render else None
     for unit in run_units(functools.partial(run_scene, config=config), todo, workers=config.workers,
-                          executor=executor, ray_address=ray_address, describe=lambda e: f"scene {e.scene_id}"):
+                          executor=executor, ray_address=ray_address, describe=lambda e: f"scene {e.scene_id}",
+                          units_per_process=recycle):
         yield dataclasses.replace(unit.value, worker=unit.worker, peak_rss_mb=unit.peak_rss_mb)
 
 
