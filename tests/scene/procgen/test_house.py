@@ -63,3 +63,14 @@ def test_invalid_options_raise_config_error(kwargs, message):
 def test_a_negative_seed_is_refused():
     with pytest.raises(ConfigError, match="seed must be >= 0, got -1"):
         generate_house(-1)
+
+
+def test_a_support_exactly_as_wide_as_its_item_does_not_crash_placement():
+    """Scene 55 of the seed-0 corpus (the paper-scale release) has a shelf whose free width
+    equals a decoration's size up to a rounding error; placement once drew from an empty
+    range there (``ValueError: high - low < 0``) and stopped the whole release build."""
+    from vlnverse.scene.procgen.corpus import scene_seed
+    from vlnverse.scene.procgen.house import HouseOptions
+
+    house = generate_house(scene_seed(0, 55), HouseOptions())
+    assert house.summary()["num_objects"] > 0

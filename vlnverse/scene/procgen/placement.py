@@ -333,8 +333,12 @@ class Furnisher:
             headroom = self._headroom(support, z)
             if size[2] > headroom - 0.02:
                 continue
-            cx = self.rng.uniform(x0 + fx / 2 + 0.02, x1 - fx / 2 - 0.02)
-            cy = self.rng.uniform(y0 + fy / 2 + 0.02, y1 - fy / 2 - 0.02)
+            x_range = (x0 + fx / 2 + 0.02, x1 - fx / 2 - 0.02)
+            y_range = (y0 + fy / 2 + 0.02, y1 - fy / 2 - 0.02)
+            if x_range[1] < x_range[0] or y_range[1] < y_range[0]:
+                continue  # the size check above let a rounding error through: no room at all
+            cx = self.rng.uniform(*x_range)
+            cy = self.rng.uniform(*y_range)
             rect = (cx - fx / 2, cy - fy / 2, cx + fx / 2, cy + fy / 2)
             key = f"{support.object_id}@{z:.3f}"
             taken = self._surface_items.setdefault(key, [])
