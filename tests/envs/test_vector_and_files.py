@@ -1,6 +1,10 @@
 """Vector envs across processes, and envs built from USD files on disk."""
 
 import functools
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -62,3 +66,34 @@ def test_async_vector_env_runs_each_env_in_its_own_process(two_rooms):
         assert set(infos) >= {"geodesic_distance", "collisions", "oracle_action", "fail_reason"}
     finally:
         envs.close()
+
+
+FRESH_PARENT = """
+import functools, sys
+import numpy as np
+import vlnverse
+from vlnverse.envs.vector import async_vector_env
+from vlnverse.sim.gl import context
+
+make = functools.partial(vlnverse.make, scene=sys.argv[1], sensors=("rgb",), start=(3.26, 5.4, 2.1), goal=(1.5, 2.5))
+envs = async_vector_env([make, make])
+try:
+    rgb = envs.reset(seed=0)[0]["rgb"]
+    print(context.resolve_renderer("auto"), rgb.shape[0], bool(rgb.any()) and bool(np.array_equal(rgb[0], rgb[1])))
+finally:
+    envs.close()
+"""
+
+
+def test_async_vector_env_renders_from_a_parent_that_has_not_rendered():
+    """The start method is chosen while the parent has no GL context ('fork'), then gymnasium
+    makes a probe env in the parent: the workers must still render (they used to refuse)."""
+    scene = Path(__file__).resolve().parents[2] / "assets" / "scenes" / "scene_0000" / "scene.usdc"
+    env = {k: v for k, v in os.environ.items() if k != "LP_NUM_THREADS"}
+    run = subprocess.run([sys.executable, "-c", FRESH_PARENT, str(scene)], capture_output=True, text=True,
+                         timeout=150, env=env)
+    assert run.returncode == 0, run.stderr[-2000:]
+    renderer, envs, same = run.stdout.split()[-3:]
+    if renderer != "gl":
+        pytest.skip("no headless EGL here (the tiny renderer has no llvmpipe threads)")
+    assert (envs, same) == ("2", "True")

@@ -11,8 +11,9 @@ the GL renderer first (one llvmpipe rasterizer thread per fresh worker, see
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from vlnverse.sim.gl.context import start_method, worker_setup
@@ -20,12 +21,20 @@ from vlnverse.sim.gl.context import start_method, worker_setup
 
 @dataclass(frozen=True)
 class WorkerEnvFn:
-    """An env factory run in a worker process: sets up the worker's renderer, then makes the env."""
+    """An env factory run in a worker process: sets up the worker's renderer, then makes the env.
+
+    Gymnasium also calls the first factory in the parent (a probe env for the spaces), after
+    the start method was chosen: there it only makes the env, on the parent's own renderer
+    settings (worker settings there, rasterizer threads, would make the forked workers refuse
+    to render).
+    """
 
     make: Callable[[], Any]
+    parent: int = field(default_factory=os.getpid)
 
     def __call__(self) -> Any:
-        worker_setup()
+        if os.getpid() != self.parent:
+            worker_setup()
         return self.make()
 
 

@@ -31,18 +31,27 @@ def save_checkpoint(payload: dict[str, Any], path: Path) -> None:
         torch.save(payload, handle)
 
 
-def training_state(optimizer: Any, history: list[dict[str, Any]]) -> dict[str, Any]:
-    """What ``latest.pt`` adds to the model: optimizer, RNG states and the history so far."""
-    return {"optimizer": optimizer.state_dict(), "rng": rng_state(), "history": history}
+def training_state(optimizer: Any, history: list[dict[str, Any]], scaler: Any = None) -> dict[str, Any]:
+    """What ``latest.pt`` adds to the model: optimizer, RNG states, the history so far and
+    (float16 training) the loss scaler's state."""
+    state = {"optimizer": optimizer.state_dict(), "rng": rng_state(), "history": history}
+    if scaler is not None and scaler.is_enabled():
+        state["scaler"] = scaler.state_dict()
+    return state
 
 
-def resume(latest: Path, model: Any, optimizer: Any, device: Any) -> list[dict[str, Any]]:
-    """Restore model, optimizer and RNG states from ``latest`` (if it exists); its history rows."""
+def resume(latest: Path, model: Any, optimizer: Any, scaler: Any = None) -> list[dict[str, Any]]:
+    """Restore model, optimizer, RNG (and loss scaler) states from ``latest`` (if it exists); its history rows.
+
+    The checkpoint is read onto the CPU: the RNG states must stay CPU byte tensors, and the
+    model's and optimizer's ``load_state_dict`` copy the rest onto the parameters' device."""
     if not latest.is_file():
         return []
     torch = require_torch()
-    state = torch.load(latest, map_location=device, weights_only=False)
+    state = torch.load(latest, map_location="cpu", weights_only=False)
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
     set_rng_state(state["rng"])
+    if scaler is not None and scaler.is_enabled() and state.get("scaler"):
+        scaler.load_state_dict(state["scaler"])
     return list(state["history"])

@@ -17,10 +17,16 @@ import contextlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from vlnverse.errors import ConfigError
 from vlnverse.learning.torch_support import require_torch, resolve_device
+
+#: How long the other processes wait at a barrier while rank 0 works alone: pre-rendering the
+#: split (hours at the paper's scale), validating an epoch, a DAgger walk. torch's defaults
+#: (10 min for NCCL, 30 for gloo) would abort the job during them.
+RANK_ZERO_WORK = timedelta(hours=48)
 
 
 @dataclass(frozen=True)
@@ -76,7 +82,8 @@ def process_group(device_name: str) -> Iterator[tuple[Group, Any]]:
             raise ConfigError(f"process {local} of this node has no GPU ({torch.cuda.device_count()} visible)")
         device = torch.device("cuda", local)
         torch.cuda.set_device(device)
-    torch.distributed.init_process_group("nccl" if device.type == "cuda" else "gloo", rank=rank, world_size=world)
+    torch.distributed.init_process_group("nccl" if device.type == "cuda" else "gloo", rank=rank, world_size=world,
+                                         timeout=RANK_ZERO_WORK)
     try:
         yield Group(rank, world), device
     finally:

@@ -13,7 +13,6 @@ re-run ends with the weights of an uninterrupted run.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -67,7 +66,8 @@ class ImitationConfig:
         seed: Seeds initialization, data order and evaluation.
         device: ``cpu``, ``cuda[:N]`` or ``auto``.
         threads: Torch CPU threads for training (``None``: torch's default).
-        amp: Mixed precision (bfloat16 autocast) on CUDA.
+        amp: Mixed precision: bfloat16 autocast (CPU, Ampere or newer GPUs), float16 with loss
+            scaling on older GPUs (see :class:`~vlnverse.learning.torch_support.MixedPrecision`).
         data_parallel: Wrap the model in ``torch.nn.DataParallel`` when several GPUs are visible
             (one process; under ``torchrun`` the processes use DDP, see :mod:`vlnverse.learning.distributed`).
         loader_workers: DataLoader worker processes.
@@ -203,7 +203,12 @@ def _train(config: ImitationConfig, group: Any, device: Any, progress: Callable[
     from vlnverse.learning.distributed import GlobalBatches
     from vlnverse.learning.frames import FrameStore
     from vlnverse.learning.models import build_model
-    from vlnverse.learning.torch_support import require_torch, seed_everything
+    from vlnverse.learning.torch_support import (
+        MixedPrecision,
+        data_parallel,
+        require_torch,
+        seed_everything,
+    )
 
     torch = require_torch()
     out = Path(config.out)
@@ -223,8 +228,9 @@ def _train(config: ImitationConfig, group: Any, device: Any, progress: Callable[
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=config.lr,
                                   weight_decay=config.weight_decay)
     inflection = inflection_coefficient(store) if config.inflection_weighting else 1.0
+    precision = MixedPrecision(device, config.amp)
     latest = out / CHECKPOINTS / LATEST
-    history = [EpochStats(**row) for row in resume(latest, model, optimizer, device)]
+    history = [EpochStats(**row) for row in resume(latest, model, optimizer, precision.scaler)]
     if history:
         log.info("resuming %s after epoch %d", out, len(history))
     from vlnverse.learning.models.encoders import TeacherForced
@@ -233,7 +239,7 @@ def _train(config: ImitationConfig, group: Any, device: Any, progress: Callable[
     if group.world > 1:
         runner = group.wrap(runner, device)
     elif device.type == "cuda" and config.data_parallel and torch.cuda.device_count() > 1:
-        runner = torch.nn.DataParallel(runner, dim=0)
+        runner = data_parallel(runner, device)
     datasets = [EpisodeTensors(store, vocab, model_config.max_instruction_tokens)]
     sensors = {name: spec for name, spec in store.sensors.items() if name in ("rgb", "depth")}
     logger = _CurveLogger(out, len(history)) if group.main else None
@@ -250,7 +256,7 @@ def _train(config: ImitationConfig, group: Any, device: Any, progress: Callable[
             loader = torch.utils.data.DataLoader(dataset, batch_sampler=batches, num_workers=config.loader_workers,
                                                  collate_fn=functools.partial(collate, inflection=inflection))
             total = len(batches)
-            stats = _train_epoch(runner, loader, optimizer, device, config, epoch, group,
+            stats = _train_epoch(runner, loader, optimizer, precision, device, epoch, group,
                                  (lambda done, n=total: progress("train", done, n)) if progress else None)
             path = out / CHECKPOINTS / f"epoch_{epoch:03d}.pt"
             stats.checkpoint = str(path.resolve())
@@ -263,8 +269,8 @@ def _train(config: ImitationConfig, group: Any, device: Any, progress: Callable[
                     stats.val_sr, stats.val_spl = validate(config, path, epoch)
             history.append(stats)
             if group.main:
-                save_checkpoint({**payload, **training_state(optimizer, [dataclasses.asdict(e) for e in history])},
-                                latest)
+                save_checkpoint({**payload, **training_state(optimizer, [dataclasses.asdict(e) for e in history],
+                                                             precision.scaler)}, latest)
                 logger.log(stats)
                 _write_outputs(out, config, history)
             if on_epoch_end:
@@ -295,7 +301,7 @@ def collect_dagger(config: ImitationConfig, round_index: int, checkpoint: Path, 
     return FrameStore(collect.out, config.split)
 
 
-def _train_epoch(model: Any, loader: Any, optimizer: Any, device: Any, config: ImitationConfig, epoch: int,
+def _train_epoch(model: Any, loader: Any, optimizer: Any, precision: Any, device: Any, epoch: int,
                  group: Any, progress: Callable[[int], None] | None) -> EpochStats:
     from vlnverse.learning.torch_support import require_torch
 
@@ -303,10 +309,9 @@ def _train_epoch(model: Any, loader: Any, optimizer: Any, device: Any, config: I
     model.train()
     started = time.perf_counter()
     total_loss = total_weight = correct = count = 0.0
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if config.amp and device.type == "cuda" else contextlib.nullcontext()
     for done, batch in enumerate(loader, start=1):
         batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
-        with autocast:
+        with precision.autocast():
             outputs = teacher_forced_logits(model, batch)
             logits, residual = outputs if isinstance(outputs, tuple) else (outputs, None)
             losses = torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), batch["actions"].flatten(),
@@ -319,9 +324,7 @@ def _train_epoch(model: Any, loader: Any, optimizer: Any, device: Any, config: I
             weights = batch["weights"].flatten()
             # the global batch's weighted mean (DDP averages the processes' gradients)
             loss = (losses * weights).sum() * (group.world / group.sum([float(weights.sum())])[0])
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
+        precision.step(loss, optimizer)
         mask = batch["mask"]
         total_loss += float((losses * weights).sum().detach())
         total_weight += float(weights.sum())

@@ -1,7 +1,8 @@
-"""The ``train`` extra: importing torch lazily, devices and seeding."""
+"""The ``train`` extra: importing torch lazily, devices, mixed precision and seeding."""
 
 from __future__ import annotations
 
+import contextlib
 import random
 from typing import Any
 
@@ -30,6 +31,46 @@ def resolve_device(name: str) -> Any:
         return torch.device(name)
     except RuntimeError as exc:
         raise ConfigError(f"invalid device {name!r}: {exc}") from exc
+
+
+def data_parallel(module: Any, device: Any) -> Any:
+    """``module`` (on ``device``) in ``DataParallel`` over every visible GPU, ``device``'s first:
+    ``DataParallel`` needs the module on its first GPU and gathers the outputs there, so with
+    ``--device cuda:1`` the default order (GPU 0 first) fails."""
+    torch = require_torch()
+    first = torch.cuda.current_device() if device.index is None else device.index
+    ids = [first] + [i for i in range(torch.cuda.device_count()) if i != first]
+    return torch.nn.DataParallel(module, device_ids=ids, output_device=first)
+
+
+class MixedPrecision:
+    """Autocast and loss scaling of a training step on ``device`` (``enabled=False``: full precision).
+
+    bfloat16 autocast where the device computes in it (CPUs, ROCm, CUDA compute capability 8
+    and up); on older GPUs (V100, T4), which at best emulate bfloat16, float16 with a
+    ``GradScaler``, which a float16 backward needs against underflowing gradients.
+    """
+
+    def __init__(self, device: Any, enabled: bool) -> None:
+        torch = require_torch()
+        self.device_type = device.type
+        self.dtype = None
+        if enabled:
+            old_gpu = device.type == "cuda" and not torch.version.hip and torch.cuda.get_device_capability(device)[0] < 8
+            self.dtype = torch.float16 if old_gpu else torch.bfloat16
+        self.scaler = torch.amp.GradScaler(device.type, enabled=self.dtype == torch.float16)
+
+    def autocast(self) -> Any:
+        if self.dtype is None:
+            return contextlib.nullcontext()
+        return require_torch().autocast(self.device_type, dtype=self.dtype)
+
+    def step(self, loss: Any, optimizer: Any) -> None:
+        """Backward and optimizer step (gradients scaled, and a step with infinite ones skipped, in float16)."""
+        optimizer.zero_grad(set_to_none=True)
+        self.scaler.scale(loss).backward()
+        self.scaler.step(optimizer)
+        self.scaler.update()
 
 
 def seed_everything(seed: int) -> None:

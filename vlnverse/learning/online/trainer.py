@@ -210,7 +210,7 @@ def train_online(config: OnlineConfig, *, progress: Callable[[int, int], None] |
     zero_shot = out / "checkpoints" / "iter_0000.pt"
     if not zero_shot.is_file():  # the initial policy, before any resumed state
         save_checkpoint({**meta, "model": model.state_dict(), "iteration": 0}, zero_shot)
-    history = [IterationStats(**row) for row in resume(latest, model, optimizer, device)]
+    history = [IterationStats(**row) for row in resume(latest, model, optimizer)]
     order = np.random.default_rng(config.seed).permutation(len(episodes))
     vec = make_vector_env(config.vector, config.num_envs, dataset=config.dataset, split=config.split,
                           task=config.task, physics=config.physics, spec=config.spec,
