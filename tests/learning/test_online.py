@@ -44,6 +44,37 @@ def test_scripted_teacher_reaches_the_goals(fine_dataset, physics):
     assert stats.successes == 3
 
 
+
+def recorded_steps(dataset, kind: str) -> list[tuple[dict, np.ndarray, np.ndarray]]:
+    """Observations, teacher choices and episode ends of every step of a 2-env teacher rollout
+    (sub-env 0 plays two episodes in turn)."""
+    from vlnverse.tasks.dataset import EpisodeDataset
+    from vlnverse.tasks.formats.vocab import build_vocab
+
+    vocab = build_vocab(e.instruction.text for e in EpisodeDataset.open(dataset).episodes("train"))["stoi"]
+    vec = make_vector_env(kind, 2, dataset=str(dataset), split="train", task=None, physics="tel_hop",
+                          spec=small_spec(), vocab=vocab, max_steps=35)
+    try:
+        observations, info = vec.reset(options={"episode_queues": [[0, 1], [1]]})
+        done = np.zeros(2, dtype=bool)
+        steps = [(observations, info["teacher"], done.copy())]
+        while not done.all() and len(steps) < 70:
+            observations, _, _, _, info = vec.step(np.maximum(info["teacher"], 0))
+            done |= info["episode_over"] & ~info["started"]
+            steps.append((observations, info["teacher"], done.copy()))
+        return steps
+    finally:
+        vec.close()
+
+
+def test_async_sub_envs_observe_what_sync_ones_do(fine_dataset):
+    """Worker processes (observations in shared memory) give the arrays of in-process envs."""
+    sync, workers = recorded_steps(fine_dataset, "sync"), recorded_steps(fine_dataset, "async")
+    assert len(sync) == len(workers) > 4 and sync[-1][2].all()
+    for (a, teacher_a, done_a), (b, teacher_b, done_b) in zip(sync, workers, strict=True):
+        assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+        assert np.array_equal(teacher_a, teacher_b) and np.array_equal(done_a, done_b)
+
 @pytest.mark.timeout(300)
 def test_ray_sub_envs_roll_out_as_local_ones(fine_dataset):
     pytest.importorskip("ray", reason="ray is not installed (dev extra)")

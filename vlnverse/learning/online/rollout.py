@@ -62,7 +62,7 @@ def make_vector_env(kind: str, num_envs: int, *, dataset: str, split: str, task:
         return RayVectorEnv(fns, ray_address)
     if kind == "sync":
         return gym.vector.SyncVectorEnv(fns, autoreset_mode=AutoresetMode.DISABLED)
-    return async_vector_env(fns, autoreset_mode=AutoresetMode.DISABLED, shared_memory=False)
+    return async_vector_env(fns, autoreset_mode=AutoresetMode.DISABLED)  # observations in shared memory
 
 
 def rollout(vec: Any, policy: RolloutPolicy, episode_indices: Sequence[int], max_steps: int) -> RolloutStats:

@@ -90,14 +90,13 @@ class WaypointTeacherEnv(gym.Env):
             return obs, 0.0, False, False, info
         obs, reward, terminated, truncated, info = self.nav.step(self._step.action(int(action)))
         over = terminated or truncated
+        if over and self.hold_episode_end and self._queue:  # the next episode of the queue starts in this step
+            out_obs, out_info = self._start()
+            out_info.update(episode_over=True, started=True, success=info["success"])
+            return out_obs, reward, False, False, out_info
         out_obs, out_info = self._observe(obs, info, over)
         if over and self.hold_episode_end:
-            if self._queue:  # the next episode of the queue starts in this step
-                ended = out_info
-                out_obs, out_info = self._start()
-                out_info.update(episode_over=True, started=True, success=ended["success"])
-            else:
-                self._last = (out_obs, out_info)
+            self._last = (out_obs, out_info)
             return out_obs, reward, False, False, out_info
         return out_obs, reward, terminated, truncated, out_info
 
