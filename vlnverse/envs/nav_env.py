@@ -800,7 +800,7 @@ class NavEnv(gym.Env):
             "geodesic_distance": distance,
             "distance_to_goal": float(np.linalg.norm(pose.xy - goal)),
             "room_type": self._room_type(pose),
-            "oracle_action": self._oracle.action(pose),
+            "oracle_action": self._oracle.action(pose, distance),
             "fail_reason": fail_reason,
             "success": bool(success),
             "steps": self._steps,

@@ -8,6 +8,7 @@ not brush walls. Imitation learning and online fine-tuning (paper §5.5) read it
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -24,6 +25,26 @@ CLEARANCE_MARGIN = 0.15
 CLEARANCE_WEIGHT = 2.0
 #: A candidate must bring the agent at least this much closer (metres).
 MIN_PROGRESS = 1e-3
+
+
+@functools.lru_cache(maxsize=8)
+def _turn_steps(turn_deg: float) -> tuple[np.ndarray, np.ndarray]:
+    """Whole turns of ``turn_deg`` the agent can face, fewest first (stable on ties), and
+    their angles (radians): constant per action space, so made once."""
+    turn = math.radians(turn_deg)
+    steps = np.arange(-int(math.pi // turn), int(math.pi // turn) + 1)
+    steps = steps[np.argsort(np.abs(steps), kind="stable")]
+    turns = steps * turn
+    steps.flags.writeable = turns.flags.writeable = False
+    return steps, turns
+
+
+@functools.lru_cache(maxsize=64)
+def _fractions(n: int) -> np.ndarray:
+    """``n`` evenly spaced fractions of a segment, shaped to broadcast over (segments, samples, xy)."""
+    fractions = np.linspace(0.0, 1.0, n)[None, :, None]
+    fractions.flags.writeable = False
+    return fractions
 
 
 class Oracle:
@@ -49,30 +70,32 @@ class Oracle:
         # One lookup per candidate point per step: the cost of every cell, made once per goal.
         self._cost_grid = np.where(occupancy.navigable, field.distances + penalty, np.inf)
 
-    def cost(self, points: np.ndarray) -> np.ndarray:
-        """Geodesic distance plus a penalty for low clearance; ``inf`` off the navigable map."""
-        points = np.asarray(points, dtype=np.float64).reshape(-1, 2)
-        return np.asarray(self.occupancy.lookup(self._cost_grid, points, np.inf))
+    def reachable_cost(self, start: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """The cost of each of ``ends`` (geodesic distance plus a penalty for low clearance)
+        whose straight segment from ``start`` stays on navigable cells; ``inf`` for the others.
 
-    def segment_clear(self, start: np.ndarray, ends: np.ndarray) -> np.ndarray:
-        """Whether each straight segment ``start → ends[i]`` stays on navigable cells."""
+        The segments' samples and the ends share one cell lookup (this runs every step)."""
         ends = np.asarray(ends, dtype=np.float64).reshape(-1, 2)
+        occ = self.occupancy
         length = np.linalg.norm(ends - start, axis=1).max(initial=0.0)
-        n = max(2, int(math.ceil(length / (0.5 * self.occupancy.resolution))) + 1)
-        t = np.linspace(0.0, 1.0, n)[None, :, None]
-        samples = start[None, None, :] + (ends[:, None, :] - start[None, None, :]) * t
-        ok = np.asarray(self.occupancy.is_navigable(samples.reshape(-1, 2))).reshape(len(ends), n)
-        return ok.all(axis=1)
+        n = max(2, int(math.ceil(length / (0.5 * occ.resolution))) + 1)
+        samples = start[None, None, :] + (ends[:, None, :] - start[None, None, :]) * _fractions(n)
+        rows, cols, inside = occ.cell_indices(np.concatenate([samples.reshape(-1, 2), ends]))
+        split = len(ends) * n
+        clear = (inside[:split] & occ.navigable[rows[:split], cols[:split]]).reshape(len(ends), n).all(axis=1)
+        reached = clear & inside[split:]
+        return np.where(reached, self._cost_grid[rows[split:], cols[split:]], np.inf)
 
     def _baseline(self, pose: Pose, here: float) -> float:
         """The cost a move must beat: the current pose's own cost (distance plus its
         clearance penalty), so that a start close to a wall is not a false local minimum."""
-        own = float(self.cost(pose.xy)[0])
+        own = float(self.occupancy.lookup(self._cost_grid, pose.xy, np.inf))
         return own if math.isfinite(own) else here
 
-    def action(self, pose: Pose) -> Any:
-        """The oracle action at ``pose`` (an element of the env's action space)."""
-        here = float(self.field.distance_at(pose.xy))
+    def action(self, pose: Pose, distance: float | None = None) -> Any:
+        """The oracle action at ``pose`` (an element of the env's action space); ``distance``
+        is the field's distance at ``pose`` when the caller has it already."""
+        here = float(self.field.distance_at(pose.xy)) if distance is None else distance
         space = self.action_space
         if isinstance(space, DiscreteActions):
             return self._discrete(pose, here, space)
@@ -85,13 +108,10 @@ class Oracle:
     def _discrete(self, pose: Pose, here: float, space: DiscreteActions) -> int:
         if here <= self.stop_distance or not math.isfinite(here):
             return DiscreteActions.STOP
-        turn = math.radians(space.turn_deg)
-        steps = np.arange(-int(math.pi // turn), int(math.pi // turn) + 1)
-        # Headings the agent can face with whole turns; prefer the fewest turns on ties.
-        steps = steps[np.argsort(np.abs(steps), kind="stable")]
-        headings = pose.yaw + steps * turn
+        steps, turns = _turn_steps(space.turn_deg)
+        headings = pose.yaw + turns
         ends = pose.xy + space.forward_m * np.stack([np.cos(headings), np.sin(headings)], axis=1)
-        cost = np.where(self.segment_clear(pose.xy, ends), self.cost(ends), np.inf)
+        cost = self.reachable_cost(pose.xy, ends)
         best = int(np.argmin(cost))
         if not cost[best] < self._baseline(pose, here) - MIN_PROGRESS:
             return DiscreteActions.STOP
@@ -109,7 +129,7 @@ class Oracle:
         r = np.tile(radii, len(angles))
         heads = pose.yaw + rel
         ends = pose.xy + r[:, None] * np.stack([np.cos(heads), np.sin(heads)], axis=1)
-        cost = np.where(self.segment_clear(pose.xy, ends), self.cost(ends), np.inf)
+        cost = self.reachable_cost(pose.xy, ends)
         best = int(np.argmin(cost))
         if not cost[best] < self._baseline(pose, here) - MIN_PROGRESS:
             return stop
@@ -123,7 +143,7 @@ class Oracle:
         rel = np.radians(np.arange(-180.0, 180.0, 5.0))
         heads = pose.yaw + rel
         ends = pose.xy + lookahead * np.stack([np.cos(heads), np.sin(heads)], axis=1)
-        cost = np.where(self.segment_clear(pose.xy, ends), self.cost(ends), np.inf)
+        cost = self.reachable_cost(pose.xy, ends)
         best = int(np.argmin(cost))
         if not math.isfinite(cost[best]):
             return np.array([0.0, w_max, 0.0], dtype=np.float32)

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,9 +49,21 @@ class DistanceField:
         """Distance from ``points`` (…,2|3) to the goal; off-map points snap to the nearest
         navigable cell and add the snap distance. ``inf`` where unreachable."""
         pts = np.asarray(points, dtype=np.float64)
-        flat = pts.reshape(-1, pts.shape[-1])[:, :2]
         occ = self.occupancy
         nearest_rows, nearest_cols = occ._nearest_index(None)
+        if pts.shape in ((2,), (3,)):  # one point (a pose): the same arithmetic on floats
+            x, y = float(pts[0]), float(pts[1])
+            cell = occ.cell_of(x, y)
+            if cell is not None:
+                row, col, _ = cell
+                nr, nc = int(nearest_rows[row, col]), int(nearest_cols[row, col])
+                distance = float(self.distances[nr, nc])
+                if occ.navigable[row, col]:
+                    return distance
+                ox, oy = occ._origin_xy
+                dx, dy = ox + (nc + 0.5) * occ.resolution - x, oy + (nr + 0.5) * occ.resolution - y
+                return distance + math.sqrt(dx * dx + dy * dy)
+        flat = pts.reshape(-1, pts.shape[-1])[:, :2]
         rows, cols, _ = occ.cell_indices(flat)
         nr, nc = nearest_rows[rows, cols], nearest_cols[rows, cols]
         out = self.distances[nr, nc]

@@ -20,6 +20,7 @@ colliding geometry reaches more than ``FLOATING_FLOOR_M`` below it.
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -126,8 +127,29 @@ class OccupancyMap:
         # np.minimum/maximum: np.clip costs several times more on the few points of a step.
         return np.minimum(np.maximum(rows, 0), height - 1), np.minimum(np.maximum(cols, 0), width - 1), inside
 
+    def cell_of(self, x: float, y: float) -> tuple[int, int, bool] | None:
+        """:meth:`cell_indices` of one point ``(x, y)``: the same arithmetic on plain floats,
+        without numpy's per-call cost (the per-step lookups of one pose); None when the
+        point is not finite."""
+        if not (math.isfinite(x) and math.isfinite(y)):
+            return None
+        ox, oy = self._origin_xy
+        row, col = math.floor((y - oy) / self.resolution), math.floor((x - ox) / self.resolution)
+        height, width = self.free.shape
+        inside = 0 <= row < height and 0 <= col < width
+        return min(max(row, 0), height - 1), min(max(col, 0), width - 1), inside
+
+    @cached_property
+    def _origin_xy(self) -> tuple[float, float]:
+        return float(self.origin[0]), float(self.origin[1])
+
     def lookup(self, grid: np.ndarray, points, fill) -> np.ndarray:
         """Values of a per-cell ``grid`` at world ``points`` (…,2|3); ``fill`` outside the grid."""
+        if isinstance(points, np.ndarray) and points.shape in ((2,), (3,)) and points.dtype == np.float64:
+            cell = self.cell_of(float(points[0]), float(points[1]))
+            if cell is not None:
+                row, col, inside = cell
+                return grid[row, col] if inside else grid.dtype.type(fill)
         rows, cols, inside = self.cell_indices(points)
         return np.where(inside, grid[rows, cols], fill)
 

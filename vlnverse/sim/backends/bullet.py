@@ -103,12 +103,19 @@ def view_matrix(position: Sequence[float], yaw: float, pitch: float) -> list[flo
     ]
 
 
-def _keep_deepest(deepest: dict[int, Contact], contacts: Sequence[Contact]) -> None:
-    """Update ``deepest`` (prim index → its deepest contact so far) with ``contacts``."""
-    for contact in contacts:
-        best = deepest.get(contact.prim_index)
-        if best is None or contact.depth > best.depth:
-            deepest[contact.prim_index] = contact
+def _keep_deepest(deepest: dict[int, tuple], points: Sequence[tuple]) -> None:
+    """Update ``deepest`` (prim index → (depth, raw contact point) of its deepest contact so
+    far) with ``points``, the ``(prim index, depth, raw point)`` of contacts as read."""
+    for prim, depth, point in points:
+        best = deepest.get(prim)
+        if best is None or depth > best[0]:
+            deepest[prim] = (depth, point)
+
+
+def _contacts(deepest: dict[int, tuple]) -> list[Contact]:
+    """The deepest contact of each prim, in prim order."""
+    return [Contact(prim_index=prim, position=tuple(deepest[prim][1][6]), normal=tuple(deepest[prim][1][7]),
+                    depth=deepest[prim][0]) for prim in sorted(deepest)]
 
 
 class BulletBackend:
@@ -142,8 +149,10 @@ class BulletBackend:
         self._lut = np.full(1, -1, dtype=np.int32)
         self._projections: dict[tuple, list[float]] = {}
         self._contacts_fresh = False
+        self._pose: Pose | None = None  # the agent's pose as last read (None: moved since)
         self._managed = np.zeros(0, dtype=np.int64)  # movable uids that may fall dormant
         self._boxes = np.zeros((0, 2, 2))  # their xy AABBs (min, max)
+        self._box_gaps: np.ndarray | None = None  # (M, M) gaps between those boxes; None: stale
         self._awake = np.zeros(0, dtype=bool)
         self._probes: dict[float, int] = {}  # reach → probe collision shape
         self.coarse_moves = 0  # moves that glided, without physics steps (diagnostics)
@@ -257,14 +266,17 @@ class BulletBackend:
             self._base_z = pose.z
         for joint, value in enumerate((pose.x, pose.y, pose.yaw)):
             p.resetJointState(agent, joint, value, 0.0, physicsClientId=c)
+        self._pose = None
         self._command((0.0, 0.0, 0.0))
         self._contacts_fresh = False
         self._update_dormancy(pose.x, pose.y, 0.0, 0.0)
 
     def agent_pose(self) -> Pose:
         agent = self._require_agent()
-        states = self._p.getJointStates(agent, (0, 1, 2), physicsClientId=self._client)
-        return Pose(states[0][0], states[1][0], self._base_z, math.remainder(states[2][0], 2 * math.pi))
+        if self._pose is None:  # read once per change: a step asks for it several times
+            states = self._p.getJointStates(agent, (0, 1, 2), physicsClientId=self._client)
+            self._pose = Pose(states[0][0], states[1][0], self._base_z, math.remainder(states[2][0], 2 * math.pi))
+        return self._pose
 
     def _command(self, velocity: Sequence[float]) -> None:
         self._p.setJointMotorControlArray(
@@ -275,8 +287,7 @@ class BulletBackend:
     def move(self, velocities: np.ndarray) -> MoveResult:
         agent, p, c = self._require_agent(), self._p, self._client
         velocities = np.asarray(velocities, dtype=np.float64).reshape(-1, 3)
-        poses = np.empty((len(velocities), 3))
-        deepest: dict[int, Contact] = {}
+        deepest: dict[int, tuple] = {}
         dt = self.physics.control_dt
         travel = float(np.hypot(velocities[:, 0], velocities[:, 1]).sum()) * dt
         turn_only = travel == 0.0 and bool(np.any(velocities[:, 2]))
@@ -287,15 +298,19 @@ class BulletBackend:
         if self._can_coarsen(travel, turn_only):
             self.coarse_moves += 1
             return self._glide(velocities)
-        for tick, velocity in enumerate(velocities.tolist()):
-            self._command(velocity)
-            p.stepSimulation(physicsClientId=c)
-            states = p.getJointStates(agent, (0, 1, 2), physicsClientId=c)
-            poses[tick] = (states[0][0], states[1][0], states[2][0])
-            _keep_deepest(deepest, self._read_contacts())
+        self._pose = None
+        motors, step, joint_states = p.setJointMotorControlArray, p.stepSimulation, p.getJointStates
+        control, forces, joints = p.VELOCITY_CONTROL, self._forces, (0, 1, 2)
+        rows = []
+        for velocity in velocities.tolist():  # the per-tick loop of every physics move: kept lean
+            motors(agent, joints, control, targetVelocities=velocity, forces=forces, physicsClientId=c)
+            step(physicsClientId=c)
+            x, y, yaw = joint_states(agent, joints, physicsClientId=c)
+            rows.append((x[0], y[0], yaw[0]))
+            _keep_deepest(deepest, self._contact_points())
         self._command((0.0, 0.0, 0.0))
         self._contacts_fresh = True
-        return MoveResult(poses, [deepest[k] for k in sorted(deepest)])
+        return MoveResult(np.array(rows, dtype=np.float64).reshape(-1, 3), _contacts(deepest))
 
     def _glide(self, velocities: np.ndarray) -> MoveResult:
         """A move along its speed profile without physics steps (see the module docstring):
@@ -306,11 +321,13 @@ class BulletBackend:
         poses = start + np.cumsum(velocities, axis=0) * self.physics.control_dt
         for joint in range(3):
             p.resetJointState(agent, joint, poses[-1, joint], velocities[-1, joint], physicsClientId=c)
+        self._pose = None
         self._command((0.0, 0.0, 0.0))
         self._contacts_fresh = False
-        deepest: dict[int, Contact] = {}
-        _keep_deepest(deepest, self.contacts())
-        return MoveResult(poses, [deepest[k] for k in sorted(deepest)])
+        self._detect()
+        deepest: dict[int, tuple] = {}
+        _keep_deepest(deepest, self._contact_points())
+        return MoveResult(poses, _contacts(deepest))
 
     def _can_coarsen(self, travel: float, turn_only: bool) -> bool:
         """Whether a motion may glide (see the module docstring).
@@ -322,7 +339,8 @@ class BulletBackend:
         if self.physics.substeps == 1 or np.any(self._awake):
             return False
         tolerance = self.physics.contact_tolerance
-        if any(contact.depth > tolerance for contact in self.contacts()):
+        self._detect()
+        if any(depth > tolerance for _, depth, _ in self._contact_points()):
             return False
         if turn_only:
             return True
@@ -345,22 +363,25 @@ class BulletBackend:
 
     def contacts(self) -> list[Contact]:
         self._require_agent()
+        self._detect()
+        return [Contact(prim_index=prim, position=tuple(point[6]), normal=tuple(point[7]), depth=depth)
+                for prim, depth, point in self._contact_points()]
+
+    def _detect(self) -> None:
+        """Run the collision detection unless the contacts are current."""
         if not self._contacts_fresh:
             self._p.performCollisionDetection(physicsClientId=self._client)
             self._contacts_fresh = True
-        return self._read_contacts()
 
-    def _read_contacts(self) -> list[Contact]:
-        tolerance = self.physics.contact_tolerance
+    def _contact_points(self) -> list[tuple]:
+        """``(prim index, depth, raw point)`` of the agent's contacts within the tolerance."""
+        tolerance, lut = self.physics.contact_tolerance, self._lut
         found = []
         for point in self._p.getContactPoints(bodyA=self._agent, physicsClientId=self._client):
             distance = point[8]
             if distance > tolerance:
                 continue
-            found.append(Contact(
-                prim_index=int(self._lut[point[2] + 1]) if point[2] + 1 < len(self._lut) else -1,
-                position=tuple(point[6]), normal=tuple(point[7]), depth=max(0.0, -distance),
-            ))
+            found.append((int(lut[point[2] + 1]) if point[2] + 1 < len(lut) else -1, max(0.0, -distance), point))
         return found
 
     def reset_objects(self) -> None:
@@ -389,6 +410,7 @@ class BulletBackend:
                 self._gl_stale[self._gl_row[i]] = True  # it may have moved while awake
         low, high = p.getAABB(uid, -1, physicsClientId=c)
         self._boxes[i] = (low[:2], high[:2])
+        self._box_gaps = None
 
     def _wake(self, i: int) -> None:
         p, c, uid = self._p, self._client, int(self._managed[i])
@@ -414,6 +436,7 @@ class BulletBackend:
             uid = int(self._managed[i])
             low, high = p.getAABB(uid, -1, physicsClientId=c)
             self._boxes[i] = (low[:2], high[:2])
+            self._box_gaps = None
             linear, angular = p.getBaseVelocity(uid, physicsClientId=c)
             speed = math.hypot(*linear)
             moving[i] = speed > REST_SPEED or math.hypot(*angular) > REST_SPIN or abs(linear[2]) > REST_SPEED
@@ -425,7 +448,10 @@ class BulletBackend:
             agent_gap = np.full(len(self._managed), np.inf)
         if not self._awake.any() and agent_gap.min() > WAKE_MARGIN:
             return  # all asleep and out of the agent's reach: nothing to wake or freeze
-        gaps = np.linalg.norm(np.maximum(0.0, np.maximum(low[None] - high[:, None], low[:, None] - high[None])), axis=2)
+        if self._box_gaps is None:  # they only change while something is awake
+            self._box_gaps = np.linalg.norm(
+                np.maximum(0.0, np.maximum(low[None] - high[:, None], low[:, None] - high[None])), axis=2)
+        gaps = self._box_gaps
         wake = self._within_reach(agent_gap, gaps, reach, moving, WAKE_MARGIN)
         keep = self._within_reach(agent_gap, gaps, reach, moving, WAKE_MARGIN + DORMANT_HYSTERESIS)
         for i in np.flatnonzero(wake & ~self._awake):
@@ -498,8 +524,10 @@ class BulletBackend:
         """Hand the GL renderer the movables' poses, reading from the physics only those that
         may have moved since the last frame: awake ones, and those frozen or reset since.
         (A movable moves only while awake, or when reset.)"""
-        if len(self._gl_row):
+        if len(self._gl_row) and self._awake.any():
             self._gl_stale[self._gl_row[self._awake]] = True
+        elif not self._gl_stale.any():
+            return  # nothing moved since the last frame
         rows = np.flatnonzero(self._gl_stale)
         if len(rows):
             self._gl_matrices[rows] = self._body_matrices([self._gl_bodies[row] for row in rows])
