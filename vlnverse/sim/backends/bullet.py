@@ -299,7 +299,7 @@ class BulletBackend:
             self.coarse_moves += 1
             return self._glide(velocities)
         self._pose = None
-        motors, step, joint_states = p.setJointMotorControlArray, p.stepSimulation, p.getJointStates
+        motors, step, joint_states, read = p.setJointMotorControlArray, p.stepSimulation, p.getJointStates, self._contact_points
         control, forces, joints = p.VELOCITY_CONTROL, self._forces, (0, 1, 2)
         rows = []
         for velocity in velocities.tolist():  # the per-tick loop of every physics move: kept lean
@@ -307,7 +307,7 @@ class BulletBackend:
             step(physicsClientId=c)
             x, y, yaw = joint_states(agent, joints, physicsClientId=c)
             rows.append((x[0], y[0], yaw[0]))
-            _keep_deepest(deepest, self._contact_points())
+            _keep_deepest(deepest, read())
         self._command((0.0, 0.0, 0.0))
         self._contacts_fresh = True
         return MoveResult(np.array(rows, dtype=np.float64).reshape(-1, 3), _contacts(deepest))
@@ -375,9 +375,12 @@ class BulletBackend:
 
     def _contact_points(self) -> list[tuple]:
         """``(prim index, depth, raw point)`` of the agent's contacts within the tolerance."""
+        points = self._p.getContactPoints(bodyA=self._agent, physicsClientId=self._client)
+        if not points:
+            return []
         tolerance, lut = self.physics.contact_tolerance, self._lut
         found = []
-        for point in self._p.getContactPoints(bodyA=self._agent, physicsClientId=self._client):
+        for point in points:
             distance = point[8]
             if distance > tolerance:
                 continue
@@ -429,6 +432,9 @@ class BulletBackend:
         """
         if not len(self._managed):
             return
+        asleep = not self._awake.any()
+        if asleep and not agent_reach:
+            return  # nothing moves and the agent reaches nothing: nothing to wake or freeze
         p, c = self._p, self._client
         reach = np.full(len(self._managed), travel)
         moving = np.zeros(len(self._managed), dtype=bool)
@@ -446,7 +452,7 @@ class BulletBackend:
         agent_gap = np.linalg.norm(np.maximum(0.0, np.maximum(low - [x + half, y + half], [x - half, y - half] - high)), axis=1)
         if not agent_reach:
             agent_gap = np.full(len(self._managed), np.inf)
-        if not self._awake.any() and agent_gap.min() > WAKE_MARGIN:
+        if asleep and agent_gap.min() > WAKE_MARGIN:
             return  # all asleep and out of the agent's reach: nothing to wake or freeze
         if self._box_gaps is None:  # they only change while something is awake
             self._box_gaps = np.linalg.norm(
@@ -463,15 +469,15 @@ class BulletBackend:
     def _within_reach(agent_gap: np.ndarray, gaps: np.ndarray, reach: np.ndarray, moving: np.ndarray,
                       margin: float) -> np.ndarray:
         """Movables the agent or a moving movable may touch, closed over pushing chains."""
+        near = gaps <= (reach + margin)[:, None]  # row i: what movable i may touch
         needed = agent_gap <= margin
         sources = needed | moving
         while True:
-            touched = np.any(sources[:, None] & (gaps <= (reach + margin)[:, None]), axis=0)
-            grown = needed | touched
-            if np.array_equal(grown, needed):
+            new = np.any(near[sources], axis=0) & ~needed
+            if not new.any():
                 return needed
-            sources = sources | (grown & ~needed)
-            needed = grown
+            needed = needed | new
+            sources = sources | new
 
     # -- perception --------------------------------------------------------------------
 
