@@ -64,3 +64,23 @@ def test_points_without_floor_raise(tmp_path):
         nav.shortest_path((10.0, 10.0), (1.0, 1.0))
     with pytest.raises(NavigationError, match="invalid point"):
         nav.shortest_path((float("inf"), 1.0), (1.0, 1.0))
+
+
+def test_one_point_lookups_equal_the_batched_ones_bit_for_bit(corridor):
+    """A single pose takes the float path of ``distance_at`` and ``lookup``; it must give
+    exactly what the array path gives, on and off the navigable map and off the grid."""
+    occ = corridor.occupancy
+    field = corridor.distance_field((0.6, 5.5))
+    rng = np.random.default_rng(0)
+    low, high = occ.origin - 1.0, occ.origin + np.array(occ.shape[::-1]) * occ.resolution + 1.0
+    points = np.concatenate([rng.uniform(low, high, (400, 2)),  # off the grid too
+                             occ.cell_to_world(np.argwhere(~occ.navigable)[::97])[:, :2] + 0.01])
+    batched = field.distance_at(points)
+    rooms = occ.lookup(occ.room_map, points, -1)
+    navigable = occ.is_navigable(points)
+    assert (~occ.navigable[occ.cell_indices(points)[:2]]).sum() > 20  # snapped points are covered
+    for k, point in enumerate(points):
+        assert field.distance_at(point) == batched[k]
+        assert field.distance_at(np.append(point, 0.0)) == batched[k]  # xyz
+        assert occ.lookup(occ.room_map, point, -1) == rooms[k]
+        assert occ.is_navigable(point) == navigable[k]
