@@ -145,7 +145,8 @@ class OccupancyMap:
 
     def lookup(self, grid: np.ndarray, points, fill) -> np.ndarray:
         """Values of a per-cell ``grid`` at world ``points`` (…,2|3); ``fill`` outside the grid."""
-        if isinstance(points, np.ndarray) and points.shape in ((2,), (3,)) and points.dtype == np.float64:
+        if isinstance(points, np.ndarray) and points.shape in ((2,), (3,)) and points.dtype == np.float64 \
+                and grid.ndim == 2:
             cell = self.cell_of(float(points[0]), float(points[1]))
             if cell is not None:
                 row, col, inside = cell

@@ -545,14 +545,13 @@ class BulletBackend:
         p, c = self._p, self._client
         poses = [p.getBasePositionAndOrientation(uid, physicsClientId=c) for uid in uids]
         matrices = np.tile(np.eye(4), (len(poses), 1, 1))
-        if poses:
+        if poses:  # on floats: a step syncs a few awake bodies, where numpy's per-call cost dominates
             matrices[:, :3, 3] = [position for position, _ in poses]
-            x, y, z, w = np.array([orientation for _, orientation in poses]).T
-            matrices[:, :3, :3] = np.stack([
-                [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-            ]).transpose(2, 0, 1)
+            matrices[:, :3, :3] = [
+                ((1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)),
+                 (2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)),
+                 (2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)))
+                for _, (x, y, z, w) in poses]
         return matrices
 
     def cast_rays(self, origins: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
