@@ -7,12 +7,21 @@ Figures (``BENCH <name> <value> <unit> target <op> <value>``):
   over the backend's own ``render`` calls/s (the same renderer, ``gl`` or ``tiny`` as
   ``auto`` resolves, same camera) at the poses the pre-render visited (each round replays
   them), median of interleaved rounds.
+- ``train.prerender_cpu_ratio_main_thread`` / ``train.prerender_cpu_ratio_all``: the raw
+  renders' CPU seconds over the pre-render's, in its main thread (which renders: the ratio
+  above on a machine with a core free for the planner process and the writer thread) and in
+  all its threads and processes (the ratio above on a machine busy on every core); context,
+  no target.
 - ``train.prerender_frames_per_s``: the pre-render's absolute rate.
 - ``train.seq2seq_samples_per_s`` / ``train.cma_samples_per_s``: teacher-forced training
   steps (frames) per second of the smoke preset's models on the pre-rendered frames.
 - ``train.online_vector_scaling_2env``: env steps/s of online rollouts (the oracle's
   waypoint choices, 12-view panoramas, batches of 4 episodes) with 2 async sub-envs over 1,
   median of pairs.
+- ``train.online_lockstep_bound_2env``: what lockstep allows the figure above on its
+  episodes, from each step's CPU seconds measured one env at a time (a vector step lasts as
+  long as its slower sub-env; context, no target). The figure is about this bound times the
+  machine's own scaling below.
 - ``train.cpu_scaling_2proc``: the machine's own 2-process scaling at the time (a Python
   loop in 2 processes over 1), the ceiling of the figure above (context, no target).
 
@@ -30,6 +39,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -45,10 +55,11 @@ def make_dataset(out: Path) -> Path:
     return out
 
 
-def raw_render_rate(config, scene_file: str, poses: np.ndarray) -> float:
+def raw_render_rate(config, scene_file: str, poses: np.ndarray) -> tuple[float, float]:
     """Frames/s of the backend's own ``render`` (the renderer the env resolved) at ``poses``,
     without the env: the same views as the pre-render's sensors (one camera request per
-    resolution, RGB, depth and semantics drawn together where they share one)."""
+    resolution, RGB, depth and semantics drawn together where they share one); and the CPU
+    seconds of those renders."""
     from vlnverse.envs.nav_env import NavEnv
     from vlnverse.sim.types import CameraRequest
 
@@ -58,18 +69,21 @@ def raw_render_rate(config, scene_file: str, poses: np.ndarray) -> float:
     env = NavEnv(scene_file, renderer=config.renderer, sensors={})
     try:
         backend, height = env.sim.backend, env.agent_spec.camera_height
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.thread_time()
         for x, y, z, yaw in poses:
             backend.render([CameraRequest((float(x), float(y), float(z) + height), float(yaw), 0.0, size, size,
                                           90.0, 0.05, 30.0, rgb="rgb" in kinds, depth="depth" in kinds,
                                           instance="semantic" in kinds) for size, kinds in views.items()])
-        return len(poses) / (time.perf_counter() - start)
+        return len(poses) / (time.perf_counter() - start), time.thread_time() - cpu
     finally:
         env.close()
 
 
-def prerender_round(dataset: Path, work: Path, size: int, episodes: int, index: int) -> tuple[float, float]:
-    """(pre-render frames/s, raw render frames/s at the same poses)."""
+def prerender_round(dataset: Path, work: Path, size: int, episodes: int, index: int) -> tuple[float, ...]:
+    """Pre-render frames/s, raw render frames/s at the same poses, and the raw renders' CPU
+    seconds over the pre-render's in its main thread and in all its threads and processes."""
+    import resource
+
     from vlnverse.learning.frames import FrameStore
     from vlnverse.learning.prerender import PrerenderConfig, prerender
     from vlnverse.tasks.dataset import EpisodeDataset
@@ -80,11 +94,19 @@ def prerender_round(dataset: Path, work: Path, size: int, episodes: int, index: 
         source = EpisodeDataset.open(dataset)
         write_dataset(subset, source.episodes("train")[:episodes], extra={"scenes_dir": str(source.scenes_dir)})
     config = PrerenderConfig(dataset=str(subset), out=str(work / f"frames_{index}"), rgb_size=size, depth_size=size)
+
+    def children() -> float:
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return usage.ru_utime + usage.ru_stime
+
+    main, process, planner = time.thread_time(), time.process_time(), children()
     summary = prerender(config)
+    main, process, planner = time.thread_time() - main, time.process_time() - process, children() - planner
     store = FrameStore(config.out, "train")
     scene_id = store.episodes[0].scene_id
     poses = store.steps(scene_id)["poses"]
-    return summary.frames_per_second, raw_render_rate(config, store.records[scene_id]["scene_file"], poses)
+    raw, raw_cpu = raw_render_rate(config, store.records[scene_id]["scene_file"], poses)
+    return summary.frames_per_second, raw, raw_cpu / main, raw_cpu / (process + planner)
 
 
 def training_rate(frames: Path, kind: str) -> float:
@@ -101,30 +123,85 @@ def training_rate(frames: Path, kind: str) -> float:
         return train_imitation(config).samples_per_second
 
 
-def online_rate(dataset: Path, num_envs: int, episodes_per_rollout: int, rollouts: int) -> float:
-    """Env steps/s of oracle rollouts in ``num_envs`` async sub-envs (each plays its share of
-    a rollout's episodes in turn, as training with ``--batch-size`` does)."""
+def _online_setup(dataset: Path) -> tuple[int, dict[str, int], Any]:
+    """Episodes in the train split, the vocabulary and the input spec of the online figures."""
     from vlnverse.agents.config import PanoramaConfig, WaypointConfig
     from vlnverse.learning.online.inputs import InputSpec
-    from vlnverse.learning.online.rollout import TeacherPolicy, make_vector_env, rollout
     from vlnverse.tasks.dataset import EpisodeDataset
     from vlnverse.tasks.formats.vocab import build_vocab
 
     episodes = EpisodeDataset.open(dataset).episodes("train")
     vocab = build_vocab(e.instruction.text for e in episodes)["stoi"]
-    spec = InputSpec(PanoramaConfig(image_size=32), WaypointConfig())
+    return len(episodes), vocab, InputSpec(PanoramaConfig(image_size=32), WaypointConfig())
+
+
+def _picks(i: int, episodes_per_rollout: int, episodes: int) -> list[int]:
+    return [(i * episodes_per_rollout + r) % episodes for r in range(episodes_per_rollout)]
+
+
+def online_rate(dataset: Path, num_envs: int, episodes_per_rollout: int, rollouts: int) -> float:
+    """Env steps/s of oracle rollouts in ``num_envs`` async sub-envs (each plays its share of
+    a rollout's episodes in turn, as training with ``--batch-size`` does)."""
+    from vlnverse.learning.online.rollout import TeacherPolicy, make_vector_env, rollout
+
+    episodes, vocab, spec = _online_setup(dataset)
     vec = make_vector_env("async", num_envs, dataset=str(dataset), split="train", task=None, physics="slide",
                           spec=spec, vocab=vocab, max_steps=35)
     try:
         rollout(vec, TeacherPolicy(), list(range(num_envs)), 3)  # warm-up: workers started, scene loaded
         steps = seconds = 0.0
         for i in range(rollouts):
-            picks = [(i * episodes_per_rollout + r) % len(episodes) for r in range(episodes_per_rollout)]
-            stats = rollout(vec, TeacherPolicy(), picks, 35)
+            stats = rollout(vec, TeacherPolicy(), _picks(i, episodes_per_rollout, episodes), 35)
             steps, seconds = steps + stats.env_steps, seconds + stats.seconds
         return steps / seconds
     finally:
         vec.close()
+
+
+def online_lockstep_bound(dataset: Path, episodes_per_rollout: int, rollouts: int) -> float:
+    """The 2-env figure lockstep allows on :func:`online_rate`'s episodes, whatever the machine:
+    each episode played alone in this process (CPU seconds of its reset and of each step), then
+    replayed as 2 sub-envs stepping together as ``rollout`` schedules them (sub-env ``r`` plays
+    ``picks[r::2]``, the next episode's reset in the step the last ends; a vector step lasts as
+    long as its slower sub-env) against 1 sub-env playing them all, with no IPC or policy costs."""
+    from vlnverse.learning.online.teacher_env import WaypointTeacherEnv
+
+    episodes, vocab, spec = _online_setup(dataset)
+    env = WaypointTeacherEnv(str(dataset), "train", None, "slide", spec, vocab, 35, hold_episode_end=True)
+    costs: dict[int, tuple[float, list[float]]] = {}
+
+    def played(index: int) -> tuple[float, list[float]]:
+        start = time.thread_time()
+        _, info = env.reset(options={"episode_queues": [[index]]})
+        reset, steps = time.thread_time() - start, []
+        while not info["episode_over"] and len(steps) < 35:
+            start = time.thread_time()
+            info = env.step(max(int(info["teacher"]), 0))[4]
+            steps.append(time.thread_time() - start)
+        return reset, steps
+
+    one = two = 0.0
+    try:
+        for i in range(rollouts):
+            picks = _picks(i, episodes_per_rollout, episodes)
+            for pick in picks:
+                costs.setdefault(pick, played(pick))
+            one += sum(costs[p][0] + sum(costs[p][1]) for p in picks)
+            queues = [picks[0::2], picks[1::2]]
+            lanes = [[c for k in range(len(q)) for c in _with_next_reset(costs, q, k)] for q in queues]
+            two += max(costs[q[0]][0] for q in queues) + sum(
+                max(lane[j] for lane in lanes if j < len(lane)) for j in range(max(map(len, lanes))))
+    finally:
+        env.close()
+    return one / two
+
+
+def _with_next_reset(costs: dict[int, tuple[float, list[float]]], queue: list[int], k: int) -> list[float]:
+    """Episode ``queue[k]``'s step costs, its last step carrying the reset of the next one."""
+    steps = list(costs[queue[k]][1])
+    if k + 1 < len(queue):
+        steps[-1] += costs[queue[k + 1]][0]
+    return steps
 
 
 def cpu_scaling() -> float:
@@ -165,7 +242,7 @@ def main() -> None:
         work = Path(tmp)
         dataset = make_dataset(work / "dataset")
         rounds = [prerender_round(dataset, work, args.size, args.episodes, i) for i in range(args.rounds)]
-        ratios = [pre / raw for pre, raw in rounds]
+        ratios = [r[0] / r[1] for r in rounds]
         print(f"pre-render {[round(r[0], 1) for r in rounds]} frames/s, raw render {[round(r[1], 1) for r in rounds]} "
               f"frames/s ({args.size} px RGB-D)")
         small = work / "frames_small"
@@ -176,12 +253,16 @@ def main() -> None:
         rates = {kind: training_rate(small, kind) for kind in ("seq2seq", "cma")}
         pairs = [(online_rate(dataset, 1, 4, 2), online_rate(dataset, 2, 4, 2)) for _ in range(args.online_pairs)]
         print(f"online rollouts: {[tuple(round(v, 2) for v in p) for p in pairs]} env steps/s (1 env, 2 envs)")
+        bound = online_lockstep_bound(dataset, 4, 2)
         capacity = cpu_scaling()
         print(f"BENCH train.prerender_ratio_vs_raw_render {statistics.median(ratios):.3f} x target >= 0.8")
+        print(f"BENCH train.prerender_cpu_ratio_main_thread {statistics.median(r[2] for r in rounds):.3f} x target >= 0")
+        print(f"BENCH train.prerender_cpu_ratio_all {statistics.median(r[3] for r in rounds):.3f} x target >= 0")
         print(f"BENCH train.prerender_frames_per_s {statistics.median(r[0] for r in rounds):.1f} frames/s target >= 0")
         for kind, rate in rates.items():
             print(f"BENCH train.{kind}_samples_per_s {rate:.1f} samples/s target >= 0")
         print(f"BENCH train.online_vector_scaling_2env {statistics.median(b / a for a, b in pairs):.2f} x target >= 1.6")
+        print(f"BENCH train.online_lockstep_bound_2env {bound:.2f} x target >= 0")
         print(f"BENCH train.cpu_scaling_2proc {capacity:.2f} x target >= 0")
 
 
