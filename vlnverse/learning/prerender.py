@@ -30,7 +30,7 @@ import time
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,8 @@ from vlnverse.config import config_to_dict
 from vlnverse.errors import ConfigError, DatasetError
 from vlnverse.fileio import write_bytes_atomic, write_json_atomic
 from vlnverse.sim.gl.context import start_method, worker_setup
+from vlnverse.sim.sensors import DepthSensor, RGBSensor
+from vlnverse.sim.types import Pose
 
 log = logging.getLogger(__name__)
 
@@ -405,25 +407,50 @@ def _inline_steps(scene_file: str, episodes: list[Any], config: PrerenderConfig)
 
 def _planned_steps(scene_file: str, episodes: list[Any], config: PrerenderConfig) -> Iterator[tuple]:
     """Teleporting physics, oracle walk: a planner process walks the episodes ahead
-    without cameras while this process only teleports the camera rig to the walk's poses
-    and renders (the scene as loaded: a teleporting agent moves no object)."""
-    from vlnverse.sim.types import Pose
-
+    without cameras while this process only renders the camera rig at the walk's poses
+    (the scene as loaded: a teleporting agent moves no object)."""
     context = multiprocessing.get_context(start_method())
     with futures.ProcessPoolExecutor(1, mp_context=context, initializer=_start_planner,
                                      initargs=(scene_file, config)) as planner:
         plans = planner.map(_plan, episodes)  # the planner starts walking while the renderer loads
         env = _walk_env(scene_file, config, config.sensors())
-        sim = env.unwrapped.sim
+        camera = _RigCamera(env.unwrapped.sim)
         try:
             for episode, (actions, poses) in zip(episodes, plans, strict=True):
-                observations = []
-                for pose in poses:
-                    sim.backend.set_agent_pose(Pose(*(float(v) for v in pose)))
-                    observations.append(sim.observe())
-                yield episode, observations, actions, poses
+                yield episode, [camera(pose) for pose in poses], actions, poses
         finally:
             env.close()
+
+
+class _RigCamera:
+    """What ``Simulator.observe`` returns with the agent at a pose, rendered straight through
+    the backend: the rig's camera requests at that pose, one render call, the sensors'
+    conversions. The bullet agent has no visual shape, so no camera sees it and it stays
+    put (teleporting it also wakes the movables it could reach, whose poses every later
+    render then re-reads); other backends teleport it first."""
+
+    def __init__(self, sim: Any) -> None:
+        self.sim, self.teleport = sim, sim.backend_name != "bullet"
+        self.groups = sim._camera_groups()
+
+    def __call__(self, pose: np.ndarray) -> dict[str, np.ndarray]:
+        at = Pose(*pose.tolist())
+        if self.teleport:
+            self.sim.backend.set_agent_pose(at)
+        requests = []
+        for request, members in self.groups:
+            position, yaw = self.sim._mount(members[0][1], at)
+            requests.append(replace(request, position=position, yaw=yaw))
+        observation = {}
+        for frame, (_, members) in zip(self.sim.backend.render(requests), self.groups, strict=True):
+            for name, spec in members:
+                if isinstance(spec, RGBSensor):
+                    observation[name] = frame.rgb
+                elif isinstance(spec, DepthSensor):
+                    observation[name] = spec.convert(frame.depth)
+                else:
+                    observation[name] = self.sim.instances.ids_of_prims(frame.instance)
+        return observation
 
 
 def render_scene(scene_id: str, scene_file: str, episodes: list[Any], config: PrerenderConfig) -> SceneFrames:
