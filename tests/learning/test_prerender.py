@@ -40,6 +40,29 @@ def test_frames_equal_a_fresh_render(train_frames):
         np.testing.assert_array_equal(episode["depth"][index], fresh["depth"].astype(np.float16))
 
 
+
+def test_every_frame_of_an_episode_equals_an_observation_at_its_pose(train_frames):
+    """The renderer draws the rig at the planned poses without moving the agent; the env's
+    own observation with the agent teleported to each pose is the same, frame by frame."""
+    from vlnverse.envs.nav_env import NavEnv
+    from vlnverse.sim.types import Pose
+
+    config, _ = train_frames
+    store = FrameStore(config.out, "train")
+    for index in (0, len(store) - 1):
+        episode = store.episode(index)
+        env = NavEnv(store.records[store.episodes[index].scene_id]["scene_file"], sensors=config.sensors())
+        try:
+            env.reset(seed=0)
+            for k, pose in enumerate(episode["poses"]):
+                env.sim.backend.set_agent_pose(Pose(*map(float, pose)))
+                fresh = env.sim.observe()
+                np.testing.assert_array_equal(episode["rgb"][k], fresh["rgb"])
+                np.testing.assert_array_equal(episode["semantic"][k], fresh["semantic"])
+                np.testing.assert_array_equal(episode["depth"][k], fresh["depth"].astype(np.float16))
+        finally:
+            env.close()
+
 def test_rerun_resumes_and_raw_chunks_memory_map(train_frames, tmp_path):
     config, first = train_frames
     again = prerender(config)
