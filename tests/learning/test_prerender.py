@@ -114,24 +114,3 @@ def test_scene_parallel_workers_write_what_one_process_writes(fine_dataset, tmp_
     assert len({e.scene_id for e in a.episodes}) == 2
     for index in range(len(a)):
         np.testing.assert_array_equal(a.episode(index)["rgb"], b.episode(index)["rgb"])
-
-
-def test_chunks_streamed_in_parts_hold_the_frames_of_whole_chunks(train_frames, tmp_path):
-    """Chunks of 40 frames are written 16, 16 and 8 frames at a time, the scene's last chunk
-    is short: compressed or raw, every episode reads back the frames of 16-frame chunks."""
-    from vlnverse.learning.prerender import STREAM_FRAMES
-
-    config, _ = train_frames
-    assert 40 % STREAM_FRAMES and 40 > STREAM_FRAMES
-    whole = FrameStore(config.out, "train")
-    for compress in (True, False):
-        parts = dataclasses.replace(config, out=str(tmp_path / str(compress)), chunk_frames=40, compress=compress)
-        prerender(parts)
-        store = FrameStore(parts.out, "train")
-        scene = store.episodes[0].scene_id
-        assert store.records[scene]["sensors"]["rgb"] == -(-store.records[scene]["frames"] // 40) > 1
-        assert store.records[scene]["frames"] % 40  # a short last chunk
-        for index in range(len(whole)):
-            expected, got = whole.episode(index), store.episode(index)
-            for sensor in ("rgb", "depth", "semantic"):
-                np.testing.assert_array_equal(got[sensor], expected[sensor])

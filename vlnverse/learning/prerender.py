@@ -50,8 +50,6 @@ log = logging.getLogger(__name__)
 RECORD = "frames.json"
 INDEX = "prerender.json"
 DEPTH_DTYPES = ("float16", "float32")
-#: Frames a chunk writer converts and compresses at a time.
-STREAM_FRAMES = 16
 
 
 @dataclass(frozen=True)
@@ -264,86 +262,33 @@ class DaggerMixture:
 
 
 class _ChunkWriter:
-    """Writes one sensor's frames into its chunk files in ``pool``'s single thread, which
-    converts, stacks and compresses them ``STREAM_FRAMES`` at a time while the caller
-    renders on (zlib and file writes release the GIL), so that when the last frame comes
-    only the last few remain to be compressed.
-
-    A chunk is streamed on the guess that it fills up; the scene's last, shorter chunk is
-    then written again from its frames at :meth:`finish`.
-    """
+    """Buffers frames of one sensor and hands them ``chunk_frames`` at a time to ``pool``,
+    which compresses and writes the chunk while the caller renders on (zlib and file writes
+    release the GIL)."""
 
     def __init__(self, folder: Path, sensor: str, config: PrerenderConfig, pool: futures.Executor) -> None:
         self.folder, self.sensor, self.config, self.pool = folder, sensor, config, pool
-        self.batch: list[np.ndarray] = []
-        self.frames = 0
+        self.buffer: list[np.ndarray] = []
         self.files: list[str] = []
         self.pending: list[futures.Future] = []
-        self._chunk: _ChunkFile | None = None  # used in the pool's thread only
 
     def add(self, frame: np.ndarray) -> None:
-        self.batch.append(frame)
-        self.frames += 1
-        if len(self.batch) == STREAM_FRAMES or self.frames % self.config.chunk_frames == 0:
-            self._submit()
+        self.buffer.append(frame)
+        if len(self.buffer) == self.config.chunk_frames:
+            self.flush()
 
-    def _submit(self) -> None:
-        if self.batch:
-            self.pending.append(self.pool.submit(self._write, self.batch))
-            self.batch = []
-
-    def _write(self, frames: list[np.ndarray]) -> int:
-        if self._chunk is None:
-            name = chunk_name(self.sensor, len(self.files), self.config.compress)
-            self.files.append(name)
-            self._chunk = _ChunkFile(self.folder / name, self.config)
-        self._chunk.append(np.stack([_frame(self.sensor, f, self.config) for f in frames]))
-        if self._chunk.count < self.config.chunk_frames:
-            return 0
-        chunk, self._chunk = self._chunk, None
-        return chunk.close()
+    def flush(self) -> None:
+        if not self.buffer:
+            return
+        name = chunk_name(self.sensor, len(self.files), self.config.compress)
+        self.pending.append(self.pool.submit(_write_chunk, self.folder / name, np.stack(self.buffer), self.config))
+        self.files.append(name)
+        self.buffer = []
 
     def finish(self) -> int:
-        """Write what is left, wait for every chunk; returns the bytes written."""
-        self._submit()
-        written = sum(f.result() for f in self.pending)
-        if self._chunk is not None:  # the last chunk is short: write it with its true length
-            chunk, self._chunk = self._chunk, None
-            chunk.close(write=False)
-            written += _write_chunk(chunk.path, np.concatenate(chunk.parts), self.config)
-        return written
-
-
-class _ChunkFile:
-    """A chunk of ``chunk_frames`` frames written as they come (frames ``.npy`` in a zip
-    member, or a plain ``.npy``); the parts are kept for a chunk that ends short."""
-
-    def __init__(self, path: Path, config: PrerenderConfig) -> None:
-        self.path, self.config = path, config
-        self.parts: list[np.ndarray] = []
-        self.count = 0
-        self.stream = io.BytesIO()
-        self.archive = (zipfile.ZipFile(self.stream, "w", zipfile.ZIP_DEFLATED, compresslevel=config.compress_level)
-                        if config.compress else None)
-        self.member = self.archive.open("frames.npy", "w", force_zip64=True) if self.archive else self.stream
-
-    def append(self, frames: np.ndarray) -> None:
-        if not self.parts:
-            header = np.lib.format.header_data_from_array_1_0(frames)
-            header["shape"] = (self.config.chunk_frames, *frames.shape[1:])
-            np.lib.format.write_array_header_1_0(self.member, header)
-        self.parts.append(frames)
-        self.count += len(frames)
-        self.member.write(np.ascontiguousarray(frames).data)
-
-    def close(self, write: bool = True) -> int:
-        """End the stream and write the file (or drop it); returns its bytes."""
-        if self.archive is not None:
-            self.member.close()
-            self.archive.close()
-        if write:
-            write_bytes_atomic(self.path, self.stream.getvalue())
-        return self.stream.tell()
+        """Flush, wait for every chunk; returns the bytes written."""
+        self.flush()
+        return sum(f.result() for f in self.pending)
 
 
 def _write_chunk(path: Path, array: np.ndarray, config: PrerenderConfig) -> int:
@@ -471,7 +416,7 @@ def render_scene(scene_id: str, scene_file: str, episodes: list[Any], config: Pr
                 scene_file, episodes, config):
             for obs in observations:
                 for name, writer in writers.items():
-                    writer.add(obs[name])
+                    writer.add(_frame(name, obs[name], config))
             records.append({"episode_id": episode.episode_id, "task": episode.task,
                             "instruction": episode.instruction.text, "start": len(actions), "length": len(taken),
                             "stopped": bool(taken and taken[-1] == 0)})
