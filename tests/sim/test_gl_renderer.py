@@ -133,6 +133,41 @@ def test_a_forked_child_renders_after_its_parent_did(bundled):
     assert np.array_equal(there, here)
 
 
+NEW_SHADERS_AFTER_FORK = """
+import os, sys, uuid
+from vlnverse.sim.gl import context
+
+def compile_new_program(ctx):  # a source never compiled before: a shader-cache miss
+    k = 1.0 + uuid.uuid4().int % 10**6 / 1e7
+    ctx.program(vertex_shader=f"#version 330\\nin vec3 p; void main() {{ gl_Position = vec4(p * {k}, 1.0); }}",
+                fragment_shader=f"#version 330\\nout vec4 c; void main() {{ c = vec4({k}); }}")
+
+compile_new_program(context.gl_context())
+print(sorted(open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")))
+sys.stdout.flush()
+child = os.fork()
+if child == 0:
+    context._state["pid"] = None  # its own context, as a forked pool worker makes
+    for _ in range(6):
+        compile_new_program(context.gl_context())
+    os._exit(0)
+print(os.waitpid(child, 0)[1])
+"""
+
+
+@needs_gl
+def test_a_forked_child_compiles_new_shaders_after_its_parent_did():
+    """Mesa's disk shader cache (off here) runs a writer thread; a child forked while it
+    waited hung for good in its first compile of a new shader."""
+    environ = {k: v for k, v in os.environ.items() if k != "MESA_SHADER_CACHE_DISABLE"}
+    run = subprocess.run([sys.executable, "-c", NEW_SHADERS_AFTER_FORK], capture_output=True, text=True,
+                         timeout=90, env=environ)
+    assert run.returncode == 0, run.stderr[-2000:]
+    threads, status = run.stdout.strip().splitlines()
+    assert "disk$" not in threads
+    assert status == "0"
+
+
 THREADED_PARENT = """
 import functools, hashlib, multiprocessing, sys
 import vlnverse

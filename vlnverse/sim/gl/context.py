@@ -18,6 +18,10 @@ are the same bytes whatever it is):
   rendered keeps the parent's single-threaded llvmpipe.
 - :func:`start_method` is how pools start such workers: ``fork`` where this process's
   llvmpipe has no threads, else ``forkserver`` (workers from a clean server process).
+- Mesa's on-disk shader cache is off (``MESA_SHADER_CACHE_DISABLE=true`` unless set): it
+  runs a writer thread, and a child forked while that thread waited hangs for good on its
+  first shader compile (a pthread condition variable's waiter that does not survive the
+  fork). Compiling without it costs no measurable time here.
 """
 
 from __future__ import annotations
@@ -88,6 +92,7 @@ def _create():
     except ImportError as exc:
         raise RuntimeError("moderngl is not installed (pip install moderngl)") from exc
     os.environ.setdefault("LP_NUM_THREADS", "0")
+    os.environ.setdefault("MESA_SHADER_CACHE_DISABLE", "true")  # fork-safe (see the module docstring)
     if MESA_EGL_VENDOR.is_file():
         os.environ.setdefault("__EGL_VENDOR_LIBRARY_FILENAMES", str(MESA_EGL_VENDOR))
     context = moderngl.create_standalone_context(backend="egl", require=330)
