@@ -32,7 +32,7 @@ import time
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,6 @@ from vlnverse.config import config_to_dict
 from vlnverse.errors import ConfigError, DatasetError
 from vlnverse.fileio import write_bytes_atomic, write_json_atomic
 from vlnverse.sim.gl.context import start_method, worker_setup
-from vlnverse.sim.sensors import DepthSensor, RGBSensor
 from vlnverse.sim.types import Pose
 
 log = logging.getLogger(__name__)
@@ -370,34 +369,19 @@ def _planned_steps(scene_file: str, episodes: list[Any], config: PrerenderConfig
 
 
 class _RigCamera:
-    """What ``Simulator.observe`` returns with the agent at a pose, rendered straight through
-    the backend: the rig's camera requests at that pose, one render call, the sensors'
-    conversions. The bullet agent has no visual shape, so no camera sees it and it stays
-    put (teleporting it also wakes the movables it could reach, whose poses every later
-    render then re-reads); other backends teleport it first."""
+    """What ``Simulator.observe`` returns with the agent at a pose (``render_cameras``). The
+    bullet agent has no visual shape, so no camera sees it and it stays put (teleporting it
+    also wakes the movables it could reach, whose poses every later render then re-reads);
+    other backends teleport it first."""
 
     def __init__(self, sim: Any) -> None:
         self.sim, self.teleport = sim, sim.backend_name != "bullet"
-        self.groups = sim._camera_groups()
 
     def __call__(self, pose: np.ndarray) -> dict[str, np.ndarray]:
         at = Pose(*pose.tolist())
         if self.teleport:
             self.sim.backend.set_agent_pose(at)
-        requests = []
-        for request, members in self.groups:
-            position, yaw = self.sim._mount(members[0][1], at)
-            requests.append(replace(request, position=position, yaw=yaw))
-        observation = {}
-        for frame, (_, members) in zip(self.sim.backend.render(requests), self.groups, strict=True):
-            for name, spec in members:
-                if isinstance(spec, RGBSensor):
-                    observation[name] = frame.rgb
-                elif isinstance(spec, DepthSensor):
-                    observation[name] = spec.convert(frame.depth)
-                else:
-                    observation[name] = self.sim.instances.ids_of_prims(frame.instance)
-        return observation
+        return self.sim.render_cameras(at)
 
 
 def render_scene(scene_id: str, scene_file: str, episodes: list[Any], config: PrerenderConfig) -> SceneFrames:

@@ -210,31 +210,11 @@ class Simulator:
         """Read every attached sensor (sensors with a rate reuse their last reading between samples)."""
         pose = self.pose
         obs: dict[str, np.ndarray] = {}
-        fresh: set[str] = set()
-        requests, pending = [], []
-        for request, members in self._camera_groups():
-            due = [(n, s) for n, s in members if self._due(n, s)]
-            if not due:
-                continue
-            position, yaw = self._mount(members[0][1], pose)
-            requests.append(CameraRequest(
-                position=position, yaw=yaw, pitch=request.pitch, width=request.width,
-                height=request.height, hfov_deg=request.hfov_deg, near=request.near, far=request.far,
-                rgb=any(isinstance(s, RGBSensor) for _, s in due),
-                depth=any(isinstance(s, DepthSensor) for _, s in due),
-                instance=any(isinstance(s, SemanticSensor) for _, s in due),
-            ))
-            pending.append(due)
-        for frame, due in zip(self.backend.render(requests), pending, strict=True):
-            for name, spec in due:
-                if isinstance(spec, RGBSensor):
-                    value = frame.rgb
-                elif isinstance(spec, DepthSensor):
-                    value = spec.convert(frame.depth)
-                else:
-                    value = self.instances.ids_of_prims(frame.instance)
-                self._cache[name] = (self.time, value)
-                fresh.add(name)
+        due = [[(n, s) for n, s in members if self._due(n, s)] for _, members in self._camera_groups()]
+        readings = self._render_cameras(pose, due)
+        for name, value in readings.items():
+            self._cache[name] = (self.time, value)
+        fresh = set(readings)
         for name, spec in self.rig.items():
             if isinstance(spec, LidarSensor) and self._due(name, spec):
                 self._cache[name] = (self.time, self._scan(name, spec, pose))
@@ -245,6 +225,38 @@ class Simulator:
             value = self._cache[name][1]
             obs[name] = value if name in fresh else value.copy()  # never hand out one buffer twice
         return obs
+
+    def render_cameras(self, pose: Pose) -> dict[str, np.ndarray]:
+        """Every camera sensor's reading from the agent at ``pose``, without moving the agent
+        or touching the sensors' rates (e.g. to draw the poses of a walk made elsewhere)."""
+        return self._render_cameras(pose, [members for _, members in self._camera_groups()])
+
+    def _render_cameras(self, pose: Pose, due: list[list[tuple[str, CameraSpec]]]) -> dict[str, np.ndarray]:
+        """The readings of the ``due`` sensors of each camera group (same order as
+        :meth:`_camera_groups`) from ``pose``, in one backend render call."""
+        requests, pending = [], []
+        for (request, members), sensors in zip(self._camera_groups(), due, strict=True):
+            if not sensors:
+                continue
+            position, yaw = self._mount(members[0][1], pose)
+            requests.append(CameraRequest(
+                position=position, yaw=yaw, pitch=request.pitch, width=request.width,
+                height=request.height, hfov_deg=request.hfov_deg, near=request.near, far=request.far,
+                rgb=any(isinstance(s, RGBSensor) for _, s in sensors),
+                depth=any(isinstance(s, DepthSensor) for _, s in sensors),
+                instance=any(isinstance(s, SemanticSensor) for _, s in sensors),
+            ))
+            pending.append(sensors)
+        readings = {}
+        for frame, sensors in zip(self.backend.render(requests), pending, strict=True):
+            for name, spec in sensors:
+                if isinstance(spec, RGBSensor):
+                    readings[name] = frame.rgb
+                elif isinstance(spec, DepthSensor):
+                    readings[name] = spec.convert(frame.depth)
+                else:
+                    readings[name] = self.instances.ids_of_prims(frame.instance)
+        return readings
 
     def _scan(self, name: str, spec: LidarSensor, pose: Pose) -> np.ndarray:
         local = self._lidar_dirs.get(name)
