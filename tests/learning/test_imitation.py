@@ -135,12 +135,78 @@ def test_gama_trains_and_validates_with_the_same_command(train_frames, fine_data
     assert state["kind"] == "gama" and any(k.startswith("residual_moe.") for k in state["model"])
 
 
-def test_amp_trains_under_bfloat16_autocast(train_frames, fine_dataset, tmp_path):
+def test_amp_trains_in_bfloat16_where_this_cpu_can_and_is_refused_before_any_output_where_not(
+        train_frames, fine_dataset, tmp_path):
     """--amp on the CPU runs the same training step as on a GPU with bfloat16 (autocast, loss
-    scaling disabled): the epoch's loss moves by bfloat16 rounding, not more."""
+    scaling disabled): the epoch's loss moves by bfloat16 rounding, not more. On a CPU without
+    bfloat16 kernels for the model's layers the run is refused before it writes anything."""
+    from vlnverse.errors import ConfigError
+    from vlnverse.learning.models import build_model
+    from vlnverse.learning.torch_support import bfloat16_failure
+
+    mixed_run = config(train_frames, fine_dataset, tmp_path / "amp", epochs=1, amp=True)
+    if bfloat16_failure(build_model(dataclasses.replace(TINY, kind="cma"))) is not None:
+        with pytest.raises(ConfigError, match="this CPU cannot train the model in bfloat16: LSTM"):
+            train_imitation(mixed_run)
+        assert not (tmp_path / "amp").exists()
+        return
     full = train_imitation(config(train_frames, fine_dataset, tmp_path / "fp32", epochs=1))
-    mixed = train_imitation(config(train_frames, fine_dataset, tmp_path / "amp", epochs=1, amp=True))
+    mixed = train_imitation(mixed_run)
     assert mixed.history[0].loss != full.history[0].loss  # the forward really ran in bfloat16
     assert mixed.history[0].loss == pytest.approx(full.history[0].loss, rel=0.01)
     state = torch.load(tmp_path / "amp" / "checkpoints" / "latest.pt", weights_only=False)
     assert "scaler" not in state and all(v.dtype == torch.float32 for v in state["model"].values() if v.is_floating_point())
+
+
+_AMP_PROBE_SCRIPT = """
+import dataclasses, json, sys
+import torch
+torch.set_num_threads(1)
+from vlnverse.learning import torch_support
+from vlnverse.learning.imitation import ImitationConfig, train_imitation
+from vlnverse.learning.models import ModelConfig, build_model
+tiny = ModelConfig(**json.loads(sys.argv[1]))
+run = ImitationConfig(**json.loads(sys.argv[2]), model=tiny)
+failure = torch_support.bfloat16_failure(build_model(dataclasses.replace(tiny, kind="cma")))
+torch_support.require_autocast_support = lambda model, device: None  # train as if unchecked
+try:
+    train_imitation(run)
+    trained = True
+except RuntimeError:
+    trained = False
+print(json.dumps({"failure": failure, "trained": trained}))
+"""
+
+
+@pytest.mark.parametrize("isa", [None, "AVX2"])
+def test_bfloat16_probe_predicts_whether_amp_training_runs_on_this_cpu(isa, train_frames, fine_dataset, tmp_path):
+    """The probe says "cannot" exactly where an unchecked --amp epoch dies in oneDNN: on this CPU,
+    and with oneDNN limited to AVX2 (where, on the CPUs seen so far, LSTMs have no bfloat16 kernel)."""
+    import os
+    import subprocess
+    import sys
+
+    run = dataclasses.asdict(config(train_frames, fine_dataset, tmp_path / "amp", epochs=1, amp=True))
+    run.pop("model")
+    tiny = dataclasses.asdict(TINY)
+    env = dict(os.environ, **({"ONEDNN_MAX_CPU_ISA": isa} if isa else {}))
+    if not isa:
+        env.pop("ONEDNN_MAX_CPU_ISA", None)
+    done = subprocess.run([sys.executable, "-c", _AMP_PROBE_SCRIPT, json.dumps(tiny), json.dumps(run, default=str)],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (result["failure"] is None) == result["trained"], result
+
+
+def test_cli_refuses_amp_in_one_line_where_the_cpu_lacks_bfloat16_kernels(fine_dataset, tmp_path, capsys, monkeypatch):
+    from vlnverse.cli import main
+    from vlnverse.learning import torch_support
+
+    monkeypatch.setattr(torch_support, "bfloat16_failure", lambda model: "LSTM (no bfloat16 primitive)")
+    code = main(["train", "cma", "--dataset", str(fine_dataset), "--out", str(tmp_path / "run"), "--amp",
+                 "--no-progress"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "--amp: this CPU cannot train the model in bfloat16: LSTM" in err and "without --amp" in err
+    assert not (tmp_path / "run").exists()

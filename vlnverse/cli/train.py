@@ -30,7 +30,8 @@ def register(subparsers) -> None:
     parser.add_argument("--lr", type=float, default=None, help="AdamW learning rate (default: the preset's)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto (default: cpu)")
     parser.add_argument("--amp", action="store_true",
-                        help="mixed precision (bfloat16 autocast; float16 + loss scaling on GPUs without bfloat16)")
+                        help="mixed precision (bfloat16 autocast; float16 + loss scaling on GPUs without bfloat16; "
+                             "refused on a CPU without bfloat16 kernels for the model's layers)")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: the preset's)")
     parser.add_argument("--frames", type=Path, default=None, help="pre-rendered frames folder (default: OUT/frames)")
     parser.add_argument("--val-split", default="val_unseen", help="split validated every epoch ('none': skip)")

@@ -67,7 +67,9 @@ class ImitationConfig:
         device: ``cpu``, ``cuda[:N]`` or ``auto``.
         threads: Torch CPU threads for training (``None``: torch's default).
         amp: Mixed precision: bfloat16 autocast (CPU, Ampere or newer GPUs), float16 with loss
-            scaling on older GPUs (see :class:`~vlnverse.learning.torch_support.MixedPrecision`).
+            scaling on older GPUs (see :class:`~vlnverse.learning.torch_support.MixedPrecision`);
+            refused on a CPU without bfloat16 kernels for the model's layers
+            (:func:`~vlnverse.learning.torch_support.require_autocast_support`).
         data_parallel: Wrap the model in ``torch.nn.DataParallel`` when several GPUs are visible
             (one process; under ``torchrun`` the processes use DDP, see :mod:`vlnverse.learning.distributed`).
         loader_workers: DataLoader worker processes.
@@ -206,12 +208,15 @@ def _train(config: ImitationConfig, group: Any, device: Any, progress: Callable[
     from vlnverse.learning.torch_support import (
         MixedPrecision,
         data_parallel,
+        require_autocast_support,
         require_torch,
         seed_everything,
     )
 
     torch = require_torch()
     out = Path(config.out)
+    if config.amp:
+        require_autocast_support(build_model(dataclasses.replace(config.model, kind=config.kind)), device)
     if group.main:
         claim_run(out, config.fingerprint(), config)
         if config.frames is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import random
 from typing import Any
 
@@ -71,6 +72,63 @@ class MixedPrecision:
         self.scaler.scale(loss).backward()
         self.scaler.step(optimizer)
         self.scaler.update()
+
+
+def _probe_inputs(layer: Any) -> tuple[Any, ...] | None:
+    """A tiny input batch for ``layer``, or ``None`` for layers without their own CPU kernels
+    (containers, activations, embeddings) or of kinds our models do not use."""
+    torch = require_torch()
+    nn = torch.nn
+    if isinstance(layer, nn.RNNBase):
+        shape = (2, 3, layer.input_size) if layer.batch_first else (3, 2, layer.input_size)
+        return (torch.randn(*shape),)
+    if isinstance(layer, nn.Conv2d):
+        extent = [d * (k - 1) + 1 for k, d in zip(layer.kernel_size, layer.dilation, strict=True)]
+        return (torch.randn(1, layer.in_channels, *extent),)
+    if isinstance(layer, nn.Linear):
+        return (torch.randn(2, layer.in_features),)
+    if isinstance(layer, nn.MultiheadAttention):
+        query = torch.randn(2, 3, layer.embed_dim) if layer.batch_first else torch.randn(3, 2, layer.embed_dim)
+        return (query, query, query)
+    return None
+
+
+def bfloat16_failure(model: Any) -> str | None:
+    """Why ``model``'s layers cannot train under CPU bfloat16 autocast on this CPU, else ``None``.
+
+    Runs a forward and backward pass of a copy of each distinct layer on a tiny input: whether
+    oneDNN has a bfloat16 kernel for a layer depends on the CPU's instruction set (LSTMs have
+    none below AVX-512 on some builds), and torch offers no query for it.
+    """
+    torch = require_torch()
+    probed = set()
+    for layer in model.modules():
+        inputs = _probe_inputs(layer)
+        if inputs is None or repr(layer) in probed:
+            continue
+        probed.add(repr(layer))
+        try:
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                out = copy.deepcopy(layer)(*inputs)
+            (out[0] if isinstance(out, tuple) else out).float().sum().backward()
+        except RuntimeError as exc:
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            return f"{type(layer).__name__} ({reason})"
+    return None
+
+
+def require_autocast_support(model: Any, device: Any) -> None:
+    """Refuse ``--amp`` where ``model`` cannot run under the autocast it would get on ``device``.
+
+    Only the CPU is probed (GPUs get bfloat16 or float16 by compute capability). A refusal is
+    one :class:`ConfigError` line, raised before anything is written or pre-rendered.
+    """
+    if device.type != "cpu":
+        return
+    failure = bfloat16_failure(model)
+    if failure:
+        raise ConfigError(f"--amp: this CPU cannot train the model in bfloat16: {failure}; "
+                          "train without --amp (float32)")
 
 
 def seed_everything(seed: int) -> None:
