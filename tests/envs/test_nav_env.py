@@ -100,7 +100,7 @@ def test_stopping_far_from_the_goal_fails(two_rooms):
     env = NavEnv(two_rooms, sensors=(), start=(2.0, 1.0, 0.0), goal=(6.0, 1.0), goal_radius=1.0)
     env.reset(seed=0)
     _, reward, terminated, _, info = env.step(0)
-    assert terminated and not info["success"] and info["fail_reason"] == "stopped_away_from_goal"
+    assert terminated and not info["success"] and info["fail_reason"] == "stop"
     env.close()
 
 
@@ -186,6 +186,16 @@ def test_import_vlnverse_stays_light():
     code = ("import sys, vlnverse; assert 'gymnasium' not in sys.modules and 'pybullet' not in sys.modules; "
             "assert callable(vlnverse.make); assert 'gymnasium' in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_import_vlnverse_registers_the_gymnasium_id():
+    """``import vlnverse`` alone (not ``vlnverse.envs``) makes gymnasium find the id, whether
+    gymnasium is imported after it or before it (``gymnasium.make`` looks the id up so)."""
+    lookup = "print(gymnasium.spec('VLNVerse/Nav-v0').entry_point)"
+    for imports in ("import vlnverse, sys; assert 'gymnasium' not in sys.modules; import gymnasium",
+                    "import gymnasium, vlnverse", "import vlnverse.errors, gymnasium.envs.registration as gymnasium"):
+        done = subprocess.run([sys.executable, "-c", f"{imports}; {lookup}"], capture_output=True, text=True)
+        assert done.returncode == 0 and done.stdout.split()[-1] == "vlnverse.envs.nav_env:NavEnv", done.stderr
 
 
 def test_render_rgb_array(two_rooms):

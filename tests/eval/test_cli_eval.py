@@ -35,7 +35,8 @@ def test_json_output_and_human_tables(bundled_dataset, tmp_path):
     again = vlnverse("eval", "--dataset", bundled_dataset, "--agent", "forward", "--split", "test", "--task",
                      "fine", "--physics", "tel_hop", "--max-steps", "20", "--out", out)
     assert again.returncode == 0, again.stderr
-    assert "Fine-grained task" in again.stdout and "Tel-Hop" in again.stdout
+    assert "Fine-grained task · split test" in again.stdout and "Tel-Hop" in again.stdout
+    assert "Physics" in again.stdout and "Collision" not in again.stdout
     assert "0 evaluated, 1 resumed" in again.stdout
 
 
@@ -49,7 +50,7 @@ def test_errors_are_one_line(bundled_dataset, tmp_path):
     assert result.returncode == 2 and "not found" in one_error_line(result.stderr)
     result = vlnverse("eval", "--dataset", bundled_dataset, "--agent", "oracle", "--physics", "strict,fly",
                       "--out", tmp_path / "z")
-    assert result.returncode == 2 and "unknown physics mode(s) fly" in one_error_line(result.stderr)
+    assert result.returncode == 2 and "unknown physics mode 'fly'" in one_error_line(result.stderr)
 
 
 def test_killed_run_resumes_to_the_same_summary(bundled_dataset, oracle_run, tmp_path):

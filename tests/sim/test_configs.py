@@ -63,3 +63,11 @@ def test_defaults_follow_the_paper():
     actions = DiscreteActions()
     assert (actions.forward_m, actions.turn_deg) == (0.25, 15.0)
     assert PhysicsConfig().collision_threshold == 0.10
+
+
+@pytest.mark.parametrize("spelling", ["tel_hop", "tel-hop", "Tel-Hop", "TEL_HOP", " Tel-Hop "])
+def test_every_spelling_of_a_physics_mode_is_the_same_mode(spelling):
+    from vlnverse.eval.harness import EvalConfig
+
+    assert PhysicsConfig(mode=spelling).mode == "tel_hop" and PhysicsConfig(mode=spelling).teleports
+    assert EvalConfig(dataset="d", out="o", agent="oracle", physics=(spelling, "Strict")).physics == ("tel_hop", "strict")

@@ -22,10 +22,12 @@ def register(subparsers) -> None:
     parser.add_argument("--split", default="all", help="split name or 'all' (default: all)")
     parser.add_argument("--task", default="all", help="task name or 'all' (default: all)")
     parser.add_argument("--agent", required=True,
-                        help="agent name (random, forward, oracle, replay, ...) or module:attr")
+                        help="agent name (random, forward, oracle, replay, ...), module:attr (a module on "
+                             "PYTHONPATH or in the current folder) or path/to/file.py:attr")
     parser.add_argument("--agent-config", type=Path, default=None, help="agent settings (YAML or JSON)")
     parser.add_argument("--physics", default="strict,tel_hop", type=_modes,
-                        help="comma-separated physics modes (default: strict,tel_hop)")
+                        help="comma-separated physics modes: strict, slide, tel_hop (any case; "
+                             "Tel-Hop and tel-hop work too; default: strict,tel_hop)")
     parser.add_argument("--episodes", type=int, default=None, help="evaluate a seeded sample of N episodes")
     parser.add_argument("--workers", type=int, default=1, help="parallel workers (default: 1)")
     parser.add_argument("--executor", choices=("local", "ray"), default="local",
@@ -171,7 +173,7 @@ def print_summary(runs: list) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from vlnverse.eval.report import TASK_TITLES, table_data, tasks_in
+    from vlnverse.eval.report import table_data, table_title, tasks_in
 
     tasks = tasks_in(runs)
     if not tasks:
@@ -181,7 +183,7 @@ def print_summary(runs: list) -> None:
         console = Console(width=160)
     for task in tasks:
         header, rows = table_data(runs, task)
-        table = Table(title=TASK_TITLES.get(task, task))
+        table = Table(title=table_title(runs, task))
         for index, column in enumerate(header):
             table.add_column(column, justify="left" if index < 2 else "right", no_wrap=True)
         for row in rows:

@@ -1,6 +1,6 @@
 """Gymnasium environments of VLNVerse.
 
-Importing this package registers ``VLNVerse/Nav-v0``; :func:`make` is the short path::
+``import vlnverse`` registers ``VLNVerse/Nav-v0`` with gymnasium; :func:`make` is the short path::
 
     env = vlnverse.make(scene="assets/scenes/house_0/scene.usda", physics="strict")
     env = vlnverse.make(dataset="data/vlnverse", split="val_unseen", task="long_horizon")
@@ -11,14 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 import gymnasium
-from gymnasium.envs.registration import register, registry
 
 from vlnverse.errors import ConfigError
-
-NAV_ENV_ID = "VLNVerse/Nav-v0"
-
-if NAV_ENV_ID not in registry:
-    register(id=NAV_ENV_ID, entry_point="vlnverse.envs.nav_env:NavEnv")
+from vlnverse.gym_registration import NAV_ENV_ID
 
 
 def make(

@@ -6,7 +6,8 @@ collision feedback a real robot's bumper gives, not privileged), plus ``referenc
 ``oracle_answer`` (dialogue) when those are enabled. ``info`` always carries ``pose``,
 ``room_type`` (of the room the agent stands in; privileged),
 ``collision``, ``displacement``, ``collisions``, ``geodesic_distance``, ``oracle_action``,
-``fail_reason``, ``start_snap`` (metres the start was moved at reset because it was not
+``fail_reason`` (``None`` while running and after a successful STOP; ``"stop"`` for a STOP
+away from the goal, as in the eval records; ``"collision"``, ``"step_budget"``, ``"wrong_answer"``), ``start_snap`` (metres the start was moved at reset because it was not
 navigable: to the nearest navigable point of the largest component), the sub-goal bookkeeping (``subgoal_index``, ``subgoals_total``,
 ``subgoal_results``, ``subgoal_stop``) and the dialogue counters (``questions_asked``,
 ``questions_remaining``), plus the commanded pose, touched objects and success; the
@@ -648,7 +649,7 @@ class NavEnv(gym.Env):
         elif terminated and answer is not None and not success:
             fail_reason = "wrong_answer"
         elif terminated and command is None and not success:
-            fail_reason = "stopped_away_from_goal"
+            fail_reason = "stop"  # a STOP away from the goal, named as in the eval records
         if subgoal_stop:
             self._distance = distance  # now the next sub-goal's distance: progress restarts from here
         reward = self._reward(distance, report, success)

@@ -48,7 +48,7 @@ from vlnverse.fileio import (
 )
 from vlnverse.llm.factory import check_llm_credentials, check_llm_spec, describe_llm_spec
 from vlnverse.parallel import EXECUTORS, import_ray
-from vlnverse.sim.physics import PHYSICS_MODES
+from vlnverse.sim.physics import physics_mode
 
 logger = logging.getLogger(__name__)
 
@@ -132,10 +132,9 @@ class EvalConfig:
     episode_timeout: float | None = DEFAULT_EPISODE_TIMEOUT_S
 
     def __post_init__(self) -> None:
-        physics = tuple(self.physics)
-        bad = [p for p in physics if p not in PHYSICS_MODES]
-        if bad or not physics:
-            raise ConfigError(f"unknown physics mode(s) {', '.join(bad) or '(none)'}; valid: {', '.join(PHYSICS_MODES)}")
+        physics = tuple(physics_mode(p) for p in self.physics)
+        if not physics:
+            raise ConfigError("give at least one physics mode")
         if len(set(physics)) != len(physics):
             raise ConfigError(f"physics modes repeat: {', '.join(physics)}")
         object.__setattr__(self, "physics", physics)

@@ -6,6 +6,7 @@ built into it strictly, so a misspelt key is an error naming the key::
 
     agent = make_agent("random", {"stop_probability": 0.05})
     agent = make_agent("my_pkg.agents:MyAgent")      # no registration needed
+    agent = make_agent("agents/my_agent.py:MyAgent") # a file, relative to the current folder
     agent = make_agent("my_pkg.agents:policy")       # a function f(observation) -> action
 
 A ``module:attr`` that is an agent or policy object, or a function of one argument (the
@@ -22,7 +23,7 @@ from typing import Any
 from vlnverse.config import config_from_mapping, read_config_mapping
 from vlnverse.errors import ConfigError
 from vlnverse.eval.agent import Agent, as_agent
-from vlnverse.registry import Registry, load_entry_point
+from vlnverse.registry import Registry, load_user_entry_point
 
 AGENTS: Registry = Registry("agent")
 AGENTS.register("random", "vlnverse.eval.baselines:RandomAgent")
@@ -43,9 +44,10 @@ AGENTS.register("waypoint_bert", "vlnverse.learning.online.agent:WaypointBertAge
 
 
 def agent_factory(name: str) -> Any:
-    """The class/factory registered as ``name``, or imported when ``name`` is ``module:attr``."""
+    """The class/factory registered as ``name``, or imported when ``name`` is ``module:attr``
+    or ``path/to/file.py:attr`` (a module is also looked for in the current folder)."""
     if ":" in name and name not in AGENTS:
-        return load_entry_point(name)
+        return load_user_entry_point(name)
     return AGENTS.get(name)
 
 

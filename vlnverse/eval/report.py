@@ -112,7 +112,7 @@ def _cell(metric: Mapping[str, Any] | None, name: str) -> str:
 
 
 def _table(title: str, columns: Sequence[str], rows: list[tuple[str, str, Mapping[str, Any]]]) -> list[str]:
-    header = ["Agent", "Collision", *[f"{c}{ARROWS.get(c, '')}" for c in columns], "n"]
+    header = ["Agent", "Physics", *[f"{c}{ARROWS.get(c, '')}" for c in columns], "n"]
     lines = [f"#### {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for agent, physics, group in rows:
         metrics = group.get("metrics", {})
@@ -257,10 +257,19 @@ def table_data(runs: Sequence[tuple[str, Mapping[str, Any]]], task: str) -> tupl
     entries = [(label, g) for label, summary in runs for g in summary.get("overall", []) if g["task"] == task]
     rows = _rows(entries, task)
     columns = _columns(task, rows)
-    header = ["Agent", "Collision", *[f"{c}{ARROWS.get(c, '')}" for c in columns], "n"]
+    header = ["Agent", "Physics", *[f"{c}{ARROWS.get(c, '')}" for c in columns], "n"]
     body = [[label, PHYSICS_TITLES.get(physics, physics), *[_cell(g["metrics"].get(c), c) for c in columns],
              str(g.get("n_episodes", 0))] for label, physics, g in rows]
     return header, body
+
+
+def table_title(runs: Sequence[tuple[str, Mapping[str, Any]]], task: str) -> str:
+    """The printed table's title: the task and the split(s) its rows pool."""
+    splits = sorted({str(g["split"]) for _, summary in runs for g in summary.get("groups", []) if g["task"] == task})
+    title = TASK_TITLES.get(task, task)
+    if len(splits) == 1:
+        return f"{title} · split {splits[0]}"
+    return f"{title} · splits {' + '.join(splits) or '?'} pooled (summary.md has one table per split)"
 
 
 def tasks_in(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:

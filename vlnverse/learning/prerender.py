@@ -116,10 +116,9 @@ class PrerenderConfig:
             raise ConfigError(f"prerender compress_level must be an integer in 1..9, got {self.compress_level!r}")
         if self.depth_dtype not in DEPTH_DTYPES:
             raise ConfigError(f"prerender depth_dtype must be one of {', '.join(DEPTH_DTYPES)}, got {self.depth_dtype!r}")
-        from vlnverse.sim.physics import PHYSICS_MODES
+        from vlnverse.sim.physics import physics_mode
 
-        if self.physics not in PHYSICS_MODES:
-            raise ConfigError(f"unknown physics {self.physics!r}; valid: {', '.join(PHYSICS_MODES)}")
+        object.__setattr__(self, "physics", physics_mode(self.physics))
 
     def sensors(self) -> dict[str, dict[str, Any]]:
         """The sensor rig the frames are rendered with (also what a learned agent observes)."""

@@ -20,12 +20,26 @@ from vlnverse.errors import ConfigError
 PHYSICS_MODES = ("strict", "slide", "tel_hop")
 
 
+def physics_mode(name: str) -> str:
+    """The canonical name of a physics mode, accepting any case and ``-`` for ``_``
+    (``Tel-Hop``, ``tel-hop`` and ``tel_hop`` are all ``tel_hop``).
+
+    Raises:
+        ConfigError: not a physics mode (the message lists the valid ones).
+    """
+    mode = name.strip().lower().replace("-", "_") if isinstance(name, str) else name
+    if mode not in PHYSICS_MODES:
+        raise ConfigError(f"unknown physics mode {name!r}; valid: {', '.join(PHYSICS_MODES)} "
+                          "(any case, '-' for '_': Tel-Hop is tel_hop)")
+    return mode
+
+
 @dataclass(frozen=True)
 class PhysicsConfig:
     """How actions are simulated and judged.
 
     Attributes:
-        mode: ``"strict"``, ``"slide"`` or ``"tel_hop"``.
+        mode: ``"strict"``, ``"slide"`` or ``"tel_hop"`` (any spelling :func:`physics_mode` takes).
         collision_threshold: Displacement (metres) that makes a collision event (0.10 in the paper).
         physics_hz: Physics sub-steps per simulated second.
         control_hz: Controller updates per simulated second (divides ``physics_hz``).
@@ -41,8 +55,7 @@ class PhysicsConfig:
     contact_tolerance: float = 0.002
 
     def __post_init__(self) -> None:
-        if self.mode not in PHYSICS_MODES:
-            raise ConfigError(f"unknown physics mode {self.mode!r}; valid: {', '.join(PHYSICS_MODES)}")
+        object.__setattr__(self, "mode", physics_mode(self.mode))
         if not 0.0 < self.collision_threshold <= 5.0:
             raise ConfigError(f"PhysicsConfig.collision_threshold must be in (0, 5], got {self.collision_threshold!r}")
         if not 0.0 < self.control_hz <= self.physics_hz <= 10000.0:
