@@ -127,8 +127,8 @@ GROUPS = {
     "decision_testing": ("thought_fusion", "decision_testing"),
 }
 GENERIC_LANDMARK = "objects"
-_NUMBERED = re.compile(r"^\s*(?:\d+[.)]|[-*])\s*(.+?)\s*$")
-_LANDMARK = re.compile(r"([^,;:()\n]+?)\s*\(([^)]+)\)")
+_NUMBERED = re.compile(r"(?:\d+[.)]|[-*])\s*(\S.*)")  # on stripped lines: no backtracking
+_PARENTHESIS = re.compile(r"\(([^()]*)\)")  # linear: a match attempt ends at the next parenthesis
 
 
 @dataclass(frozen=True)
@@ -408,7 +408,7 @@ def _items(text: str, key: str) -> list[str]:
         if isinstance(found, list):
             return [str(v).strip() for v in found if str(v).strip()]
         return [found.strip()] if isinstance(found, str) and found.strip() else []
-    return [m.group(1) for line in (text or "").splitlines() if (m := _NUMBERED.match(line))]
+    return [m.group(1) for line in (text or "").splitlines() if (m := _NUMBERED.match(line.strip()))]
 
 
 def _landmarks(text: str) -> list[tuple[str, str]]:
@@ -421,7 +421,15 @@ def _landmarks(text: str) -> list[tuple[str, str]]:
                 pairs.append((str(item["name"]).strip(), str(item.get("type", "object")).strip().lower()))
         return pairs
     tail = (text or "").split("Landmarks:", 1)[-1]
-    return [(n.strip(), t.split(",")[0].strip().lower()) for n, t in _LANDMARK.findall(tail)]
+    pairs, start = [], 0
+    for match in _PARENTHESIS.finditer(tail):
+        before = tail[start:match.start()]
+        name = before[max(before.rfind(c) for c in ",;:()\n") + 1:].strip()  # back to the last separator
+        kind = match.group(1).split(",")[0].strip().lower()
+        start = match.end()
+        if name and kind:
+            pairs.append((name, kind))
+    return pairs
 
 
 def _asked_kind(landmark_type: str) -> str:

@@ -19,7 +19,7 @@ from vlnverse.errors import LLMAnswerError
 from vlnverse.llm.jsonanswer import extract_json
 
 REPLY_ERRORS = ("empty", "malformed", "unknown_id")
-_LINE = re.compile(r"^\s*[*#-]*\s*([A-Za-z][A-Za-z _]{0,30}?)\s*[*]*\s*:\s*(.*)$")
+_LINE = re.compile(r"[*#-]*\s*([A-Za-z][A-Za-z _]{0,30}?)\s*(?:\*+\s*)?:\s*(.*)")  # on stripped lines: no backtracking
 _ACTION = re.compile(
     r"^\W*(?:(?:candidate|option|waypoint|place|action|go to)\s+)?([A-Za-z]+)\b\W*", re.IGNORECASE)
 
@@ -68,7 +68,7 @@ def reply_fields(text: str) -> dict[str, str]:
     found: dict[str, str] = {}
     last = None
     for line in text.splitlines():
-        match = _LINE.match(line)
+        match = _LINE.match(line.strip())
         if match:
             last = _key(match.group(1))
             found[last] = match.group(2).strip()  # a repeated key: the last one counts

@@ -2,20 +2,25 @@
 
 Models wrap JSON in code fences or a sentence of prose; :func:`parse_json_answer` takes
 the first fenced block, else the first complete JSON object/array in the text, and
-checks its type and required keys.
+checks its type and required keys. Reading is linear in the text's length (no regex that
+backtracks), and JSON nested too deeply to parse counts as no JSON.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from vlnverse.errors import LLMInvalidJSON, LLMSchemaError
 
-_FENCE = re.compile(r"```[ \t]*(?:json|JSON|jsonc)?[ \t]*\r?\n?(.*?)```", re.DOTALL)
+_FENCE = "```"
+_FENCE_TAGS = ("jsonc", "json", "JSON")
 _DECODER = json.JSONDecoder()
+MAX_JSON_STARTS = 200
+"""Brackets tried as the start of the answer's JSON (prose full of brackets costs no more)."""
 
 
 def _excerpt(text: str, limit: int = 120) -> str:
@@ -23,12 +28,36 @@ def _excerpt(text: str, limit: int = 120) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
+def _fenced_blocks(text: str) -> Iterator[str]:
+    """The bodies of the text's code fences, a ``json`` tag dropped."""
+    start = text.find(_FENCE)
+    while start != -1:
+        end = text.find(_FENCE, start + len(_FENCE))
+        if end == -1:
+            return
+        body = text[start + len(_FENCE):end].lstrip(" \t")
+        tag = next((t for t in _FENCE_TAGS if body.startswith(t)), "")
+        yield body[len(tag):].strip()
+        start = text.find(_FENCE, end + len(_FENCE))
+
+
+_NOT_JSON = object()
+
+
+def _loads(text: str) -> Any:
+    """``json.loads``; ``_NOT_JSON`` for text that is not JSON or is nested too deeply to parse."""
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return _NOT_JSON
+
+
 def _first_json_value(text: str) -> Any:
     """The first complete JSON object or array in ``text`` (prose around it is ignored)."""
-    for match in re.finditer(r"[\[{]", text):
+    for match in itertools.islice(re.finditer(r"[\[{]", text), MAX_JSON_STARTS):
         try:
             value, _ = _DECODER.raw_decode(text, match.start())
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             continue
         return value
     raise LLMInvalidJSON(f"the answer holds no JSON object or array: {_excerpt(text)!r}")
@@ -43,15 +72,10 @@ def extract_json(text: str) -> Any:
     if not isinstance(text, str) or not text.strip():
         raise LLMInvalidJSON("the answer is empty")
     stripped = text.strip()
-    try:
-        return json.loads(stripped)
-    except json.JSONDecodeError:
-        pass
-    for block in _FENCE.findall(stripped):
-        try:
-            return json.loads(block.strip())
-        except json.JSONDecodeError:
-            continue
+    for candidate in (stripped, *_fenced_blocks(stripped)):
+        value = _loads(candidate)
+        if value is not _NOT_JSON:
+            return value
     return _first_json_value(stripped)
 
 
