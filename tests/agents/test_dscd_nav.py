@@ -10,12 +10,20 @@ import math
 import re
 import threading
 
+import numpy as np
 import pytest
 
 from tests.agents.conftest import SMALL
 from tests.agents.test_agents_episodes import run
-from vlnverse.agents.dscd_nav import soft_compromise, wrap_angle
+from tests.agents.test_waypoints import box_room
+from vlnverse.agents.base import StepView
+from vlnverse.agents.config import WaypointConfig
+from vlnverse.agents.dscd_nav import Round, soft_compromise, wrap_angle
+from vlnverse.agents.gt_perception import ViewObjects
+from vlnverse.agents.parsing import Decision
+from vlnverse.agents.waypoints import Candidate, DepthWaypoints
 from vlnverse.errors import ConfigError
+from vlnverse.eval.agent import EpisodeInfo
 from vlnverse.eval.registry import make_agent
 from vlnverse.llm.base import LLMClient
 from vlnverse.llm.transcript import RecordingClient, ReplayClient
@@ -107,26 +115,26 @@ def test_a_debated_episode_replays_with_the_protocol_and_its_metrics(dataset, tm
     assert record["actions"][1][0] == pytest.approx(0.5 * star["distance_m"], abs=1e-3)
     assert record["actions"][1][1] == pytest.approx(wrap_angle(math.radians(star["heading_deg"]) + delta / 3), abs=1e-3)
     assert "step 1: micro-probed toward" in trace["steps"][2]["messages"][1]["content"]
-    # step 2: STOP agreed and confirmed by the VLM check (no category in a VLN episode).
-    assert third["stop_verification"] == {"confirmed": True, "by": "vlm"} and record["actions"][-1] == [0, 0, 1]
-    assert model.roles[-4:] == ["tsu", "sib", "nca", "verify"]
+    # step 2: STOP agreed and executed (stop_check "evidence": no veto call on a VLN task).
+    assert "stop_verification" not in third and record["actions"][-1] == [0, 0, 1]
+    assert model.roles[-3:] == ["tsu", "sib", "nca"]
     # the metrics against hand counts: 5 rounds, 3 disagreeing; 1 arbitration, overridden, probed.
     metrics = record["metrics"]
     assert metrics["DR"] == pytest.approx(3 / 5) and metrics["JOR"] == 1.0 and metrics["MPTR"] == 1.0
     assert (metrics["debate_rounds"], metrics["arbitrations"], metrics["micro_probes"]) == (5, 1, 1)
-    assert metrics["AORI"] is not None and trace["calls"] == len(model.roles) == 3 + 7 + 4
+    assert metrics["AORI"] is not None and trace["calls"] == len(model.roles) == 3 + 7 + 3
 
     replayed, _ = run(dataset, "dscd_nav", ReplayClient(transcript))
     assert replayed["actions"] == record["actions"] and replayed["agent_trace"]["debate"] == trace["debate"]
 
 
-def test_an_unconfirmed_stop_is_not_executed(dataset):
-    model = DebateModel(lambda role, step, prompt: answer(role, 2 if step == 0 else step, prompt,
-                                                         verify="no" if step == 0 else "yes"))
-    record, _ = run(dataset, "dscd_nav", model, max_steps=3)
-    first = record["agent_trace"]["debate"][0]
-    assert first["stop_verification"] == {"confirmed": False, "by": "vlm"}
-    assert record["actions"][0][2] == 0.0 and record["actions"][0][0] > 0   # moved instead
+@pytest.mark.parametrize("stop_check", ["evidence", "veto"])
+def test_a_stop_on_a_vln_task_is_executed_without_a_veto(dataset, stop_check):
+    """The veto is ObjectNav's only: on a VLN task it could refuse STOP until the budget ends."""
+    model = DebateModel(lambda role, step, prompt: answer(role, 2, prompt, verify="no"))
+    record, _ = run(dataset, "dscd_nav", model, config={"stop_check": stop_check}, max_steps=3)
+    assert record["actions"] == [[0.0, 0.0, 1.0]] and "verify" not in model.roles
+    assert "stop_verification" not in record["agent_trace"]["debate"][0]
 
 
 @pytest.mark.parametrize("config, roles, mode", [
@@ -172,8 +180,137 @@ def test_dscd_nav_over_the_openai_client_on_a_loopback_server(dataset, tmp_path,
                                      physics=("tel_hop",), plots=1, bootstrap=10, llm=spec))
     (record,) = result.records
     assert record["fail_reason"] == "stop" and record["metrics"]["JOR"] == 1.0
-    assert server.calls == record["llm"]["calls"] == 14
+    assert server.calls == record["llm"]["calls"] == 13
     summary = (tmp_path / "summary.md").read_text()
     assert "MPTR" in summary and "DR" in summary
+    settings = json.loads((tmp_path / "run.json").read_text())["run"]["agent_settings"]
+    assert (settings["stop_check"], settings["alpha_deg"], settings["perception"]) == ("evidence", 60.0, "gt")
     page = next((tmp_path / "viewer").glob("*.html")).read_text()
     assert "<b>Debate</b>" in page and "mode B" in page
+
+
+# -- the paper's control flow on constructed steps ------------------------------------
+
+SLOTS = DepthWaypoints(WaypointConfig())
+
+
+def agent_for(task="coarse", llm=None, **config):
+    agent = make_agent("dscd_nav", {"perception": "gt", **SMALL, **config}, llm=llm)
+    agent.reset(EpisodeInfo(episode_id="e", task=task, split="val", physics="tel_hop", scene_id="s",
+                            instruction="Find a bed.", action_space=None, action_space_name="waypoint",
+                            max_steps=10, seed=0, extra={"object_category": "bed", "success_distance": 1.0}
+                            if task == "objectnav" else {}))
+    return agent
+
+
+def view_of(candidates, objects=None, panorama=None):
+    return StepView(step=0, pose=np.zeros(4), instruction="Find a bed.", panorama=panorama or box_room(9, 9, 9, 9),
+                    candidates=tuple(candidates), options=(*(c.id for c in candidates), "STOP"),
+                    objects=objects, room_type=None, reference_image=None, bump=False, dialogue=False)
+
+
+def slot(index, distance=2.0):
+    return Candidate(SLOTS.ids[index], float(SLOTS.headings[index]), distance, 0)
+
+
+def disagreement(tsu, sib):
+    return Round(3, Decision(tsu, fields={}), Decision(sib, fields={"decision": "counter"}))
+
+
+def test_mode_b_fires_on_every_slot_pair_60_degrees_apart_and_not_beyond():
+    agent = agent_for()
+    n = len(SLOTS.ids)
+    for i in range(n):
+        for gap, mode in ((2, "B"), (3, "A")):   # 60 and 90 degrees on the 30-degree grid
+            j = (i + gap) % n
+            for star, alt in ((i, j), (j, i)):   # NCA sided with SIB; TSU's id is the alternative
+                entry = {}
+                agent._execution_mode(view_of([slot(star), slot(alt)]), Decision(SLOTS.ids[star]),
+                                      disagreement(SLOTS.ids[alt], SLOTS.ids[star]), entry)
+                assert entry["mode"] == mode, (SLOTS.ids[star], SLOTS.ids[alt], entry)
+
+
+def test_consensus_is_sibs_declared_decision_and_both_are_traced():
+    tsu = Decision("A", fields={})
+    agree_other_id = Round(1, tsu, Decision("B", fields={"decision": "agree"}))
+    counter_same_id = Round(1, tsu, Decision("A", fields={"decision": "Counter: too close to the wall"}))
+    undeclared = Round(1, tsu, Decision("A", fields={}))
+    assert agree_other_id.agree and not counter_same_id.agree and undeclared.agree
+    assert agree_other_id.to_dict()["sib_decision"] == "agree" and not agree_other_id.to_dict()["same_id"]
+    assert counter_same_id.to_dict()["sib_decision"] == "counter" and counter_same_id.to_dict()["same_id"]
+    assert "SIB: counter, id A" in counter_same_id.describe()
+    # Alg. 1 l. 10: an "agree" ends the debate even when SIB's id field differs.
+    agent = agent_for()
+    cards = [slot(0), slot(2)]
+    model = DebateModel(lambda role, step, prompt: json.dumps(
+        {"decision": "agree", "why": "w", "evidence": "e", "action": {"tsu": "A", "sib": "C", "nca": "A"}[role]}))
+    agent._llm = model
+    agent.record = {}
+    agent.decide(view_of(cards))
+    entry = agent.record["debate"]
+    assert model.roles == ["tsu", "sib", "nca"] and entry["consensus"] and entry["mode"] == "A"
+
+
+def test_an_objectnav_veto_uses_the_success_radius_and_reads_json_booleans():
+    objects = (ViewObjects(0, 0.0, (("bed", 2.5),)),)
+    near = (ViewObjects(0, 0.0, (("bed", 1.5),)),)
+    agent = agent_for("objectnav", stop_check="veto")
+    assert agent._target_in_view(view_of([slot(0)], objects)) == (False, "semantic")   # 2.5 > 1.0 + 1.0
+    assert agent._target_in_view(view_of([slot(0)], near)) == (True, "semantic")
+    for reply, seen in (('{"visible": true, "evidence": "a bed"}', True), ('{"visible": "no"}', False),
+                        ("Visible: Yes", True)):
+        vlm = agent_for("objectnav", llm=DebateModel(lambda *_, text=reply: text), stop_check="veto")
+        vlm.record = {}
+        assert vlm._target_in_view(view_of([slot(0)])) == (seen, "vlm")
+    with pytest.raises(ConfigError, match="stop_check"):
+        make_agent("dscd_nav", {"stop_check": "always"})
+
+
+def test_evidence_mode_puts_the_goal_detections_in_the_goal_aware_prompts_only():
+    agent = agent_for("objectnav")
+    goal, free = agent._context(view_of([slot(0)], (ViewObjects(0, 0.0, (("bed", 2.5),)),)))
+    goal_text = "\n".join(p for _, p in goal.parts if isinstance(p, str))
+    free_text = "\n".join(p for _, p in free.parts if isinstance(p, str))
+    assert "Detector evidence for the goal" in goal_text and "bed at 2.5 m in view 0" in goal_text
+    assert "Detector evidence" not in free_text and "Find a bed" not in free_text
+
+
+def test_a_micro_probe_is_clipped_to_the_free_space_along_its_heading():
+    agent = agent_for()
+    walled = box_room(1.0, 9.0, 9.0, 9.0)            # a wall 1 m ahead
+    star, alt = slot(0, 3.0), slot(2, 3.0)           # 0 and 60 degrees: the probe heads 20 degrees left
+    entry = {}
+    agent._execution_mode(view_of([star, alt], panorama=walled), Decision("A"), disagreement("C", "A"), entry)
+    probe = entry["probe"]
+    free = DepthWaypoints(agent.config.waypoints).reach(walled, math.radians(20))
+    assert entry["mode"] == "B" and probe["clipped"] and probe["r_compromise"] == 1.5
+    assert probe["r"] == pytest.approx(free, abs=1e-4) and probe["r"] < 1.0
+    agent.record = {"debate": entry}
+    assert agent._action(Decision("A"), view_of([star, alt], panorama=walled))[0] == pytest.approx(probe["r"], abs=1e-4)
+    entry = {}
+    agent._execution_mode(view_of([star, alt]), Decision("A"), disagreement("C", "A"), entry)
+    assert not entry["probe"]["clipped"] and entry["probe"]["r"] == 1.5          # open space: Eq. 13 as is
+
+
+def test_a_failed_judge_keeps_the_consensus_else_tsus_preference(dataset):
+    def script(role, step, prompt):
+        return "I cannot decide." if role == "nca" else answer(role, step, prompt)
+
+    record, _ = run(dataset, "dscd_nav", DebateModel(script), max_steps=2)
+    trace = record["agent_trace"]
+    first, second = trace["debate"]
+    assert first["judge"] is None and first["judge_fallback"] == "consensus"
+    agreed = next(c for c in trace["steps"][0]["candidates"] if c["id"] == first["rounds"][0]["tsu"])
+    assert record["actions"][0][:2] == pytest.approx([agreed["distance_m"], math.radians(agreed["heading_deg"])], abs=1e-2)
+    assert second["judge_fallback"] == "tsu" and second["alt"] == second["rounds"][-1]["sib"]
+
+
+@pytest.mark.parametrize("task, goal_only", [("visual_reference", "Goal picture"),
+                                             ("dialogue", "Dialogue with a guide")])
+def test_sib_sees_neither_the_goal_picture_nor_the_dialogue(dataset, task, goal_only):
+    record, _ = run(dataset, "dscd_nav", DebateModel(), task=task, max_steps=1)
+    calls = record["agent_trace"]["steps"][0]["consultations"]
+    tsu = next(c for c in calls if c["purpose"] == "tsu")["messages"][-1]["content"]
+    sib = next(c for c in calls if c["purpose"] == "sib")["messages"][-1]["content"]
+    assert goal_only in tsu and goal_only not in sib
+    assert ("<image" in tsu) == (task == "visual_reference") and "<image" not in sib

@@ -9,21 +9,27 @@ One decision step follows the paper's Algorithm 1:
 2. **Debate** (§3.2): up to ``rounds`` (K, default 3) rounds, stopping early on agreement.
    TSU (task–scene understanding: goal progress, layout, room–object commonsense) proposes
    ``(id, why, evidence)`` (Eq. 5); SIB (safety–information balancing, task-agnostic: it is
-   not told the goal) agrees or counters with an alternative (Eq. 6). Each reads the
+   told neither the goal nor the goal picture nor the dialogue) agrees or counters with an
+   alternative (Eq. 6); its declared ``agree`` is the consensus (Alg. 1 l. 10). Each reads the
    other's previous arguments. ``schedule: alternating`` is Algorithm 1 (SIB audits TSU's
    proposal of the same round); ``simultaneous`` reads Eqs. 3–4 literally: from round 2
    each stance reads only the previous round, so the two calls are sent concurrently.
 3. **NCA arbitration** (§3.3.1, Eq. 10) over the cards and the debate trace →
-   ``(id*, why*, evidence*)``.
+   ``(id*, why*, evidence*)``. A judge with no usable reply (after its repair prompt)
+   leaves the debate's consensus, else TSU's final preference.
 4. **Two-mode execution** (§3.3, Eqs. 8–13): Mode A executes ``(r*, theta*)``. Mode B, when
    the final round disagrees and ``|dtheta| <= alpha`` with ``dtheta = wrap(theta_alt -
    theta*)``: the micro-probe ``(beta_r r*, theta* + beta_theta dtheta)`` (:func:`soft_compromise`);
    the next step debates again on the new observation. ``theta_alt`` is the final
-   preference of the stance NCA did not follow (TSU's when NCA chose neither).
-5. **Stop verification** (Appendix A.2): STOP is executed only when the target is confirmed
-   in view: by the semantic sensor in ``gt`` perception when the episode names an object
-   category, else by a VLM check. A rejected STOP moves to the stances' last non-STOP
-   preference instead (or the nearest candidate straight ahead).
+   preference of the stance NCA did not follow (TSU's when NCA chose neither). The
+   comparison with alpha allows float error (candidates lie on a grid), and the probe is
+   clipped to the free space seen along its heading (recorded as ``probe.clipped``).
+5. **Stop verification** (Appendix A.2, ``stop_check``): ``evidence`` (default) puts the
+   detections of the goal category in the goal-aware prompts (the paper's GroundingDINO
+   evidence; here the semantic sensor in ``gt`` perception, nothing extra in ``vlm``);
+   ``veto`` (ObjectNav only) additionally executes STOP only when the target is confirmed
+   within the episode's success radius plus ``veto_margin`` (semantic sensor) or by a VLM
+   check, moving to the stances' last non-STOP preference otherwise; ``off``: neither.
 
 Ablations (Table 3): ``rounds``; ``tsu_only`` / ``sib_only`` (one stance decides alone);
 ``nca: false`` (no judge: the agreed id, else TSU's final preference); ``micro_probing:
@@ -36,19 +42,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from vlnverse.agents.base import LLMWaypointAgent, StepView
 from vlnverse.agents.config import LLMAgentConfig, _positive
+from vlnverse.agents.panorama import direction_phrase
 from vlnverse.agents.parsing import Decision, ReplyError, parse_reply, reply_fields
 from vlnverse.agents.prompts import ASK, STOP, Prompt, history_text, output_format
+from vlnverse.agents.waypoints import DepthWaypoints
 from vlnverse.errors import ConfigError
 from vlnverse.llm.types import ChatMessage
 
 SCHEDULES = ("alternating", "simultaneous")
+STOP_CHECKS = ("evidence", "veto", "off")
+AFFIRMATIVE = ("yes", "true")  # a JSON boolean arrives as "True"
+OBJECTNAV = "objectnav"
+ANGLE_TOLERANCE = 1e-6  # radians: headings on a grid differ from the threshold by float error only
 
 TSU_SYSTEM = """\
 You are the Task-Scene Understanding (TSU) agent of a robot searching an indoor home.
@@ -108,8 +120,11 @@ class DSCDNavConfig(LLMAgentConfig):
         alpha_deg: Compromise threshold alpha on ``|dtheta|`` (degrees).
         beta_r: Forward scale of the micro-probe.
         beta_theta: Yaw interpolation of the micro-probe toward the alternative.
-        verify_stop: Execute STOP only when the target is confirmed in view.
-        verify_range: ``gt`` verification: the goal category must be seen within this (m).
+        stop_check: ``evidence`` (detections of the goal category in the prompt), ``veto``
+            (evidence, and on ObjectNav a STOP needs the target confirmed) or ``off``.
+        veto_margin: ``veto`` in ``gt`` perception: the category must be seen within the
+            episode's success radius plus this (m; an ObjectNav viewpoint lies up to 1 m
+            from its object).
     """
 
     rounds: int = 3
@@ -121,8 +136,8 @@ class DSCDNavConfig(LLMAgentConfig):
     alpha_deg: float = 60.0
     beta_r: float = 0.5
     beta_theta: float = 1.0 / 3.0
-    verify_stop: bool = True
-    verify_range: float = 3.0
+    stop_check: str = "evidence"
+    veto_margin: float = 1.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -132,8 +147,11 @@ class DSCDNavConfig(LLMAgentConfig):
             raise ConfigError(f"dscd_nav.schedule must be one of {SCHEDULES}, got {self.schedule!r}")
         if self.tsu_only and self.sib_only:
             raise ConfigError("dscd_nav: tsu_only and sib_only exclude each other")
-        _positive("dscd_nav", alpha_deg=self.alpha_deg, beta_r=self.beta_r, beta_theta=self.beta_theta,
-                  verify_range=self.verify_range)
+        if self.stop_check not in STOP_CHECKS:
+            raise ConfigError(f"dscd_nav.stop_check must be one of {STOP_CHECKS}, got {self.stop_check!r}")
+        _positive("dscd_nav", alpha_deg=self.alpha_deg, beta_r=self.beta_r, beta_theta=self.beta_theta)
+        if self.veto_margin < 0:
+            raise ConfigError(f"dscd_nav.veto_margin must be >= 0, got {self.veto_margin!r}")
         if self.beta_r > 1 or self.beta_theta > 1 or self.alpha_deg > 180:
             raise ConfigError("dscd_nav: beta_r and beta_theta must be in (0, 1], alpha_deg in (0, 180]")
 
@@ -147,12 +165,26 @@ class Round:
     sib: Decision | None
 
     @property
-    def agree(self) -> bool:
+    def sib_decision(self) -> str | None:
+        """SIB's declared ``agree`` / ``counter`` (None: no usable reply or no such word)."""
+        word = self.sib.fields.get("decision", "").strip().lower() if self.sib is not None else ""
+        return next((d for d in ("agree", "counter") if word.startswith(d)), None)
+
+    @property
+    def same_id(self) -> bool:
         return self.tsu is not None and self.sib is not None and self.tsu.action == self.sib.action
+
+    @property
+    def agree(self) -> bool:
+        """Consensus (Alg. 1 l. 10): SIB declared ``agree`` to a proposal; without a
+        readable declaration, the two ids match."""
+        declared = self.sib_decision
+        return self.tsu is not None and (declared == "agree" if declared is not None else self.same_id)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"round": self.index, "tsu": _id(self.tsu), "sib": _id(self.sib),
-                               "sib_decision": "agree" if self.agree else "counter"}
+                               "sib_decision": self.sib_decision, "same_id": self.same_id,
+                               "consensus": self.agree}
         for name, d in (("tsu", self.tsu), ("sib", self.sib)):
             for key in ("why", "evidence"):
                 out[f"{name}_{key}"] = d.fields.get(key, "") if d is not None else ""
@@ -161,7 +193,8 @@ class Round:
     def describe(self) -> str:
         """The round as the stances and the judge read it (the paper's Fig. 6 form)."""
         lines = [f"Round {self.index}:"]
-        for name, d, prefix in (("TSU", self.tsu, ""), ("SIB", self.sib, "agree, " if self.agree else "counter, ")):
+        declared = self.sib_decision or ("agree" if self.agree else "counter")
+        for name, d, prefix in (("TSU", self.tsu, ""), ("SIB", self.sib, f"{declared}, ")):
             if d is None:
                 lines.append(f"{name}: (no usable reply)")
             else:
@@ -192,12 +225,27 @@ class DSCDNavAgent(LLMWaypointAgent):
         return {c.id: f"[r = {c.distance:.2f} m, theta = {c.heading_deg:+.0f} deg]" for c in view.candidates}
 
     def _context(self, view: StepView) -> tuple[Prompt, Prompt]:
-        """The step's input with the goal (TSU, NCA) and without it (SIB)."""
+        """The step's input with the goal (TSU, NCA: goal text, goal picture, dialogue and
+        the goal's detections) and without any of it (SIB, §3.2.2)."""
+        history = history_text(self.state.history, self.config.history_window)
+        with_goal = Prompt([("text", f"Goal:\n{self.goal_text(view)}")])
+        with_goal.section("Your last steps", history)
+        self.observation_sections(with_goal, view)
+        self._goal_evidence(with_goal, view)
         free = Prompt()
-        free.section("Your last steps", history_text(self.state.history, self.config.history_window))
-        self.observation_sections(free, view)
-        with_goal = Prompt([("text", f"Goal:\n{self.goal_text(view)}"), *free.parts])
+        free.section("Your last steps", history)
+        self.observation_sections(free, replace(view, reference_image=None, dialogue=False))
         return with_goal, free
+
+    def _goal_evidence(self, prompt: Prompt, view: StepView) -> None:
+        """``stop_check`` evidence: where the goal category is detected (``gt``: the semantic
+        sensor stands in for the paper's open-set detector)."""
+        category = self.state.episode.extra.get("object_category")
+        if self.config.stop_check == "off" or not category or view.objects is None:
+            return
+        seen = [f"{category} at {dist:.1f} m in view {v.view} ({direction_phrase(v.heading)})"
+                for v in view.objects for name, dist in v.objects if name == category]
+        prompt.section("Detector evidence for the goal", "\n".join(seen) or f"{category}: not detected in any view")
 
     # -- one step (Algorithm 1) ------------------------------------------------------
 
@@ -221,6 +269,9 @@ class DSCDNavAgent(LLMWaypointAgent):
             decision = self._arbitrate(view, goal_ctx, rounds, options)
             entry["judge"] = _id(decision)
             entry["override"] = decision is not None and final.tsu is not None and decision.action != final.tsu.action
+            if decision is None:  # the judge failed: keep what the debate settled
+                decision = final.tsu if final.agree else next((r.tsu for r in reversed(rounds) if r.tsu), None)
+                entry["judge_fallback"] = None if decision is None else "consensus" if final.agree else "tsu"
         else:
             decision = final.tsu or final.sib
         self._execution_mode(view, decision, final, entry)
@@ -290,8 +341,16 @@ class DSCDNavAgent(LLMWaypointAgent):
                                           self.config.beta_r, self.config.beta_theta)
         entry["alt"] = alt.action
         entry["delta_theta_deg"] = round(math.degrees(delta), 2)
-        if abs(delta) <= math.radians(self.config.alpha_deg):
-            entry.update(mode="B", micro_probe=True, probe={"r": round(r, 4), "theta_deg": round(math.degrees(theta), 2)})
+        if abs(delta) <= math.radians(self.config.alpha_deg) + ANGLE_TOLERANCE:
+            free = self._free_space.reach(view.panorama, theta)
+            entry.update(mode="B", micro_probe=True, probe={
+                "r": round(min(r, free), 4), "theta_deg": round(math.degrees(theta), 2),
+                "clipped": r > free, "r_compromise": round(r, 4), "r_free": round(free, 4)})
+
+    @property
+    def _free_space(self) -> DepthWaypoints:
+        """Free space along any heading (the predictor's own when it can tell)."""
+        return self.predictor if isinstance(self.predictor, DepthWaypoints) else DepthWaypoints(self.config.waypoints)
 
     def _action(self, decision: Decision | None, view: StepView) -> Any:
         probe = self.record.get("debate", {}).get("probe")
@@ -315,7 +374,8 @@ class DSCDNavAgent(LLMWaypointAgent):
                 self.record.update(fallback=True, parsed=None)
             return None
         self.record.setdefault("parsed", decision.to_dict())
-        if decision.action != STOP or not self.config.verify_stop or not view.candidates:
+        if (decision.action != STOP or self.config.stop_check != "veto" or not view.candidates
+                or self.state.episode.task != OBJECTNAV):
             return decision
         confirmed, how = self._target_in_view(view)
         entry["stop_verification"] = {"confirmed": confirmed, "by": how}
@@ -327,10 +387,13 @@ class DSCDNavAgent(LLMWaypointAgent):
         return Decision(entry["stop_rejected_for"], fields={"why": "STOP rejected: the target is not confirmed in view"})
 
     def _target_in_view(self, view: StepView) -> tuple[bool, str]:
-        category = self.state.episode.extra.get("object_category")
+        extra = self.state.episode.extra
+        category = extra.get("object_category")
         if view.objects is not None and category:
-            seen = any(name == category and dist <= self.config.verify_range
-                       for v in view.objects for name, dist in v.objects)
+            if "success_distance" not in extra:
+                raise ConfigError("dscd_nav: stop_check 'veto' needs the episode's success radius")
+            reach = float(extra["success_distance"]) + self.config.veto_margin
+            seen = any(name == category and dist <= reach for v in view.objects for name, dist in v.objects)
             return seen, "semantic"
         prompt = Prompt()
         prompt.section("Goal", self.goal_text(view))
@@ -342,7 +405,7 @@ class DSCDNavAgent(LLMWaypointAgent):
             answer = reply_fields(response.text).get("visible", "")
         except ReplyError:
             answer = ""
-        return answer.strip().lower().startswith("yes"), "vlm"
+        return answer.strip().lower() in AFFIRMATIVE, "vlm"
 
     # -- stance replies ---------------------------------------------------------------
 
@@ -378,6 +441,4 @@ class DSCDNavAgent(LLMWaypointAgent):
 
 def _with_options(view: StepView, options: Sequence[str]) -> StepView:
     """``view`` offering ``options`` (ASK removed: the stances do not ask)."""
-    from dataclasses import replace
-
     return replace(view, options=tuple(options))

@@ -75,12 +75,20 @@ class DepthWaypoints:
                                      2.0 * math.pi) - math.pi
         self.ids = string.ascii_uppercase[:slots]
 
-    def free_space(self, panorama: Panorama) -> np.ndarray:
-        """Free travel distance of the body's centre along each heading slot (m)."""
+    def free_space(self, panorama: Panorama, headings: np.ndarray | None = None) -> np.ndarray:
+        """Free travel distance of the body's centre along each heading slot, or along
+        ``headings`` (radians) when given (m)."""
         cfg = self.config
         obstacles = panorama.obstacle_points(cfg.step_height, cfg.body_height)
-        return free_distances(obstacles, self.headings, cfg.body_radius,
-                              cfg.max_distance + cfg.safety_margin)
+        return free_distances(obstacles, self.headings if headings is None else np.asarray(headings),
+                              cfg.body_radius, cfg.max_distance + cfg.safety_margin)
+
+    def reach(self, panorama: Panorama, heading: float) -> float:
+        """How far a move along any ``heading`` may go: free space minus the safety margin,
+        capped at ``max_distance`` (m, >= 0); a candidate's distance is this at its slot."""
+        cfg = self.config
+        free = float(self.free_space(panorama, np.array([heading]))[0]) - cfg.safety_margin
+        return float(np.clip(free, 0.0, cfg.max_distance))
 
     def predict(self, panorama: Panorama) -> list[Candidate]:
         cfg = self.config

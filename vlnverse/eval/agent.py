@@ -85,7 +85,8 @@ class EpisodeInfo:
         max_steps: The step budget.
         seed: A seed for the agent's own randomness, derived from the run seed and the
             episode so results do not depend on which worker runs it.
-        extra: Task-specific extras: dialogue ``question_budget``; ObjectNav ``object_category``;
+        extra: Task-specific extras: dialogue ``question_budget``; ObjectNav ``object_category`` and
+            ``success_distance`` (the task's success radius, m);
             EQA ``question`` (text), ``options`` (four texts, A to D) and ``question_kind``.
     """
 

@@ -354,6 +354,7 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
     # The model client is built in the workers only, so the agent is checked without one.
     probe = build_agent(spec) if isinstance(spec.agent, str) else spec.agent
     privileged = sorted(getattr(probe, "privileged", ()))  # what a fair comparison must know
+    settings = agent_settings(probe)
     if isinstance(spec.agent, str):
         probe.close()
     for spec_text in (config.llm, config.oracle_llm):
@@ -361,11 +362,19 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
             check_llm_credentials(spec_text)  # the client itself is built in the workers
     prepare_output_dir(out)
     with OutputLock(out):
-        return _run(config, spec, items, privileged, on_start, on_result)
+        return _run(config, spec, items, privileged, settings, on_start, on_result)
+
+
+def agent_settings(agent: Any) -> dict[str, Any] | None:
+    """The agent's resolved settings, defaults included (None: it has no settings object)."""
+    config = getattr(agent, "config", None)
+    if not dataclasses.is_dataclass(config) or isinstance(config, type):
+        return None
+    return json.loads(json.dumps(dataclasses.asdict(config), sort_keys=True, default=str))
 
 
 def _run(config: EvalConfig, spec: RunSpec, items: list[WorkItem], privileged: list[str],
-         on_start: Callable[[int, list[dict[str, Any]]], None] | None,
+         settings: dict[str, Any] | None, on_start: Callable[[int, list[dict[str, Any]]], None] | None,
          on_result: Callable[[dict[str, Any]], None] | None) -> EvalResult:
     """The part of :func:`evaluate` that writes, under the output folder's lock."""
     out = Path(config.out)
@@ -378,7 +387,7 @@ def _run(config: EvalConfig, spec: RunSpec, items: list[WorkItem], privileged: l
            "episodes": config.episodes, "seed": config.seed, "max_steps": config.max_steps,
            "success_distance": float(config.success_distance), "backend": config.backend,
            "instruction_view": config.instruction_view, "concurrency": config.concurrency,
-           "episode_timeout": config.episode_timeout, "privileged": privileged,
+           "episode_timeout": config.episode_timeout, "privileged": privileged, "agent_settings": settings,
            "trace_metrics": {"debate_max_rounds": config.metrics.debate_max_rounds,
                              **{f"aori.{k}": v for k, v in dataclasses.asdict(config.metrics.aori).items()}}}
     if spec.llm is not None:

@@ -214,7 +214,7 @@ def run_episode(
         max_steps=base.max_episode_steps, seed=ep_seed,
         subgoal_instructions=tuple(episode.instruction.subgoals), reference_image=reference_image,
         extra=({"question_budget": episode.question_budget} if episode.question_budget is not None else {})
-        | ({"object_category": episode.goals[0].category} if objectnav else {})
+        | ({"object_category": episode.goals[0].category, "success_distance": radius} if objectnav else {})
         | ({"question": eqa.text, "options": eqa.options, "question_kind": eqa.kind} if eqa else {}),
     )
 
