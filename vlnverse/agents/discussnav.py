@@ -341,7 +341,8 @@ class DiscussNavAgent(LLMWaypointAgent):
             first = next(d for d in decisions if d.action == chosen.action)
             thought = chosen.fields.get("thought") or fused[chosen.action]
             return Decision(first.action, first.question, {**first.fields, "thought": thought})
-        except ReplyError as exc:
+        except ReplyError as exc:  # counted like any unusable reply; the majority decides instead
+            self.state.trace.failures[exc.kind] += 1
             talk["testing"] = {"question": test.splitlines()[0], "answer": verdict, "error": exc.kind}
             return majority(decisions)
 

@@ -119,6 +119,7 @@ def output_format(variant: str, fields: Mapping[str, str], options: Sequence[str
     if variant == "json":
         body = ", ".join(f'"{k}": "<{v}>"' for k, v in fields.items())
         return (f"Reply with one JSON object and nothing else: {{{body}}}\n"
-                f"\"action\" must be exactly one of: {names}.")
+                f"Write the action as the id alone, no other words.\n\"action\" must be exactly one of: {names}.")
     lines = "\n".join(f"{k.replace('_', ' ').title()}: <{v}>" for k, v in fields.items())
-    return f"Reply in exactly these lines:\n{lines}\nThe action must be exactly one of: {names}."
+    return (f"Reply in exactly these lines:\n{lines}\nWrite the action as the id alone, no other words.\n"
+            f"The action must be exactly one of: {names}.")
