@@ -66,6 +66,11 @@ class LLMRequestError(LLMError):
     """The model endpoint failed (after bounded retries) or rejected the request."""
 
 
+class LLMServerUnreachable(LLMRequestError):
+    """The endpoint could not be reached: every attempt failed to connect or to get an
+    answer in time, or earlier calls gave up on it (a run's results then measure nothing)."""
+
+
 class LLMUnsupportedFeature(LLMRequestError):
     """The endpoint rejected a structured-output or tool-calling request: the client
     stops sending that feature and its callers fall back to the prompt-based emulation."""

@@ -72,3 +72,25 @@ def turn_left(observation):
 
 
 NOT_AN_AGENT = 3
+
+
+BROKEN_ENV = "VLNVERSE_TEST_AGENT_BROKEN"
+
+
+class FixableAgent(Agent):
+    """Raises at its first step while ``$VLNVERSE_TEST_AGENT_BROKEN`` is set (a bug, later
+    fixed); else turns left twice and stops."""
+
+    sensors = ()
+
+    def reset(self, episode):
+        import os
+
+        self.broken = bool(os.environ.get(BROKEN_ENV))
+        self.steps = 0
+
+    def act(self, observation):
+        if self.broken:
+            raise RuntimeError("boom: the agent has a bug")
+        self.steps += 1
+        return 2 if self.steps <= 2 else 0

@@ -145,6 +145,7 @@ class LLMWaypointAgent(Agent, abc.ABC):
     cot: ClassVar[bool] = False
     system_prompt: ClassVar[str] = ""
     decision_role: ClassVar[str] = "decision"  # the role the action's tokens count under
+    needs_llm: ClassVar[bool] = True  # the harness refuses a run that gives it no model
     action_space = "waypoint"
 
     def __init__(self, config: Mapping[str, Any] | Any = None, *, llm: Any = None,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,10 @@ from vlnverse.errors import ConfigError
 
 BUDGET_STOP_EXIT = 3
 """Exit status of a run stopped by its LLM budget (its finished records are kept)."""
+ALL_ERRORED_EXIT = 4
+"""Exit status of a run whose every episode record ended in an error (it measured nothing)."""
+UNREACHABLE_EXIT = 5
+"""Exit status of a run whose model server could not be reached (in any episode)."""
 
 
 def register(subparsers) -> None:
@@ -77,6 +83,9 @@ def register(subparsers) -> None:
     trace.add_argument("--debate-max-rounds", type=int, default=3, metavar="R",
                        help="R_max of the debate metrics DR/JOR/MPTR (default: 3; an agent whose trace "
                             "states debate_max_rounds, e.g. dscd_nav, uses its own)")
+    parser.add_argument("--fallback-warning", type=float, default=None, metavar="SHARE",
+                        help="warn when more than this share of the agent's steps were fallback moves "
+                             "(default: 0.5)")
     parser.add_argument("--no-progress", action="store_true", help="do not draw the progress bar")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.set_defaults(handler=_eval)
@@ -98,6 +107,7 @@ def _modes(text: str) -> tuple[str, ...]:
 
 def _eval(args: argparse.Namespace) -> int:
     from vlnverse.eval.harness import EvalConfig, evaluate
+    from vlnverse.eval.health import health_line
     from vlnverse.eval.progress import RunProgress
     from vlnverse.eval.registry import load_agent_config
 
@@ -108,6 +118,7 @@ def _eval(args: argparse.Namespace) -> int:
         ray_address=args.ray_address, backend=args.backend, seed=args.seed, max_steps=args.max_steps,
         success_distance=args.success_distance, plots=args.plots, instruction_view=args.instruction_view,
         **_timeout(args.episode_timeout),
+        **({} if args.fallback_warning is None else {"fallback_warning": args.fallback_warning}),
         scenes_dir=str(args.scenes_dir) if args.scenes_dir else None,
         llm=args.llm, llm_cache=str(args.llm_cache) if args.llm_cache else None,
         llm_record=str(args.llm_record) if args.llm_record else None, budget_tokens=args.budget_tokens,
@@ -129,19 +140,32 @@ def _eval(args: argparse.Namespace) -> int:
     finally:
         if progress:
             progress[0].__exit__(None, None, None)
+    health = result.summary.get("health", {})
     if args.json:
         print_json({"summary": result.summary, "out": str(result.out), "evaluated": result.evaluated,
                     "resumed": result.resumed, "stopped": result.stopped})
-        return BUDGET_STOP_EXIT if result.stopped else 0
-    if result.records:
-        print_summary([(args.agent, result.summary)])
-    print(f"{result.evaluated} evaluated, {result.resumed} resumed · report {result.summary_markdown} · "
-          f"episodes {result.index_html}")
-    if result.stopped:
-        print(f"stopped: {result.stopped}; {len(result.records)} record(s) kept. Re-run the same command "
-              "(with a larger budget if needed) to continue.")
-        return BUDGET_STOP_EXIT
-    return 0
+    else:
+        if result.records:
+            print_summary([(args.agent, result.summary)])
+            print(f"health: {health_line(health)}")
+        print(f"{result.evaluated} evaluated, {result.resumed} resumed · report {result.summary_markdown} · "
+              f"episodes {result.index_html}")
+        if result.stopped:
+            print(f"stopped: {result.stopped}; {len(result.records)} record(s) kept. Re-run the same command "
+                  "(with a larger budget if needed) to continue.")
+    for warning in health.get("warnings", []):
+        print(f"warning: {warning}", file=sys.stderr)
+    return exit_status(health, result.stopped)
+
+
+def exit_status(health: Mapping[str, Any], stopped: str | None) -> int:
+    """The exit status of a finished run: :data:`UNREACHABLE_EXIT`, then
+    :data:`ALL_ERRORED_EXIT`, then :data:`BUDGET_STOP_EXIT`, else 0."""
+    if health.get("verdict") == "unreachable":
+        return UNREACHABLE_EXIT
+    if health.get("verdict") == "all_errored":
+        return ALL_ERRORED_EXIT
+    return BUDGET_STOP_EXIT if stopped else 0
 
 
 def trace_metrics_config(aori: list[str], debate_max_rounds: int) -> Any:

@@ -32,6 +32,7 @@ from vlnverse import __version__
 from vlnverse.envs.episode import INSTRUCTION_VIEWS
 from vlnverse.errors import ConfigError
 from vlnverse.eval.executors import run_items
+from vlnverse.eval.health import DEFAULT_FALLBACK_WARNING
 from vlnverse.eval.html_index import write_index
 from vlnverse.eval.metrics import MetricsConfig
 from vlnverse.eval.registry import agent_factory, takes_llm
@@ -99,6 +100,8 @@ class EvalConfig:
             parameters: AORI, the debate's ``R_max``).
         episode_timeout: Wall-clock limit of one episode in seconds (``None``: none); an
             episode past it ends with ``fail_reason = "timeout"`` and the run goes on.
+        fallback_warning: Share of the agent's steps decided by its fallback move above
+            which the run is flagged (:mod:`vlnverse.eval.health`).
     """
 
     dataset: str
@@ -130,6 +133,7 @@ class EvalConfig:
     oracle_llm: str | None = None
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     episode_timeout: float | None = DEFAULT_EPISODE_TIMEOUT_S
+    fallback_warning: float = DEFAULT_FALLBACK_WARNING
 
     def __post_init__(self) -> None:
         physics = tuple(physics_mode(p) for p in self.physics)
@@ -161,6 +165,9 @@ class EvalConfig:
         if self.episode_timeout is not None and (not isinstance(self.episode_timeout, (int, float))
                                                  or not self.episode_timeout > 0):
             raise ConfigError(f"episode_timeout must be a positive number of seconds, got {self.episode_timeout!r}")
+        if isinstance(self.fallback_warning, bool) or not isinstance(self.fallback_warning, (int, float)) \
+                or not 0 <= self.fallback_warning <= 1:
+            raise ConfigError(f"fallback_warning must be a share in [0, 1], got {self.fallback_warning!r}")
         if self.budget_tokens is not None and (not isinstance(self.budget_tokens, int) or self.budget_tokens < 1):
             raise ConfigError(f"budget_tokens must be a positive integer, got {self.budget_tokens!r}")
         if self.budget_usd is not None and not (isinstance(self.budget_usd, (int, float))
@@ -357,6 +364,9 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
     settings = agent_settings(probe)
     if isinstance(spec.agent, str):
         probe.close()
+        if spec.llm is None and getattr(probe, "needs_llm", False):
+            raise ConfigError(f"agent {spec.agent} needs a model: pass --llm SPEC (e.g. "
+                              "'openai:MODEL?base_url=URL') or set 'llm:' in its --agent-config")
     for spec_text in (config.llm, config.oracle_llm):
         if spec_text is not None:
             check_llm_credentials(spec_text)  # the client itself is built in the workers
@@ -388,6 +398,7 @@ def _run(config: EvalConfig, spec: RunSpec, items: list[WorkItem], privileged: l
            "success_distance": float(config.success_distance), "backend": config.backend,
            "instruction_view": config.instruction_view, "concurrency": config.concurrency,
            "episode_timeout": config.episode_timeout, "privileged": privileged, "agent_settings": settings,
+           "fallback_warning": config.fallback_warning,
            "trace_metrics": {"debate_max_rounds": config.metrics.debate_max_rounds,
                              **{f"aori.{k}": v for k, v in dataclasses.asdict(config.metrics.aori).items()}}}
     if spec.llm is not None:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 USAGE_FIELDS = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "tokens",
-                "cost_usd", "list_cost_usd", "unpriced_calls")
+                "cost_usd", "list_cost_usd", "unpriced_calls", "failed_calls", "unreachable_calls")
 TRACE_COUNTERS = ("fallbacks", "repairs", "parse_failures")
 TRACE_METRICS = ("AORI", "DR", "JOR", "MPTR")
 

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from vlnverse.eval.aggregate import aggregate_metrics
+from vlnverse.eval.health import DEFAULT_FALLBACK_WARNING, health_markdown, run_health
 from vlnverse.eval.llm_report import llm_totals, trace_metrics_markdown, usage_markdown
 
 TABLE5_TASKS = ("fine", "coarse")
@@ -71,8 +72,9 @@ def summarize(records: Iterable[Mapping[str, Any]], run: Mapping[str, Any], *, n
         seed: Bootstrap seed.
 
     Returns:
-        ``{"run", "episodes", "errors", "groups", "overall"}``: ``groups`` per (task,
-        split, physics), ``overall`` per (task, physics) over all splits.
+        ``{"run", "episodes", "errors", "groups", "overall", "health"}``: ``groups`` per
+        (task, split, physics), ``overall`` per (task, physics) over all splits, ``health``
+        whether the run measured the agent (:func:`vlnverse.eval.health.run_health`).
     """
     rows = sort_records(records)
     groups = aggregate_metrics(rows, group_by=("task", "split", "physics"), n_boot=n_boot, seed=seed)
@@ -94,6 +96,7 @@ def summarize(records: Iterable[Mapping[str, Any]], run: Mapping[str, Any], *, n
             reasons = Counter(str(r.get("outcome_reason")) for r in rows if r.get("outcome") == "inconclusive"
                               and all(r.get(k) == v for k, v in group.items() if k in ("task", "split", "physics")))
             group["inconclusive_reasons"] = dict(sorted(reasons.items()))
+    out["health"] = run_health(rows, run.get("fallback_warning", DEFAULT_FALLBACK_WARNING))
     totals = llm_totals(rows)
     if totals is not None:
         out["llm"] = totals
@@ -237,6 +240,7 @@ def summary_markdown(summary: Mapping[str, Any], *, label: str | None = None) ->
         f"`{run.get('task', 'all')}` · physics {', '.join(run.get('physics', []))} · "
         f"{summary.get('episodes', 0)} episode records · seed {run.get('seed', 0)}.",
         "",
+        *health_markdown(summary.get("health")),
         *_legend(summary),
         markdown_tables([(label, summary)]),
     ]

@@ -6,8 +6,9 @@
   cache is never stopped by its budget.
 - :class:`UsageMeter`: wraps the client of one episode and counts its calls, cache hits,
   tokens (cache hits included, so an episode reports the same tokens whether it was
-  answered from the cache or not), billed cost (0 for cache hits) and list cost (what
-  the calls would cost uncached). It refuses calls once the run's ledger or the
+  answered from the cache or not), billed cost (0 for cache hits), list cost (what
+  the calls would cost uncached) and the calls that failed (``failed_calls``; those whose
+  server could not be reached also as ``unreachable_calls``). It refuses calls once the run's ledger or the
   episode's own cap is spent, raising :class:`~vlnverse.errors.LLMBudgetExceeded`.
 
 A call is refused *before* it is sent; the call that crosses a limit completes, so a
@@ -24,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from vlnverse.errors import ConfigError, LLMBudgetExceeded
+from vlnverse.errors import ConfigError, LLMBudgetExceeded, LLMRequestError, LLMServerUnreachable
 from vlnverse.llm.base import LLMClient, WrapperClient
 from vlnverse.llm.types import LLMRequest, LLMResponse
 
@@ -146,6 +147,7 @@ class UsageMeter(WrapperClient):
             self.billed_usd = 0.0
             self.list_usd = 0.0
             self.unpriced_calls = 0
+            self.failed_calls = self.unreachable_calls = 0
 
     def _refuse(self, reason: str, scope: str) -> None:
         self.refused = LLMBudgetExceeded(reason, scope)
@@ -162,7 +164,13 @@ class UsageMeter(WrapperClient):
     def send(self, request: LLMRequest) -> LLMResponse:
         with self._lock:
             self._check()
-        response = self.inner.send(request)
+        try:
+            response = self.inner.send(request)
+        except LLMRequestError as exc:  # counted (a run's health), then the agent's to handle
+            with self._lock:
+                self.failed_calls += 1
+                self.unreachable_calls += isinstance(exc, LLMServerUnreachable)
+            raise
         usage = response.usage
         with self._lock:
             self.calls += 1
@@ -191,4 +199,6 @@ class UsageMeter(WrapperClient):
                 "cost_usd": round(self.billed_usd, 8),
                 "list_cost_usd": round(self.list_usd, 8),
                 "unpriced_calls": self.unpriced_calls,
+                "failed_calls": self.failed_calls,
+                "unreachable_calls": self.unreachable_calls,
             }

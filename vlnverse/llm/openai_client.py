@@ -21,7 +21,12 @@ from typing import Any
 
 import openai
 
-from vlnverse.errors import ConfigError, LLMRequestError, LLMUnsupportedFeature
+from vlnverse.errors import (
+    ConfigError,
+    LLMRequestError,
+    LLMServerUnreachable,
+    LLMUnsupportedFeature,
+)
 from vlnverse.llm.base import LLMClient
 from vlnverse.llm.pricing import PriceTable
 from vlnverse.llm.types import ChatMessage, LLMRequest, LLMResponse, ToolCall, Usage
@@ -232,7 +237,7 @@ class OpenAIClient(LLMClient):
         kwargs = request_to_openai(request)
         where = self.where
         if self.connection_failures >= BREAKER_FAILURES:
-            raise LLMRequestError(f"{where} is not called any more: {self.connection_failures} "
+            raise LLMServerUnreachable(f"{where} is not called any more: {self.connection_failures} "
                                   "consecutive connection failures")
         ends = time.monotonic() + self.deadline
         for attempt in range(self.max_retries + 1):
@@ -246,17 +251,16 @@ class OpenAIClient(LLMClient):
                 self._count_connection_failure(exc, where)
                 if not (is_transient(exc) or isinstance(exc, BadReply)):
                     raise LLMRequestError(f"{where} rejected the request: {exc}") from exc
+                failed = LLMServerUnreachable if isinstance(exc, openai.APIConnectionError) else LLMRequestError
                 if attempt == self.max_retries:
-                    raise LLMRequestError(
-                        f"{where} failed after {attempt + 1} attempt(s): {exc}"
-                    ) from exc
+                    raise failed(f"{where} failed after {attempt + 1} attempt(s): {exc}") from exc
                 delay = self.backoff(attempt, exc)
                 if self.connection_failures >= BREAKER_FAILURES:
-                    raise LLMRequestError(f"{where} failed {self.connection_failures} times in a row "
-                                          f"({exc}); not calling it again") from exc
+                    raise failed(f"{where} failed {self.connection_failures} times in a row "
+                                 f"({exc}); not calling it again") from exc
                 if time.monotonic() + delay >= ends:
-                    raise LLMRequestError(f"{where} failed after {attempt + 1} attempt(s) within the "
-                                          f"{self.deadline:g} s deadline: {exc}") from exc
+                    raise failed(f"{where} failed after {attempt + 1} attempt(s) within the "
+                                 f"{self.deadline:g} s deadline: {exc}") from exc
                 log.warning(
                     "LLM call to %s failed (%s); retry %d in %.1fs", where, exc, attempt + 1, delay
                 )
