@@ -7,18 +7,23 @@ Before every move the navigator discusses with domain experts, each a prompted m
    the instruction into actions; the *landmark extraction* expert first checks the action
    order against the sentence structure (and gives the corrected order), then lists the
    landmarks with their types.
-2. **Vision perception** (every step, per direction = candidate): the *scene observation*
-   expert is asked by landmark type ("What furniture can you see in the current direction
-   C?") and sees that direction's view (``vlm``) or its semantic-sensor object list
-   (``gt``); the *object detection* expert tags the view (a VLM asked for tags, standing in
-   for RAM), or in ``gt`` mode the semantic sensor gives the tags without a model call.
+2. **Vision perception** (every step, every direction: the panorama's views, 12 of 30° by
+   default, as §IV-A): the *scene observation* expert is asked by landmark type ("What
+   furniture can you see in direction 3 (left)?") and sees that view (``vlm``) or its
+   semantic-sensor object list (``gt``); the *object detection* expert tags the view (a VLM
+   asked for tags, standing in for RAM), or in ``gt`` mode the semantic sensor gives the tags
+   without a model call. The navigator then chooses one of the candidate places, each named
+   with the direction it lies in (the paper moves to the first viewpoint of the chosen
+   direction).
 3. **Completion estimation** (every step after the first): the *trajectory summary* expert
    condenses the last step to ``[Step t] Observation: … Thought: …``; the *completion
    estimation* expert reads the actions, landmarks and trajectory and answers which actions
    are executed, in progress and waiting. Its answer goes into the navigator's prompt.
 4. **Movement decision**: the navigator (Fig. 2's prompt) makes ``samples`` = N predictions
    (default 5 at temperature 1), each a thought and a prediction, in one request with ``n``
-   where the server honours it, else concurrently. If they agree the agent moves.
+   where the server honours it, else concurrently. If they agree the agent moves. Its reply
+   budget (``max_reply_tokens``, 1500) leaves room for five detailed reasoning points; a
+   reply cut at the budget counts in the trace's ``truncations``.
 5. **Decision testing** (only when they disagree): the *thought fusion* expert fuses the
    thoughts leading to the same direction; the *decision testing* expert (temperature 0)
    weighs the fused thought-prediction pairs against the scene and picks one of them.
@@ -27,11 +32,13 @@ Experts answer at ``expert_temperature`` (0) with one output. Each group can be 
 off (Table II's ablations), and ``samples: 1`` ablates the N predictions. A direction is a
 candidate waypoint (its letter id); moving to it drives to that candidate. Each step's
 trace has a ``discussion`` record (every expert's question and answer, the predictions,
-whether fusion ran, the decision); tokens are counted per expert role.
+whether fusion ran, the decision); tokens are counted per expert role. Every prompt says
+the paper's instructions in our own words.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -40,6 +47,7 @@ from typing import Any
 
 from vlnverse.agents.base import EpisodeState, LLMWaypointAgent, StepView, majority
 from vlnverse.agents.config import LLMAgentConfig, _positive
+from vlnverse.agents.panorama import direction_phrase
 from vlnverse.agents.parsing import Decision, ReplyError, parse_reply
 from vlnverse.agents.prompts import (
     STOP,
@@ -56,68 +64,60 @@ from vlnverse.llm.jsonanswer import extract_json
 from vlnverse.llm.types import ChatMessage
 
 NAVIGATOR_PROMPT = """\
-You are a navigation agent who follows an instruction to move in an indoor environment with the
-least action steps. You have discussed with multiple domain experts to collect information about
-the navigation landmarks, your history navigation trajectory and the estimation of executed
-actions in the given instruction. Now you can observe the current environment in different
-directions, as provided by the vision perception experts. Your task is to predict moving to which
-direction around you at the current step, based on the information from the multi-expert
-discussions. You are encouraged to move to new positions to explore the environment, while
-avoiding revisiting accessed positions in non-essential situations. If you feel struggling to
-find the landmark or execute the action, you can try to execute the subsequent action and find
-the next landmark. Your answer has two parts, "thought" and the prediction ("action"). In the
-thought, think as detailed as possible following these procedures:
-(1) Check the correctness of the action completion estimation based on the navigation trajectory.
-(2) Check whether the latest executed action has been completed by comparing the current
-environment and the landmark in the latest executed action.
-(3) Determine the action you should execute and the landmark you should reach now.
-(4) Analyze which direction in the current environment is most suitable to execute that action
-and explain your reason.
-(5) Predict moving to which direction based on your thought process.
-In the prediction give only the direction id without other words. If you think you have arrived
-at the destination, predict STOP. Your decision is very important: make it very carefully."""
+You guide a robot through a house by following a route instruction, using as few moves as you
+can. Before this move you consulted a panel of specialists: they worked out the route's landmarks,
+condensed the trajectory so far and judged which parts of the instruction are already done, and
+the vision specialists described what lies in every direction around you. Decide which place to
+move to now, using what the panel reported. Prefer places you have not been to; return to a
+visited place only when there is good reason. If a landmark stays out of sight or an action cannot
+be carried out, consider moving on to the next action and looking for its landmark.
+Reply with a "thought" and an "action". Reason thoroughly in the thought, point by point:
+(1) Is the panel's estimate of the finished actions consistent with your trajectory?
+(2) Compare what you see now with the landmark of the latest action: is that action finished?
+(3) Which action are you carrying out now, and which landmark are you heading for?
+(4) Which direction around you serves that action best, and why?
+(5) Your move, as it follows from the points above.
+The action is the id of one place and nothing else; answer STOP once you believe you are at the
+destination. Choose with care: a wrong move is costly."""
 
 EXPERTS = {
     "action_decomposition": (
-        "You are an action decomposition expert. Your task is to detect all actions in the given "
-        "navigation instruction. You need to ensure the integrity of each action. "
-        'Reply with one JSON object: {"actions": ["<action 1>", "<action 2>", ...]}, in the order '
-        "they are to be executed."),
+        "You split route instructions into steps. Find every action the instruction asks for and keep "
+        "each one whole. "
+        'Reply with one JSON object: {"actions": ["<action 1>", "<action 2>", ...]}, listed in the order '
+        "they must be carried out."),
     "landmark_extraction": (
-        "You are a landmark extraction expert. You should first check the correctness of the action "
-        "order by the sentence structure of the instruction (e.g. in \"stop just past the chart\" "
-        "walking past comes before stopping). Then you should recognize the landmarks and categorize "
-        "their types (room, furniture, infrastructure, decoration, appliance, color, ...). Ensure the "
-        'integrity of each landmark. Reply with one JSON object: {"order_correct": true or false, '
-        '"actions": ["<the actions in the correct order>"], "landmarks": [{"name": "<landmark>", '
-        '"type": "<type>"}]}.'),
+        "You find the landmarks of route instructions. First read the sentence structure to check that "
+        "the listed actions are in the right order (in \"stop just past the chart\" the passing comes "
+        "before the stopping) and give the corrected order when they are not. Then name each landmark "
+        "with its kind (room, furniture, infrastructure, decoration, appliance, color, ...), keeping every "
+        "landmark whole (\"the chart on the wall\", not \"chart\" and \"wall\"). Reply with one JSON object: "
+        '{"order_correct": true or false, "actions": ["<the actions in the right order>"], '
+        '"landmarks": [{"name": "<landmark>", "type": "<kind>"}]}.'),
     "scene_observation": (
-        "You are a scene observation expert. Your task is to answer visual questions about the scene "
-        "based on your observation. Please provide as many details as possible, but only about what "
-        "is asked."),
+        "You describe scenes. Answer the question about the view you are given, with every useful "
+        "detail, and about nothing it does not ask."),
     "object_detection": (
-        "You are an object detection expert (an image tagging model). List every object visible in "
-        "the image as short tags separated by ' | ' and nothing else."),
+        "You tag images (an image tagging model). Give each object visible in the image as a short "
+        "tag, the tags separated by ' | ', and nothing else."),
     "trajectory_summary": (
-        "You are a trajectory summary expert. Your task is to simplify the environment description "
-        "and thought process in the navigation history: remove redundant objects and non-essential "
-        "reasoning. Please follow the format: [Step t] Observation: ... Thought: ..."),
+        "You shorten navigation records. Rewrite the step you are given briefly: drop repeated or "
+        "unimportant objects from the observation and reasoning that does not bear on the route. "
+        "Use the form: [Step t] Observation: ... Thought: ..."),
     "completion_estimation": (
-        "You are a completion estimation expert. Your task is to estimate what actions in the "
-        "instruction have been executed based on the navigation history and landmarks. In the "
-        "thought, (1) check the passed landmarks in the navigation trajectory, (2) analyze the "
-        "direction change at each movement step and (3) estimate what actions have been executed. "
+        "You judge progress along a route. From the trajectory so far and the landmarks, decide which "
+        "actions of the instruction are done. Reason first: (1) which landmarks the trajectory has "
+        "passed, (2) how the heading changed at each move, (3) which actions are therefore done. "
         'Reply with one JSON object: {"thought": "...", "executed": ["<action>", ...], '
         '"in_progress": ["<action>", ...], "waiting": ["<action>", ...]}.'),
     "thought_fusion": (
-        "You are a thought fusion expert. Your task is to fuse given thought processes into one "
-        "thought. You need to reserve key information related to actions, landmarks and direction "
-        'changes. Reply with one JSON object mapping each prediction to its fused thought: '
-        '{"<prediction>": "<fused thought>", ...}.'),
+        "You merge reasoning. Combine the lines of reasoning that end in the same move into one, "
+        "keeping what matters about the actions, the landmarks and the changes of direction. "
+        'Reply with one JSON object mapping each prediction to its merged reasoning: '
+        '{"<prediction>": "<merged reasoning>", ...}.'),
     "decision_testing": (
-        "You are a decision testing expert. Your task is to evaluate the feasibility of each movement "
-        "prediction based on its thought process and the current environment. Then you make a final "
-        "decision: select the most reliable prediction."),
+        "You check proposed moves. Judge for each proposal, from its reasoning and from what surrounds "
+        "the robot now, whether it holds up; then choose the most reliable one as the final move."),
 }
 #: The expert roles of each group (the ablation switches of Table II).
 GROUPS = {
@@ -134,7 +134,8 @@ _PARENTHESIS = re.compile(r"\(([^()]*)\)")  # linear: a match attempt ends at th
 @dataclass(frozen=True)
 class DiscussNavConfig(LLMAgentConfig):
     """``discussnav`` settings: the shared ones (``samples`` is N, at ``temperature`` 1)
-    plus the discussion's.
+    plus the discussion's. ``max_reply_tokens`` defaults to 1500: the navigator reasons
+    through five points before its prediction.
 
     Attributes:
         instruction_analysis: Discuss with the action decomposition and landmark
@@ -152,6 +153,7 @@ class DiscussNavConfig(LLMAgentConfig):
 
     samples: int = 5
     temperature: float = 1.0
+    max_reply_tokens: int = 1500
     local_map: bool = False
     ask_oracle: bool = False
     instruction_analysis: bool = True
@@ -187,7 +189,7 @@ class DiscussState(EpisodeState):
     trajectory: list[str] = field(default_factory=list)
     estimation: str = ""
     last_step: str = ""
-    scene: dict[str, str] = field(default_factory=dict)
+    scene: dict[int, str] = field(default_factory=dict)
 
 
 class DiscussNavAgent(LLMWaypointAgent):
@@ -232,11 +234,11 @@ class DiscussNavAgent(LLMWaypointAgent):
     def analyse_instruction(self, instruction: str) -> None:
         """Topic 1: actions, then landmarks with the action-order check."""
         state = self.state
-        asked = f'Can you decompose actions in the instruction "{instruction}"?'
+        asked = f'Split this instruction into its actions: "{instruction}"'
         (answer,) = self.ask([("action_decomposition", asked)], json=True)
         actions = _items(answer, "actions")
-        question = (f'Can you extract landmarks in the instruction "{instruction}"?\n\n'
-                    "The decomposed actions are:\n" + _numbered(actions))
+        question = (f'Which landmarks does this instruction mention: "{instruction}"?\n\n'
+                    "Its actions, as split so far:\n" + _numbered(actions))
         (reply,) = self.ask([("landmark_extraction", question)], json=True)
         checked = _json(reply)
         corrected = _items(reply, "actions") if isinstance(checked, dict) else []
@@ -250,31 +252,32 @@ class DiscussNavAgent(LLMWaypointAgent):
                           "order_correct": order_correct, "actions": state.actions,
                           "landmarks": [{"name": n, "type": t} for n, t in state.landmarks]}}
 
-    def perceive(self, view: StepView) -> dict[str, str]:
-        """Topic 2: per direction, the scene observation expert by landmark type and the
-        object tags; returns each direction's scene text."""
+    def perceive(self, view: StepView) -> dict[int, str]:
+        """Topic 2: in every direction (panorama view), the scene observation expert by
+        landmark type and the object tags; returns each direction's scene text."""
         cfg, state = self.config, self.state
         kinds = list(dict.fromkeys(_asked_kind(t) for _, t in state.landmarks))[:cfg.questions_per_direction]
         kinds = kinds or [GENERIC_LANDMARK]
+        directions = range(view.panorama.config.views)
         calls, keys = [], []
-        for c in view.candidates:
+        for d in directions:
             for kind in kinds:
-                question = f"What {kind} can you see in the current direction {c.id}?"
-                calls.append(("scene_observation", self._looking(question, view, c.view)))
-                keys.append((c.id, question))
-        tags = {c.id: [name for name, _ in view.objects[c.view].objects] for c in view.candidates} \
+                question = f"What {kind} can you see in direction {d} ({_direction(view, d)})?"
+                calls.append(("scene_observation", self._looking(question, view, d)))
+                keys.append((d, question))
+        tags = {d: [name for name, _ in view.objects[d].objects] for d in directions} \
             if view.objects is not None else {}
         if view.objects is None:
-            calls += [("object_detection", self._looking("Tag this image.", view, c.view)) for c in view.candidates]
+            calls += [("object_detection", self._looking("Tag this image.", view, d)) for d in directions]
         answers = self.ask(calls, json=False) if calls else []
-        for c, answer in zip(view.candidates, answers[len(keys):], strict=False):  # vlm: the tagger's
-            tags[c.id] = [t.strip() for t in answer.split("|") if t.strip()]
+        for d, answer in zip(directions, answers[len(keys):], strict=False):  # vlm: the tagger's
+            tags[d] = [t.strip() for t in answer.split("|") if t.strip()]
         scene, talk = {}, []
-        for (cid, question), answer in zip(keys, answers, strict=False):
-            talk.append({"direction": cid, "question": question, "answer": answer.strip()})
-            scene[cid] = f"{scene.get(cid, '')} {answer.strip()}".strip()
-        for cid, found in tags.items():
-            scene[cid] = f"{scene.get(cid, '')} Objects: {' | '.join(found) or 'none'}.".strip()
+        for (d, question), answer in zip(keys, answers, strict=False):
+            talk.append({"direction": d, "question": question, "answer": answer.strip()})
+            scene[d] = f"{scene.get(d, '')} {answer.strip()}".strip()
+        for d, found in tags.items():
+            scene[d] = f"{scene.get(d, '')} Objects: {' | '.join(found) or 'none'}.".strip()
         self.record["discussion"]["vision"] = {"questions": talk, "objects": tags,
                                                "objects_from": "semantic" if view.objects is not None else "model"}
         return scene
@@ -289,11 +292,11 @@ class DiscussNavAgent(LLMWaypointAgent):
     def estimate_completion(self, instruction: str) -> None:
         """Topic 3: summarize the last step, then estimate which actions are done."""
         state = self.state
-        asked = "Can you summarize navigation trajectory based on the history?\n\nHistory:\n" + state.last_step
+        asked = "Condense this step of the route record.\n\nStep:\n" + state.last_step
         (summary,) = self.ask([("trajectory_summary", asked)], json=False)
         state.trajectory.append(" ".join(summary.split()) or state.last_step)
-        question = ("Can you estimate the completion of given instruction based on the navigation "
-                    f"trajectory?\n\nInstruction: {instruction}\nActions:\n{_numbered(state.actions)}\n"
+        question = ("Which actions of the instruction are done, given the trajectory?"
+                    f"\n\nInstruction: {instruction}\nActions:\n{_numbered(state.actions)}\n"
                     f"Landmarks: {_landmark_text(state.landmarks)}\nNavigation trajectory:\n"
                     + "\n".join(state.trajectory))
         (answer,) = self.ask([("completion_estimation", question)], json=True)
@@ -321,16 +324,16 @@ class DiscussNavAgent(LLMWaypointAgent):
         groups: dict[str, list[str]] = {}
         for d in sorted(decisions, key=lambda d: -counts[d.action]):
             groups.setdefault(d.action, []).append(d.fields.get("thought", "").strip())
-        fuse = ("Can you help me fuse the thoughts leading to the same movement direction? These thoughts are:\n"
+        fuse = ("Merge the reasoning behind each proposed move. The reasoning, by move:\n"
                 + "\n".join(f"- Prediction {action}: {t}" for action, ts in groups.items() for t in ts))
         (fusion,) = self.ask([("thought_fusion", fuse)], json=True)
         fused_map = _json(fusion)
         fused = {action: str(fused_map.get(action) or " / ".join(ts)) if isinstance(fused_map, dict)
                  else " / ".join(ts) for action, ts in groups.items()}
         pairs = "\n".join(f"({i}) Thought: {fused[a]} Prediction: {a}" for i, a in enumerate(groups, 1))
-        scene = "\n".join(f"Direction {a}: {self.state.scene.get(a, '(not observed)')}" for a in groups if a != STOP)
+        scene = "\n".join(f"Place {a}: {self._scene_of(view, a)}" for a in groups if a != STOP)
         fields = {"thought": "compare the predictions against the environment", "action": "the final prediction"}
-        test = (f"Can you help me make final decision? The thought-decision pairs are:\n{pairs}\n\n"
+        test = (f"Choose the final move. The proposed moves with their reasoning:\n{pairs}\n\n"
                 f"Instruction: {view.instruction}\nCurrent environment:\n{scene or '(no scene information)'}\n\n"
                 + output_format(self.config.prompt_variant, fields, list(groups)))
         (verdict,) = self.ask([("decision_testing", test)], json=self.config.prompt_variant == "json")
@@ -365,9 +368,14 @@ class DiscussNavAgent(LLMWaypointAgent):
             prompt.section("Your last steps", history_text(state.history, cfg.history_window))
         if view.room_type is not None:
             prompt.section("Current room", view.room_type)
-        notes = {cid: f"— {text}" for cid, text in state.scene.items()}
-        prompt.section("Directions you can move to, with what the vision perception experts see there",
-                       candidate_cards(view.candidates, notes=notes))
+        if state.scene:
+            places = {}
+            for c in view.candidates:
+                places.setdefault(c.view, []).append(c.id)
+            prompt.section("What the vision experts see in each direction", "\n".join(
+                f"direction {d} ({_direction(view, d)}; places here: {', '.join(places.get(d, [])) or 'none'}): {text}"
+                for d, text in sorted(state.scene.items())))
+        prompt.section("Places you can move to (view = the direction it lies in)", candidate_cards(view.candidates))
         if view.reference_image is not None:
             prompt.section("Goal picture", "STOP where you see this view.")
             prompt.image("goal", view.reference_image)
@@ -376,8 +384,13 @@ class DiscussNavAgent(LLMWaypointAgent):
                                                                                       state.questions_left))
         return prompt
 
+    def _scene_of(self, view: StepView, action: str) -> str:
+        """What the vision experts saw in the direction of candidate ``action``."""
+        chosen = next((c for c in view.candidates if c.id == action), None)
+        return self.state.scene.get(chosen.view, "") if chosen is not None else ""
+
     def reply_fields(self, view: StepView) -> Mapping[str, str]:
-        fields = {"thought": "your thought following procedures (1)-(5)", "action": "the direction id, or STOP"}
+        fields = {"thought": "your reasoning through points (1)-(5)", "action": "the place id, or STOP"}
         if "ASK" in view.options:
             fields["question"] = "your question for the guide if the action is ASK, else empty"
         return fields
@@ -387,11 +400,16 @@ class DiscussNavAgent(LLMWaypointAgent):
         if decision is None:
             observed, thought, moved = "(undecided)", "", "a fallback move"
         else:
-            observed = self.state.scene.get(decision.action, "")
+            observed = self._scene_of(view, decision.action)
             thought = decision.fields.get("thought", "")
             moved = "STOP" if decision.action == STOP else f"direction {decision.action}"
         self.state.last_step = (f"[Step {view.step}] Observation: {observed or '(not observed)'} "
                                 f"Thought: {thought} Decision: {moved}")
+
+
+def _direction(view: StepView, index: int) -> str:
+    """Direction ``index`` (a panorama view) in words: ``"left"``."""
+    return direction_phrase(math.radians(index * view.panorama.config.step_deg))
 
 
 def _json(text: str) -> Any:

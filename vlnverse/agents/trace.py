@@ -5,12 +5,15 @@ Shape::
     {"steps": [{"step", "pose", "candidates", "messages", "reply", "parsed", "action",
                 "fallback", "repair", ...}],
      "fallbacks", "repairs", "parse_failures", "failures": {kind: n},
-     "tokens": {"prompt", "completion"}, "cost_usd", "calls", "cached_calls",
+     "tokens": {"prompt", "completion"}, "cost_usd", "calls", "cached_calls", "truncations",
      "waypoints": [[x, y], ...], "roles": {role: {"calls", "prompt", "completion"}}}
 
 ``tokens`` count every answered call, cached or not; ``cost_usd`` is what was billed
 (cache hits cost nothing); ``roles`` splits the calls and tokens by the role that made
-them (``decision`` for the action; multi-call agents name their experts). ``waypoints`` are the decision locations (AORI).
+them (``decision`` for the action; multi-call agents name their experts). ``truncations``
+counts replies cut at the reply budget (``finish_reason == "length"``; of a request with
+``n`` choices only the first one's reason is known), apart from the parse failures they
+may cause. ``waypoints`` are the decision locations (AORI).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ class AgentTrace:
     cost_usd: float = 0.0
     calls: int = 0
     cached_calls: int = 0
+    truncations: int = 0
     waypoints: list[list[float]] = field(default_factory=list)
     roles: dict[str, dict[str, int]] = field(default_factory=dict)
 
@@ -51,6 +55,8 @@ class AgentTrace:
         self.calls += 1
         self.prompt_tokens += response.usage.prompt_tokens
         self.completion_tokens += response.usage.completion_tokens
+        if response.finish_reason == "length":
+            self.truncations += 1
         if response.cached:
             self.cached_calls += 1
         elif response.cost_usd is not None:
@@ -67,6 +73,7 @@ class AgentTrace:
             "cost_usd": round(self.cost_usd, 8),
             "calls": self.calls,
             "cached_calls": self.cached_calls,
+            "truncations": self.truncations,
             "waypoints": self.waypoints,
             "roles": {role: dict(counts) for role, counts in sorted(self.roles.items())},
         }
