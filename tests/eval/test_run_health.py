@@ -95,3 +95,30 @@ def test_exit_status_precedence(verdict, stopped, status):
     from vlnverse.cli.eval import exit_status
 
     assert exit_status({"verdict": verdict}, stopped) == status
+
+
+def test_retry_errors_runs_again_only_the_episodes_that_errored(bundled_dataset, tmp_path):
+    agent = "tests.eval.agents_for_tests:FixableAgent"
+    out = tmp_path / "run"
+    episodes = out / "episodes.jsonl"
+    good = vlnverse(*small_run(bundled_dataset, out, "--agent", agent, "--physics", "strict"))
+    assert good.returncode == 0, good.stderr
+    strict_lines = episodes.read_text().splitlines()
+
+    broken = vlnverse(*small_run(bundled_dataset, out, "--agent", agent, "--physics", "strict,tel_hop"),
+                      env={BROKEN_ENV: "1"})
+    assert broken.returncode == 0 and "2 evaluated, 2 resumed" in broken.stdout  # not every record errored
+    assert any("2 of 4 episode(s) ended in an error" in w for w in warnings(broken.stderr))
+
+    fixed = small_run(bundled_dataset, out, "--agent", agent, "--physics", "strict,tel_hop")
+    kept = vlnverse(*fixed)  # a plain re-run keeps the error records
+    assert "0 evaluated, 4 resumed" in kept.stdout and warnings(kept.stderr)
+    retried = vlnverse(*fixed, "--retry-errors")
+    assert retried.returncode == 0, retried.stderr
+    assert "2 evaluated, 2 resumed, 2 error record(s) run again" in retried.stdout
+    assert warnings(retried.stderr) == []
+    lines = episodes.read_text().splitlines()
+    assert lines[:2] == strict_lines  # the other records are kept byte for byte
+    records = [json.loads(line) for line in lines]
+    assert [r["fail_reason"] for r in records] == ["stop"] * 4
+    assert len({(r["episode_id"], r["physics"]) for r in records}) == 4

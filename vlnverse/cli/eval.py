@@ -83,6 +83,9 @@ def register(subparsers) -> None:
     trace.add_argument("--debate-max-rounds", type=int, default=3, metavar="R",
                        help="R_max of the debate metrics DR/JOR/MPTR (default: 3; an agent whose trace "
                             "states debate_max_rounds, e.g. dscd_nav, uses its own)")
+    parser.add_argument("--retry-errors", action="store_true",
+                        help="run again the episodes whose record ended in an error (agent exception, "
+                             "worker death, unreachable server); every other record is kept")
     parser.add_argument("--fallback-warning", type=float, default=None, metavar="SHARE",
                         help="warn when more than this share of the agent's steps were fallback moves "
                              "(default: 0.5)")
@@ -119,6 +122,7 @@ def _eval(args: argparse.Namespace) -> int:
         success_distance=args.success_distance, plots=args.plots, instruction_view=args.instruction_view,
         **_timeout(args.episode_timeout),
         **({} if args.fallback_warning is None else {"fallback_warning": args.fallback_warning}),
+        retry_errors=args.retry_errors,
         scenes_dir=str(args.scenes_dir) if args.scenes_dir else None,
         llm=args.llm, llm_cache=str(args.llm_cache) if args.llm_cache else None,
         llm_record=str(args.llm_record) if args.llm_record else None, budget_tokens=args.budget_tokens,
@@ -143,12 +147,13 @@ def _eval(args: argparse.Namespace) -> int:
     health = result.summary.get("health", {})
     if args.json:
         print_json({"summary": result.summary, "out": str(result.out), "evaluated": result.evaluated,
-                    "resumed": result.resumed, "stopped": result.stopped})
+                    "resumed": result.resumed, "retried": result.retried, "stopped": result.stopped})
     else:
         if result.records:
             print_summary([(args.agent, result.summary)])
             print(f"health: {health_line(health)}")
-        print(f"{result.evaluated} evaluated, {result.resumed} resumed · report {result.summary_markdown} · "
+        retried = f", {result.retried} error record(s) run again" if result.retried else ""
+        print(f"{result.evaluated} evaluated, {result.resumed} resumed{retried} · report {result.summary_markdown} · "
               f"episodes {result.index_html}")
         if result.stopped:
             print(f"stopped: {result.stopped}; {len(result.records)} record(s) kept. Re-run the same command "

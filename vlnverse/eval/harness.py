@@ -102,6 +102,8 @@ class EvalConfig:
             episode past it ends with ``fail_reason = "timeout"`` and the run goes on.
         fallback_warning: Share of the agent's steps decided by its fallback move above
             which the run is flagged (:mod:`vlnverse.eval.health`).
+        retry_errors: Run again the selection's episodes whose record ended in ``error``
+            (their records are replaced; every other record is kept).
     """
 
     dataset: str
@@ -134,6 +136,7 @@ class EvalConfig:
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     episode_timeout: float | None = DEFAULT_EPISODE_TIMEOUT_S
     fallback_warning: float = DEFAULT_FALLBACK_WARNING
+    retry_errors: bool = False
 
     def __post_init__(self) -> None:
         physics = tuple(physics_mode(p) for p in self.physics)
@@ -229,6 +232,7 @@ class EvalResult:
         records: The selection's records (finished and resumed).
         evaluated: Records produced by this call.
         resumed: Records found finished from an earlier call.
+        retried: Error records of an earlier call taken out to run again (``retry_errors``).
         timings: Per evaluated record: ``{"env", "agent", "total", "harness"}`` seconds.
         stopped: Why the run stopped before finishing its selection (its LLM budget is
             spent), or None.
@@ -241,6 +245,7 @@ class EvalResult:
     resumed: int
     timings: list[dict[str, float]] = field(default_factory=list)
     stopped: str | None = None
+    retried: int = 0
 
     @property
     def summary_markdown(self) -> Path:
@@ -410,6 +415,12 @@ def _run(config: EvalConfig, spec: RunSpec, items: list[WorkItem], privileged: l
     write_json_atomic(out / RUN_FILE, {"fingerprint": fingerprint, "run": run})
     store = ResultStore(out / EPISODES_FILE)
     wanted = {item.key for item in items}
+    retried = 0
+    if config.retry_errors:
+        retried = store.discard({record_key(r) for r in store.records()
+                                 if record_key(r) in wanted and r.get("fail_reason") == "error"})
+        if retried:
+            logger.info("running %d episode(s) that ended in an error again", retried)
     todo = [item for item in items if item.key not in store]
     finished = [r for r in store.records() if record_key(r) in wanted]
     if on_start:
@@ -441,4 +452,4 @@ def _run(config: EvalConfig, spec: RunSpec, items: list[WorkItem], privileged: l
     records = [store.get(key) for key in (item.key for item in items) if key in store]
     summary = write_reports(out, records, run, n_boot=config.bootstrap, seed=config.seed)
     return EvalResult(out, summary, records, len(timings), len(finished), timings,
-                      stopped[0] if stopped else None)
+                      stopped[0] if stopped else None, retried)

@@ -3,7 +3,9 @@
 One JSON object per line, keyed by ``(episode_id, physics)``. Each record is written with
 a single ``write`` of the whole line, then flushed and fsync'ed, so a crash loses at most
 the episode in flight. Re-opening the file skips the finished keys; a torn last line (a
-crash mid-write) is cut off and logged. A key is never written twice.
+crash mid-write) is cut off and logged. A key is never written twice; :meth:`ResultStore.discard`
+takes records out (rewriting the file atomically, every other line byte for byte) so that
+their episodes run again (``--retry-errors``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from vlnverse.errors import DatasetError
-from vlnverse.fileio import write_failure
+from vlnverse.fileio import write_bytes_atomic, write_failure
 
 logger = logging.getLogger(__name__)
 
@@ -120,6 +122,22 @@ class ResultStore:
     def records(self) -> Iterator[dict[str, Any]]:
         """Finished records in the order they were written."""
         return iter(self._records.values())
+
+    def discard(self, keys: set[Key]) -> int:
+        """Take the records of ``keys`` out of the file (atomically); returns how many there were.
+
+        Raises:
+            OutputError: the file cannot be rewritten.
+        """
+        gone = keys & set(self._records)
+        if not gone:
+            return 0
+        kept = [line for line in self.path.read_bytes().splitlines(keepends=True)
+                if not line.strip() or record_key(json.loads(line)) not in gone]
+        write_bytes_atomic(self.path, b"".join(kept))
+        for key in gone:
+            del self._records[key]
+        return len(gone)
 
     def append(self, record: Mapping[str, Any]) -> bool:
         """Write ``record`` durably; returns False (and writes nothing) if its key is done.
