@@ -21,8 +21,8 @@ class ChatStepConfig:
         max_tokens_per_episode: the per-episode token cap (None: none).
         max_usd_per_episode: the per-episode USD cap (None: none).
         ask_first: dialogue episodes: ask the oracle once before moving.
-        waypoints: trace the decision poses as ``waypoints`` (AORI).
-        broken_trace: trace malformed ``waypoints`` (the harness must fail the episode only).
+        waypoints: trace the decision poses as ``waypoints``.
+        broken_trace: trace a malformed ``debate`` (the harness must fail the episode only).
     """
 
     max_tokens_per_episode: int | None = None
@@ -104,5 +104,5 @@ class ChatStepAgent(Agent):
         if self.config.waypoints:
             trace["waypoints"] = self.poses
         if self.config.broken_trace:
-            trace["waypoints"] = [[0.0, float("nan")]]
+            trace["debate"] = [{"rounds": [[1, 2, 3]]}]
         return trace

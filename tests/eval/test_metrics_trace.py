@@ -23,32 +23,43 @@ def test_disk_overlap_fraction_known_values():
     )
 
 
-def test_aori_far_apart_waypoints_are_not_redundant():
-    pts = np.array([[0.0, 0.0], [10.0, 0.0], [20.0, 0.0]])
-    out = aori(pts, AORIParams(view_radius=3.0))
-    assert out["r_overlap"] == 0.0 and out["d_norm"] == 0.0
+def test_aori_far_apart_locations_are_not_redundant():
+    path = np.array([[0.0, 0.0], [10.0, 0.0], [20.0, 0.0]])
+    out = aori(path, AORIParams(view_radius=3.0, sample_spacing=10.0))
+    assert out["T"] == 3 and out["r_overlap"] == 0.0 and out["d_norm"] == 0.0
     assert out["AORI"] == pytest.approx(0.0)
 
 
-def test_aori_standing_still_is_redundant():
-    pts = np.zeros((3, 2))
-    # Every view overlaps every earlier one fully: r_overlap = 1. The voxel is visited a
-    # third time at t = 3; with a tiny eta, min(1, N_obs / lambda_t) is 1 exactly where
-    # N_obs > 0, so d_norm = 1/3 and AORI = 1 - (0.8 * 0 + 0.2 * (1 - 1/3)).
-    out = aori(pts, AORIParams(view_radius=1.0, eta=1e-9))
-    assert out["r_overlap"] == pytest.approx(1.0)
-    assert out["d_norm"] == pytest.approx(1.0 / 3.0)
-    assert out["AORI"] == pytest.approx(1.0 - 0.2 * (2.0 / 3.0))
+def test_aori_turning_or_idling_in_place_is_not_exploration_nor_redundancy():
+    assert aori(np.zeros((6, 2)), AORIParams()) == aori(np.zeros((1, 2)), AORIParams())
+    assert aori(np.zeros((6, 2)), AORIParams())["T"] == 1
 
 
-def test_aori_overlap_ratio_counts_earlier_views():
-    # Views at 0, 0.5 and 5 m with r = 1: t=2 overlaps t=1 (d=0.5, lens ~0.68 >= 0.5);
-    # t=3 overlaps neither. r_overlap = (1/1 + 0/2) / 2 = 0.5.
-    pts = np.array([[0.0, 0.0], [0.5, 0.0], [5.0, 0.0]])
-    out = aori(pts, AORIParams(view_radius=1.0))
-    assert out["r_overlap"] == pytest.approx(0.5)
-    assert out["d_norm"] == 0.0
-    assert out["AORI"] == pytest.approx(1.0 - (0.8 * 0.25 + 0.2))
+def test_aori_is_the_same_for_short_steps_and_long_hops_along_one_path():
+    corners = np.array([[0.0, 0.0], [3.0, 0.0], [3.0, 3.0], [0.0, 3.0], [0.0, 0.5]])
+    steps = [corners[0]]
+    for a, b in zip(corners[:-1], corners[1:], strict=True):
+        n = int(round(np.linalg.norm(b - a) / 0.25))
+        steps += [a + (b - a) * k / n for k in range(1, n + 1)]
+        steps += [b, b]                                   # turns in place: the pose repeats
+    hops = aori(corners, AORIParams(view_radius=1.0))
+    assert aori(np.array(steps), AORIParams(view_radius=1.0)) == pytest.approx(hops)
+    assert hops["T"] == 13 and 0.0 < hops["AORI"] < 1.0         # 0, 1, ..., 11 m and the end at 11.5 m
+
+
+def test_aori_a_corridor_driven_three_times_is_revisited():
+    # 0 -> 4 -> 0 -> 4 m: locations every metre (T = 13). With r = 1 only coinciding
+    # locations overlap by >= 50 %; the first voxel entered a third time is entered at
+    # 8.25 m (the pass back re-enters the start voxel only twice), so with a tiny eta
+    # min(1, N_obs / lambda_t) is 1 at the four locations from 9 m on: d_norm = 4/13.
+    path = np.array([[0.0, 0.0], [4.0, 0.0], [0.0, 0.0], [4.0, 0.0]])
+    out = aori(path, AORIParams(view_radius=1.0, eta=1e-9))
+    r_overlap = (1 / 5 + 1 / 6 + 1 / 7 + 1 / 8 + 2 / 9 + 2 / 10 + 2 / 11 + 1 / 12) / 12
+    assert out["T"] == 13 and out["r_overlap"] == pytest.approx(r_overlap)
+    assert out["d_norm"] == pytest.approx(4 / 13)
+    assert out["AORI"] == pytest.approx(1.0 - (0.8 * (1 - r_overlap) ** 2 + 0.2 * (1 - 4 / 13)))
+    once = aori(path[:2], AORIParams(view_radius=1.0, eta=1e-9))
+    assert once["d_norm"] == 0.0 and once["r_overlap"] == 0.0
 
 
 def test_aori_single_waypoint_and_bad_input():
@@ -86,21 +97,18 @@ def test_debate_metrics_hand_values():
         debate_metrics([{"rounds": [[1, 2, 3]]}], max_rounds=3)
 
 
-def test_episode_metrics_read_the_trace():
-    trace = {"waypoints": [[0.0, 0.0], [10.0, 0.0]], "debate": DEBATE}
-    rec = EpisodeRecord(
-        np.array([[0.0, 0, 0], [1.0, 0, 0]]),
-        [[1.0, 0, 0]],
-        1.0,
-        actions=["forward", "stop"],
-        stops=(1,),
-        goal_distances=[1.0, 0.0],
-        agent_trace=trace,
-        tokens=900,
-        cost=0.01,
-    )
-    m = compute_episode_metrics(rec)
-    assert m.AORI == pytest.approx(0.0)
+def test_episode_metrics_read_the_path_and_the_debate():
+    positions = np.array([[0.0, 0, 0], [1.0, 0, 0]])
+
+    def metrics(trace):
+        return compute_episode_metrics(EpisodeRecord(
+            positions, [[1.0, 0, 0]], 1.0, actions=["forward", "stop"], stops=(1,),
+            goal_distances=[1.0, 0.0], agent_trace=trace, tokens=900, cost=0.01))
+
+    m = metrics({"waypoints": [[0.0, 0.0], [10.0, 0.0]], "debate": DEBATE})
+    # AORI is the recorded path's, whatever locations the agent reports
+    assert m.AORI == pytest.approx(aori(positions, AORIParams())["AORI"]) and m.AORI > 0.5
+    assert metrics({"waypoints": [[5.0, 5.0]]}).AORI == m.AORI == metrics(None).AORI
     assert m.DR == pytest.approx(0.8) and m.JOR == 0.5 and m.MPTR == 0.5
     d = m.to_dict()
     assert (
@@ -112,4 +120,4 @@ def test_episode_metrics_read_the_trace():
     plain = compute_episode_metrics(
         EpisodeRecord(np.zeros((1, 3)), [[1.0, 0, 0]], 1.0, goal_distances=[1.0])
     ).to_dict()
-    assert "AORI" not in plain and "DR" not in plain and "tokens" not in plain
+    assert plain["AORI"] == 0.0 and "DR" not in plain and "tokens" not in plain

@@ -13,7 +13,8 @@ Shape::
 them (``decision`` for the action; multi-call agents name their experts). ``truncations``
 counts replies cut at the reply budget (``finish_reason == "length"``; of a request with
 ``n`` choices only the first one's reason is known), apart from the parse failures they
-may cause. ``waypoints`` are the decision locations (AORI).
+may cause. ``waypoints`` are the decision locations (shown to the reader; AORI is computed
+from the harness's recorded trajectory, not from them).
 """
 
 from __future__ import annotations

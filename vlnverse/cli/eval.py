@@ -76,10 +76,10 @@ def register(subparsers) -> None:
                      help="episodes each worker runs at once while it waits for the model (default: 1)")
     llm.add_argument("--oracle-llm", default=None, metavar="SPEC",
                      help="dialogue episodes: the oracle's model (default: the template oracle)")
-    trace = parser.add_argument_group("trace metrics (agents that trace waypoints or a debate)")
+    trace = parser.add_argument_group("path and trace metrics (AORI for every agent; DR/JOR/MPTR for debates)")
     trace.add_argument("--aori", action="append", default=[], metavar="NAME=VALUE",
                        help="an AORI parameter (view_radius, voxel_size, overlap_threshold, eta, w_c, w_d, "
-                            "revisit_count, map_size); repeatable")
+                            "revisit_count, map_size, sample_spacing); repeatable")
     trace.add_argument("--debate-max-rounds", type=int, default=3, metavar="R",
                        help="R_max of the debate metrics DR/JOR/MPTR (default: 3; an agent whose trace "
                             "states debate_max_rounds, e.g. dscd_nav, uses its own)")

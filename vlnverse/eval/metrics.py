@@ -39,9 +39,11 @@ Definitions (``d_s`` = ``MetricsConfig.success_distance``, 3.0 m by default):
   ``k`` for all ``k``), so ``mean(SR_Ordered) = SR_1 * SR_2 * ... * SR_G``; reported
   beside SR_All, never in its place.
 - **steps**: actions taken, STOP included (habitat-lab ``StepsTaken``).
-- **AORI**, **DR/JOR/MPTR**: see :mod:`vlnverse.eval.trace_metrics`; computed when the
-  agent's trace holds ``waypoints`` / ``debate`` (``R_max`` is the trace's own
-  ``debate_max_rounds`` when it states one). **tokens**, **cost**: passed through.
+- **AORI**: see :mod:`vlnverse.eval.trace_metrics`; from the recorded positions, for
+  every agent (what an agent reports does not enter it).
+- **DR/JOR/MPTR**: see :mod:`vlnverse.eval.trace_metrics`; computed when the agent's
+  trace holds a ``debate`` (``R_max`` is the trace's own ``debate_max_rounds`` when it
+  states one). **tokens**, **cost**: passed through.
 
 Planar distances: with ``planar=True`` (default) TL, NE_euclidean and DTW use x, y only,
 so a constant height offset between the recorded agent frame and the floor-level
@@ -197,8 +199,8 @@ class EpisodeRecord:
             "error"), passed through.
         stop_visible: per STOP, whether the target was in view (ObjectNav); a STOP
             succeeds only when it was. ``None``: not required.
-        agent_trace: the agent's trace; ``waypoints`` (AORI) and ``debate``
-            (DR/JOR/MPTR) are read when present.
+        agent_trace: the agent's trace; its ``debate`` (DR/JOR/MPTR) is read when
+            present.
         tokens: LLM tokens used: an int, or a mapping with ``prompt``/``completion``
             (and optionally ``total``).
         cost: LLM cost (USD) of the episode.
@@ -521,9 +523,7 @@ def _score(
         collision_count = cr = None
 
     trace = record.agent_trace or {}
-    aori_value = None
-    if trace.get("waypoints") is not None and len(trace["waypoints"]) > 0:
-        aori_value = aori(np.asarray(trace["waypoints"], dtype=np.float64), config.aori)["AORI"]
+    aori_value = aori(record.positions, config.aori)["AORI"]  # the recorded path, for every agent
     dr = jor = mptr = None
     debate_counts = None
     if trace.get("debate") is not None:

@@ -1,19 +1,30 @@
-"""Metrics computed from an agent's decision trace: DSCD-Nav's AORI and debate metrics.
+"""Metrics of an episode's path and decision trace: DSCD-Nav's AORI and debate metrics.
 
-Definitions follow DSCD-Nav (``papers/dscd_nav.txt``, Appendix A.4). The paper leaves
+Definitions follow DSCD-Nav (``papers/dscd_nav.txt``, Appendix A.4). AORI is computed
+from the trajectory the harness recorded (every pose after every env step), never from
+locations an agent reports, so every agent is measured the same way. The paper leaves
 some quantities open; the choices made here are:
 
-- **Visible region** ``V(x, y)``: a disk of radius ``view_radius`` around the decision
-  location (the paper's Eq. 18 gives its size as a disk, ``pi * r^2`` in voxel units).
+- **Locations** ``(x_t, y_t)``, ``t = 1..T``: points every ``sample_spacing`` metres of
+  path length along the recorded trajectory (the start first; the end point too when at
+  least half a spacing is left). T is then a distance, not a count of actions: a
+  discrete agent's 0.25 m steps and turns in place and a waypoint agent's 3 m hops along
+  the same path give the same T and the same AORI.
+- **Visible region** ``V(x, y)``: a disk of radius ``view_radius`` around a location
+  (the paper's Eq. 18 gives its size as a disk, ``pi * r^2`` in voxel units).
 - **Overlap** ``||V_t ∩ V_i||``: the exact lens area of two equal disks, compared with
   ``tau`` given as a *fraction* of one disk's area (``overlap_threshold``), so the test
   does not depend on the voxel size.
 - **Accumulated area** ``||A_t||`` and ``map_size^2``: voxel counts on a square grid of
   ``voxel_size`` cells; ``map_size`` is ``map_size`` metres when configured, else the side
   of the square bounding every visible disk of the episode.
-- ``N_obs^(t)``: voxels containing at least ``revisit_count`` (3 in the paper) of the
-  first ``t`` decision locations.
-- An episode with a single decision has no pairs, so ``r_overlap = 0``.
+- **Visits** (``N_obs^(t)``, "voxels visited at least three times"): a visit is an
+  *entry* of the path into a voxel, along the whole driven path (the segment between two
+  recorded poses is traversed, sampled every half voxel), so a corridor driven through
+  three times counts even when no pose lands in it, and turning or idling in one voxel is
+  one visit. ``N_obs^(t)``: voxels entered at least ``revisit_count`` (3 in the paper)
+  times within the first ``s_t`` metres of path, ``s_t`` the path length at location t.
+- A path with a single location has no pairs, so ``r_overlap = 0``.
 
 DR / JOR / MPTR (Eqs. 20-23) are returned with their numerators and denominators so
 that :mod:`vlnverse.eval.aggregate` can pool them over episodes exactly as the paper
@@ -45,6 +56,7 @@ class AORIParams:
         w_d: weight of the density term (0.2 in the paper).
         revisit_count: visits that make a voxel count in ``N_obs`` (3 in the paper).
         map_size: map side (m) for ``map_size^2``; ``None`` uses the episode's extent.
+        sample_spacing: path length (m) between two AORI locations.
     """
 
     view_radius: float = 3.0
@@ -55,9 +67,10 @@ class AORIParams:
     w_d: float = 0.2
     revisit_count: int = 3
     map_size: float | None = None
+    sample_spacing: float = 1.0
 
     def __post_init__(self) -> None:
-        for name in ("view_radius", "voxel_size", "eta") + (
+        for name in ("view_radius", "voxel_size", "eta", "sample_spacing") + (
             ("map_size",) if self.map_size is not None else ()
         ):
             value = getattr(self, name)
@@ -85,24 +98,46 @@ def _disk_overlap_fraction(dist: np.ndarray, radius: float) -> np.ndarray:
     return lens / (math.pi * radius**2)
 
 
-def aori(waypoints: np.ndarray, params: AORIParams) -> dict[str, float]:
-    """Area Overlap Redundancy Index of one episode (lower = less redundant).
+def path_locations(path: np.ndarray, spacing: float) -> tuple[np.ndarray, np.ndarray]:
+    """The AORI locations of a recorded path (see the module docs) and their path lengths.
 
     Args:
-        waypoints: ``(T, 2)`` or ``(T, 3)`` decision locations (only x, y are used).
+        path: ``(P, 2)`` positions in the order driven.
+        spacing: metres of path between two locations.
+
+    Returns:
+        ``((T, 2) locations, (T,) path length at each)``.
+    """
+    arc = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(path, axis=0), axis=1))])
+    total = float(arc[-1])
+    marks = np.arange(0.0, total + 1e-9, spacing)
+    if total - marks[-1] >= spacing / 2.0:
+        marks = np.append(marks, total)
+    return _along(path, arc, marks), marks
+
+
+def _along(path: np.ndarray, arc: np.ndarray, marks: np.ndarray) -> np.ndarray:
+    """Points at path lengths ``marks`` (linear between the recorded positions)."""
+    return np.stack([np.interp(marks, arc, path[:, 0]), np.interp(marks, arc, path[:, 1])], axis=1)
+
+
+def aori(path: np.ndarray, params: AORIParams) -> dict[str, float]:
+    """Area Overlap Redundancy Index of one episode's path (lower = less redundant).
+
+    Args:
+        path: ``(P, 2)`` or ``(P, 3)`` recorded positions, start first (only x, y are used).
         params: AORI parameters.
 
     Returns:
-        ``{"AORI", "r_overlap", "d_norm"}``.
+        ``{"AORI", "r_overlap", "d_norm", "T"}``.
     """
-    pts = np.asarray(waypoints, dtype=np.float64)
+    pts = np.asarray(path, dtype=np.float64)
     if pts.ndim != 2 or pts.shape[0] == 0 or pts.shape[1] not in (2, 3):
-        raise MetricsError(
-            f"AORI needs (T, 2|3) decision locations with T >= 1, got shape {pts.shape}"
-        )
+        raise MetricsError(f"AORI needs (P, 2|3) positions with P >= 1, got shape {pts.shape}")
     if not np.all(np.isfinite(pts)):
-        raise MetricsError("AORI decision locations contain NaN or inf")
-    xy = pts[:, :2]
+        raise MetricsError("AORI positions contain NaN or inf")
+    driven = pts[:, :2]
+    xy, marks = path_locations(driven, params.sample_spacing)
     t_len = xy.shape[0]
     r = params.view_radius
 
@@ -116,10 +151,13 @@ def aori(waypoints: np.ndarray, params: AORIParams) -> dict[str, float]:
     else:
         r_overlap = 0.0
 
-    # d_norm (Eq. 17) on a voxel grid covering every visible disk.
+    # d_norm (Eq. 17) on a voxel grid covering every visible disk and the whole path.
     vs = params.voxel_size
-    lo = xy.min(axis=0) - r
-    hi = xy.max(axis=0) + r
+    arc = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(driven, axis=0), axis=1))])
+    dense_marks = np.union1d(np.arange(0.0, arc[-1] + 1e-9, vs / 2.0), arc)
+    dense = _along(driven, arc, dense_marks)
+    lo = np.minimum(xy.min(axis=0) - r, dense.min(axis=0))
+    hi = np.maximum(xy.max(axis=0) + r, dense.max(axis=0))
     shape = np.maximum(np.ceil((hi - lo) / vs).astype(int), 1)
     cx = lo[0] + (np.arange(shape[0]) + 0.5) * vs
     cy = lo[1] + (np.arange(shape[1]) + 0.5) * vs
@@ -132,22 +170,24 @@ def aori(waypoints: np.ndarray, params: AORIParams) -> dict[str, float]:
     map_cells = (
         (params.map_size / vs) ** 2 if params.map_size is not None else float(max(shape)) ** 2
     )
-    cell = np.floor((xy - lo) / vs).astype(np.int64)
-    cell_id = cell[:, 0] * (int(shape[1]) + 1) + cell[:, 1]
-    # Visit rank of each location within its voxel (1 = first visit there).
-    rank = np.empty(t_len, dtype=np.int64)
+    cell = np.minimum(np.floor((dense - lo) / vs).astype(np.int64), shape - 1)
+    cell_id = cell[:, 0] * int(shape[1]) + cell[:, 1]
+    entered = np.concatenate([[True], cell_id[1:] != cell_id[:-1]])
+    # Path length at which each voxel is entered for the revisit_count-th time.
     counts: dict[int, int] = {}
-    for i, c in enumerate(cell_id.tolist()):
+    crossed: list[float] = []
+    for c, at in zip(cell_id[entered].tolist(), dense_marks[entered].tolist(), strict=True):
         counts[c] = counts.get(c, 0) + 1
-        rank[i] = counts[c]
-    n_obs = np.cumsum(rank == params.revisit_count)
+        if counts[c] == params.revisit_count:
+            crossed.append(at)
+    n_obs = np.searchsorted(np.sort(crossed), marks + 1e-9, side="right")
     steps = np.arange(1, t_len + 1)
     lam = params.eta * area_t / map_cells * steps
     ratio = np.divide(n_obs, lam, out=np.zeros(t_len), where=lam > 0)
     d_norm = float(np.mean(np.minimum(1.0, ratio)))
 
     value = 1.0 - (params.w_c * (1.0 - r_overlap) ** 2 + params.w_d * (1.0 - d_norm))
-    return {"AORI": float(value), "r_overlap": r_overlap, "d_norm": d_norm}
+    return {"AORI": float(value), "r_overlap": r_overlap, "d_norm": d_norm, "T": t_len}
 
 
 def _round_pair(entry: Any) -> tuple[Any, Any]:
