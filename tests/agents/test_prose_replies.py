@@ -12,7 +12,7 @@ import pytest
 
 from tests.agents.conftest import ScriptedModel
 from tests.agents.test_agents_episodes import run
-from tests.agents.test_discussnav import Panel, PanelModel
+from tests.agents.test_discussnav import ROLES, Panel, PanelModel
 from tests.agents.test_dscd_nav import DebateModel
 from tests.agents.test_parsing import ISSUE_EXAMPLES, PROSE
 
@@ -58,10 +58,11 @@ class ProsePanel(Panel):
 
     def answer(self, system, user, n, seed):
         texts = super().answer(system, user, n, seed)
-        if "decision testing expert" in system:
+        role = ROLES.get(system.split(".")[0], "navigator")
+        if role == "decision_testing":
             minority = re.findall(r"Prediction: (\w+)", user)[-1]
             return [json.dumps({"thought": "t", "action": f"STOP is not appropriate, choose {minority}"})]
-        if system.startswith("You are a navigation agent") and not re.search(r"^\[Step \d+\]", user, re.M):
+        if role == "navigator" and not re.search(r"^\[Step \d+\]", user, re.M):
             return [json.dumps({"thought": "t", "action": p}) for p in TABLE[:len(texts)]]
         return texts
 
