@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import math
 from pathlib import Path
 
@@ -12,6 +13,8 @@ from vlnverse.fileio import prepare_output_dir
 from vlnverse.sim.gl.context import RENDERERS
 
 CAMERA_KINDS = ("rgb", "depth", "semantic")
+PANORAMA_VIEWS, PANORAMA_STEP_DEG = 12, 30.0
+logger = logging.getLogger(__name__)
 
 
 def register(subparsers) -> None:
@@ -50,7 +53,7 @@ def _render(args) -> int:
     from vlnverse.scene import build_occupancy, load_scene
     from vlnverse.scene.occupancy import require_on_map
     from vlnverse.sim import Pose, SensorRig, Simulator, make_sensor
-    from vlnverse.sim.pictures import save_observation_pictures, save_panorama_strip
+    from vlnverse.sim.pictures import save_observation_pictures
     from vlnverse.sim.sensors import SENSOR_TYPES
 
     kinds = [k.strip() for k in args.sensors.split(",") if k.strip()]
@@ -62,7 +65,8 @@ def _render(args) -> int:
     rig = SensorRig()
     for kind in kinds:
         if kind in CAMERA_KINDS and args.panorama:
-            rig.add_panorama(make_sensor(kind, camera), prefix=kind)
+            rig.add_panorama(make_sensor(kind, camera), views=PANORAMA_VIEWS, step_deg=PANORAMA_STEP_DEG,
+                             prefix=kind)
         else:
             rig.attach(kind, make_sensor(kind, camera if kind in CAMERA_KINDS else {}))
     prepare_output_dir(args.out)
@@ -71,33 +75,54 @@ def _render(args) -> int:
     x, y, yaw = args.pose
     require_on_map(occupancy, (x, y), "--pose")
     pose = Pose(x, y, occupancy.floor_height, math.radians(yaw))
+    navigable = bool(occupancy.is_navigable(pose.position))
+    if not navigable:
+        nearest = occupancy.nearest_navigable(pose.position)
+        logger.warning("--pose (%g, %g) is not on the navigable map (inside furniture or a wall, or too close "
+                       "to one for the agent): the cameras may see through what they stand in; the nearest "
+                       "navigable point is (%.2f, %.2f), %.2f m away", x, y, nearest[0], nearest[1],
+                       math.hypot(nearest[0] - x, nearest[1] - y))
     with Simulator(scene, sensors=rig, occupancy=occupancy, pose=pose, renderer=args.renderer) as simulator:
         observation = simulator.observe()
         written = save_observation_pictures(args.out, observation, dict(rig.items()), simulator.instances)
         if args.panorama:
             for kind in kinds:
                 if kind in CAMERA_KINDS:
-                    views = [observation[f"{kind}_{i:02d}"] for i in range(12)]
-                    views = [_picture(kind, v, rig[f"{kind}_00"], simulator.instances) for v in views]
                     path = args.out / f"{kind}_panorama.png"
-                    save_panorama_strip(path, views)
+                    _panorama_sheet(path, kind, observation, rig, simulator.instances)
                     written.append(path)
-        navigable = bool(occupancy.is_navigable(pose.position))
         renderer = getattr(simulator.backend, "renderer", None)
     result = {"scene": str(args.scene), "pose": [x, y, yaw], "navigable": navigable, "renderer": renderer,
-              "files": [str(p) for p in written]}
+              "renderer_requested": args.renderer, "files": [str(p) for p in written]}
     if args.json:
         print_json(result)
     else:
-        print_table(f"sim render → {args.out}", ("file", "sensor"), [(str(p), p.stem) for p in written])
+        how = f"renderer {renderer}" + (" (picked by auto)" if args.renderer == "auto" and renderer else "")
+        print_table(f"sim render → {args.out} · {how}", ("file", "sensor"), [(str(p), p.stem) for p in written])
     return 0
 
 
-def _picture(kind, value, spec, instances):
-    from vlnverse.sim.pictures import colourise_depth, colourise_semantic
+def _panorama_sheet(path, kind, observation, rig, instances) -> None:
+    """The labelled sheet of one camera kind's panorama views."""
+    import numpy as np
 
+    from vlnverse.sim.pictures import (
+        colourise_depth,
+        colourise_semantic,
+        depth_metres,
+        instance_palette,
+        save_panorama_sheet,
+        semantic_legend,
+    )
+
+    spec = rig[f"{kind}_00"]
+    views = [observation[f"{kind}_{i:02d}"] for i in range(PANORAMA_VIEWS)]
+    options = {}
     if kind == "depth":
-        return colourise_depth(value, spec.max_depth)
-    if kind == "semantic":
-        return colourise_semantic(value, instances)
-    return value
+        views = [colourise_depth(depth_metres(v, spec), spec.max_depth) for v in views]
+        options["colour_scale"] = ("depth (metres)", spec.max_depth)
+    elif kind == "semantic":
+        palette = instance_palette(len(instances))
+        options["legend"] = [(palette[i], label) for i, label, _ in semantic_legend(np.stack(views), instances)]
+        views = [colourise_semantic(v, instances) for v in views]
+    save_panorama_sheet(path, views, PANORAMA_STEP_DEG, spec.hfov_deg, f"{kind} panorama", **options)

@@ -1,7 +1,9 @@
-"""Pictures of sensor readings for people: PNGs of RGB, colourised depth and semantics, LiDAR plots."""
+"""Pictures of sensor readings for people: PNGs of RGB, depth with a colour bar in metres,
+semantics with a legend of the instances in view, LiDAR plots, and labelled panorama sheets."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +44,67 @@ def colourise_semantic(ids: np.ndarray, table: InstanceTable) -> np.ndarray:
     return instance_palette(len(table))[np.clip(ids, 0, table.max_id)]
 
 
+def depth_metres(depth: np.ndarray, spec: DepthSensor) -> np.ndarray:
+    """A depth reading in metres, whether the sensor normalizes it or not."""
+    d = np.asarray(depth, dtype=np.float64)
+    d = d.squeeze(-1) if d.ndim == 3 else d
+    return d * spec.max_depth if spec.normalize else d
+
+
+def _figure(width_px: int, height_px: int, extra_px: int = 0):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    dpi = 100
+    return plt, plt.figure(figsize=((width_px + extra_px) / dpi, height_px / dpi), dpi=dpi)
+
+
+def _save_figure(plt, fig, path: Path) -> None:
+    with atomic_open(path, "wb") as handle:
+        fig.savefig(handle, format="png", bbox_inches="tight")
+    plt.close(fig)
+
+
+def save_depth_picture(path: Path, depth: np.ndarray, spec: DepthSensor) -> None:
+    """Depth in the ``turbo`` colour map beside a colour bar in metres."""
+    metres = depth_metres(depth, spec)
+    h, w = metres.shape
+    plt, fig = _figure(max(w, 224), max(h, 224) + 60, 120)
+    ax = fig.add_subplot(1, 1, 1)
+    shown = ax.imshow(metres, cmap="turbo", vmin=0.0, vmax=spec.max_depth, interpolation="nearest")
+    ax.set_axis_off()
+    ax.set_title(f"depth, {spec.hfov_deg:g}° wide (clipped at {spec.max_depth:g} m)", fontsize=9)
+    fig.colorbar(shown, ax=ax, fraction=0.046, pad=0.04).set_label("metres")
+    _save_figure(plt, fig, path)
+
+
+def semantic_legend(ids: np.ndarray, table: InstanceTable, limit: int = 12) -> list[tuple[int, str, float]]:
+    """``(id, label, share of pixels)`` of the instances in view, largest first (at most ``limit``)."""
+    counts = np.bincount(np.clip(np.asarray(ids).ravel(), 0, table.max_id), minlength=len(table))
+    order = [int(i) for i in np.argsort(-counts, kind="stable") if counts[i] > 0][:limit]
+    total = max(int(counts.sum()), 1)
+    return [(i, "nothing" if i == 0 else f"{table.instances[i].category} #{i}", counts[i] / total) for i in order]
+
+
+def save_semantic_picture(path: Path, ids: np.ndarray, table: InstanceTable) -> None:
+    """Instance colours beside a legend of the instances in view (category and id)."""
+    from matplotlib.patches import Patch
+
+    h, w = np.asarray(ids).shape
+    palette = instance_palette(len(table))
+    plt, fig = _figure(max(w, 224), max(h, 224) + 40, 200)
+    ax = fig.add_subplot(1, 1, 1)
+    ax.imshow(colourise_semantic(ids, table), interpolation="nearest")
+    ax.set_axis_off()
+    ax.set_title("semantic instances", fontsize=9)
+    handles = [Patch(color=palette[i] / 255.0, label=f"{label} ({share:.0%})")
+               for i, label, share in semantic_legend(ids, table)]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=7, frameon=False)
+    _save_figure(plt, fig, path)
+
+
 def save_lidar_plot(path: Path, scan: np.ndarray, spec: LidarSensor) -> None:
     """A top-down plot of a scan in the agent frame (forward = up)."""
     import matplotlib
@@ -75,9 +138,9 @@ def save_observation_pictures(out: Path, observation: dict[str, np.ndarray], rig
         if isinstance(spec, RGBSensor):
             _save_png(path, value)
         elif isinstance(spec, DepthSensor):
-            _save_png(path, colourise_depth(value, 1.0 if spec.normalize else spec.max_depth))
+            save_depth_picture(path, value, spec)
         elif isinstance(spec, SemanticSensor):
-            _save_png(path, colourise_semantic(value, table))
+            save_semantic_picture(path, value, table)
         elif isinstance(spec, LidarSensor):
             save_lidar_plot(path, value, spec)
         else:
@@ -86,8 +149,59 @@ def save_observation_pictures(out: Path, observation: dict[str, np.ndarray], rig
     return written
 
 
-def save_panorama_strip(path: Path, views: list[np.ndarray]) -> None:
-    """Stitch counter-clockwise panorama views into one strip: behind at the left edge,
-    straight ahead in the middle, sweeping clockwise (left to right) as a person turns."""
+def heading_label(degrees: float) -> str:
+    """``"ahead"``, ``"behind"`` or the turn from the heading: ``"30° left"``, ``"90° right"``."""
+    d = (degrees + 180.0) % 360.0 - 180.0
+    if abs(d) < 1e-6:
+        return "ahead"
+    if abs(abs(d) - 180.0) < 1e-6:
+        return "behind"
+    return f"{abs(d):g}° {'left' if d > 0 else 'right'}"
+
+
+def save_panorama_sheet(path: Path, views: list[np.ndarray], step_deg: float, hfov_deg: float, title: str,
+                        *, colour_scale: tuple[str, float] | None = None,
+                        legend: list[tuple[np.ndarray, str]] | None = None) -> None:
+    """A labelled panorama sheet: a 360° strip made of the central ``step_deg`` of each view
+    (so no direction is shown twice; left of the strip is the agent's left, ahead in the
+    middle), then every full view titled with its heading. View ``i`` looks ``i * step_deg``
+    to the left. ``colour_scale`` is ``(label, max)`` for a colour bar (depth in metres),
+    ``legend`` ``(colour, label)`` pairs (semantic instances).
+    """
     n = len(views)
-    _save_png(path, np.concatenate([views[(n // 2 - j) % n] for j in range(n)], axis=1))
+    order = [(n // 2 - j) % n for j in range(n)]  # behind (left edge) → left → ahead → right → behind
+    width = views[0].shape[1]
+    share = min(1.0, math.tan(math.radians(step_deg / 2)) / math.tan(math.radians(hfov_deg / 2)))
+    keep = max(1, round(width * share))
+    start = (width - keep) // 2
+    strip = np.concatenate([views[i][:, start:start + keep] for i in order], axis=1)
+    columns = 6 if n % 6 == 0 else n
+    rows = -(-n // columns)
+    plt, fig = _figure(1200, 260 + 200 * rows)
+    grid = fig.add_gridspec(rows + 1, columns, height_ratios=[1.3] + [1.0] * rows, hspace=0.45)
+    ax = fig.add_subplot(grid[0, :])
+    ax.imshow(strip, interpolation="nearest", aspect="auto")
+    ticks = [(k + 0.5) * keep for k in range(n)]
+    ax.set_xticks(ticks, [heading_label(order[k] * step_deg) for k in range(n)], fontsize=7)
+    ax.set_yticks([])
+    ax.set_title(f"{title}: 360° around the agent, the central {step_deg:g}° of each view "
+                 f"(each view is {hfov_deg:g}° wide, views {step_deg:g}° apart)", fontsize=9)
+    for k, i in enumerate(range(n)):
+        sub = fig.add_subplot(grid[1 + k // columns, k % columns])
+        sub.imshow(views[i], interpolation="nearest")
+        sub.set_title(f"view {i}: {heading_label(i * step_deg)}", fontsize=7)
+        sub.set_axis_off()
+    if colour_scale is not None:
+        from matplotlib.cm import ScalarMappable
+        from matplotlib.colors import Normalize
+
+        label, vmax = colour_scale
+        bar = ScalarMappable(Normalize(0.0, vmax), "turbo")
+        fig.colorbar(bar, ax=fig.axes, fraction=0.02, pad=0.01).set_label(label)
+    if legend:
+        from matplotlib.patches import Patch
+
+        fig.legend(handles=[Patch(color=np.asarray(c) / 255.0, label=text) for c, text in legend],
+                   loc="lower center", ncol=min(6, len(legend)), fontsize=7, frameon=False,
+                   bbox_to_anchor=(0.5, -0.02))
+    _save_figure(plt, fig, path)
