@@ -21,13 +21,16 @@ def commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> lis
 
 ALL = commands(build_parser())
 GROUPS = {path[:1] for path in ALL if len(path) > 1}
-LEAVES = [path for path in ALL if path not in GROUPS]
+RUNNABLE_GROUPS = {("eval",)}
+"""Groups that also run on their own (``vlnverse eval ...`` evaluates; ``eval verify`` checks)."""
+LEAVES = [path for path in ALL if path not in GROUPS or path in RUNNABLE_GROUPS]
 
 
 def test_the_documented_commands_exist():
     assert {" ".join(p) for p in LEAVES} >= {
         "scenes inspect", "scenes path", "scenes generate", "scenes validate", "scenes stats", "sim render",
-        "ext build", "ext check", "dataset export", "dataset import", "dataset stats", "datagen", "eval", "demo"}
+        "ext build", "ext check", "dataset export", "dataset import", "dataset stats", "datagen", "eval", "eval verify",
+        "eval bundle", "demo"}
 
 
 @pytest.mark.parametrize("path", ALL, ids=" ".join)

@@ -24,11 +24,11 @@ def register(subparsers) -> None:
         "eval", help="evaluate an agent on a dataset (per-episode JSONL, Tables 5/6, plots, HTML index)",
         description="Run an agent over a dataset's episodes under each physics mode. Re-running the "
                     "same command continues where it stopped.")
-    parser.add_argument("--dataset", required=True, type=Path, help="dataset folder (or one .jsonl(.gz) file)")
+    parser.add_argument("--dataset", type=Path, help="dataset folder (or one .jsonl(.gz) file) (required)")
     parser.add_argument("--split", default="all", help="split name or 'all' (default: all)")
     parser.add_argument("--task", default="all", help="task name or 'all' (default: all)")
-    parser.add_argument("--agent", required=True,
-                        help="agent name (random, forward, oracle, replay, ...), module:attr (a module on "
+    parser.add_argument("--agent",
+                        help="(required) agent name (random, forward, oracle, replay, ...), module:attr (a module on "
                              "PYTHONPATH or in the current folder) or path/to/file.py:attr")
     parser.add_argument("--agent-config", type=Path, default=None, help="agent settings (YAML or JSON)")
     parser.add_argument("--physics", default="strict,tel_hop", type=_modes,
@@ -43,7 +43,7 @@ def register(subparsers) -> None:
     parser.add_argument("--backend", choices=("auto", "bullet", "isaac"), default="bullet",
                         help="simulator backend: bullet (embedded, default), isaac (Isaac Sim) or "
                              "auto (Isaac Sim where installed, else bullet)")
-    parser.add_argument("--out", required=True, type=Path, help="output folder")
+    parser.add_argument("--out", type=Path, help="output folder (required)")
     parser.add_argument("--seed", type=int, default=0, help="run seed (default: 0)")
     parser.add_argument("--max-steps", type=int, default=None,
                         help="step budget per episode (default: 500 discrete steps)")
@@ -91,7 +91,68 @@ def register(subparsers) -> None:
                              "(default: 0.5)")
     parser.add_argument("--no-progress", action="store_true", help="do not draw the progress bar")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    parser.set_defaults(handler=_eval)
+    parser.set_defaults(handler=_eval, eval_parser=parser)
+    tools = parser.add_subparsers(dest="eval_tool", metavar="{verify,bundle}",
+                                  help="check or package an evaluation folder instead of running one")
+    verify = tools.add_parser("verify", help="re-score an evaluation folder from its records and the dataset",
+                              description="Check an evaluation folder: the dataset and scene checksums recorded "
+                                          "in run.json, every record against its dataset episode, a "
+                                          "re-simulation of every record's actions (trajectory, ending and "
+                                          "every metric), summary.json, and (--transcript) an LLM agent "
+                                          "re-run from its transcript. Exits 1 at the first mismatch.")
+    verify.add_argument("folder", type=Path, help="evaluation folder (the --out of vlnverse eval)")
+    verify.add_argument("--dataset", type=Path, default=None, help="dataset (default: the one run.json names)")
+    verify.add_argument("--scenes-dir", type=Path, default=None,
+                        help="folder the dataset's scene paths are relative to (default: run.json's)")
+    verify.add_argument("--transcript", type=Path, default=None, metavar="FILE",
+                        help="LLM agents: re-run from this --llm-record transcript and compare actions")
+    verify.add_argument("--workers", type=int, default=1, help="processes for the re-simulation (default: 1)")
+    verify.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    verify.set_defaults(handler=_verify)
+    bundle = tools.add_parser("bundle", help="pack an evaluation folder into a verifiable results archive",
+                              description="Write a .tar.gz holding run.json, episodes.jsonl, the summaries, "
+                                          "the LLM transcript (when the run recorded one), SHA256SUMS and "
+                                          "environment.json (versions of Python, vlnverse and its libraries).")
+    bundle.add_argument("folder", type=Path, help="evaluation folder")
+    bundle.add_argument("--to", required=True, type=Path, metavar="FILE.tar.gz", help="archive to write")
+    bundle.add_argument("--json", action="store_true", help="print the archive and its members as JSON")
+    bundle.set_defaults(handler=_bundle)
+
+
+VERIFY_MISMATCH_EXIT = 1
+"""Exit status of ``vlnverse eval verify`` when a check fails."""
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from vlnverse.eval.verify import verify_run
+
+    def show(check: str, outcome: str) -> None:
+        if not args.json:
+            print(f"{check:13s} {outcome}", flush=True)
+
+    report = verify_run(args.folder, dataset=args.dataset, scenes_dir=args.scenes_dir, transcript=args.transcript,
+                        workers=args.workers,
+                        on_check=show)
+    if args.json:
+        print_json({"ok": report.ok, "records": report.records, "checks": report.checks,
+                    "mismatches": report.mismatches, "checksums": report.checksums})
+    else:
+        for name, digest in sorted(report.checksums.items()):
+            print(f"sha256 {digest}  {name}")
+        print(f"{'verified' if report.ok else 'MISMATCH'}: {report.records} record(s) in {args.folder}"
+              + ("" if report.ok else f"; first: {report.mismatches[0]}"))
+    return 0 if report.ok else VERIFY_MISMATCH_EXIT
+
+
+def _bundle(args: argparse.Namespace) -> int:
+    from vlnverse.eval.bundle import write_bundle
+
+    members = write_bundle(args.folder, args.to)
+    if args.json:
+        print_json({"archive": str(args.to), "members": members})
+    else:
+        print(f"wrote {args.to} ({len(members)} files: {', '.join(members)})")
+    return 0
 
 
 def _timeout(seconds: float | None) -> dict:
@@ -113,6 +174,10 @@ def _eval(args: argparse.Namespace) -> int:
     from vlnverse.eval.health import health_line
     from vlnverse.eval.progress import RunProgress
     from vlnverse.eval.registry import load_agent_config
+
+    missing = [f"--{name}" for name in ("dataset", "agent", "out") if getattr(args, name) is None]
+    if missing:
+        args.eval_parser.error(f"the following arguments are required: {', '.join(missing)}")
 
     config = EvalConfig(
         dataset=str(args.dataset), out=str(args.out), agent=args.agent,

@@ -37,7 +37,8 @@ from vlnverse.eval.html_index import write_index
 from vlnverse.eval.metrics import MetricsConfig
 from vlnverse.eval.registry import agent_factory, takes_llm
 from vlnverse.eval.report import summarize, summary_markdown
-from vlnverse.eval.store import ResultStore, record_key
+from vlnverse.eval.store import ResultStore, json_safe, record_key
+from vlnverse.eval.verify import input_checksums
 from vlnverse.eval.viewer import write_episode_pages
 from vlnverse.eval.worker import RunSpec, WorkItem, WorkResult, build_agent
 from vlnverse.fileio import (
@@ -367,6 +368,7 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
     probe = build_agent(spec) if isinstance(spec.agent, str) else spec.agent
     privileged = sorted(getattr(probe, "privileged", ()))  # what a fair comparison must know
     settings = agent_settings(probe)
+    action_space = json_safe(probe.action_space)  # `eval verify` replays the actions in it
     if isinstance(spec.agent, str):
         probe.close()
         if spec.llm is None and getattr(probe, "needs_llm", False):
@@ -377,7 +379,9 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
             check_llm_credentials(spec_text)  # the client itself is built in the workers
     prepare_output_dir(out)
     with OutputLock(out):
-        return _run(config, spec, items, privileged, settings, on_start, on_result)
+        return _run(config, spec, items, privileged, settings, on_start, on_result,
+                    {"action_space": action_space, "scenes_dir": str(Path(dataset.scenes_dir).resolve()),
+                     "inputs": input_checksums(dataset, [i.scene_file for i in items])})
 
 
 def agent_settings(agent: Any) -> dict[str, Any] | None:
@@ -390,8 +394,9 @@ def agent_settings(agent: Any) -> dict[str, Any] | None:
 
 def _run(config: EvalConfig, spec: RunSpec, items: list[WorkItem], privileged: list[str],
          settings: dict[str, Any] | None, on_start: Callable[[int, list[dict[str, Any]]], None] | None,
-         on_result: Callable[[dict[str, Any]], None] | None) -> EvalResult:
-    """The part of :func:`evaluate` that writes, under the output folder's lock."""
+         on_result: Callable[[dict[str, Any]], None] | None, provenance: Mapping[str, Any]) -> EvalResult:
+    """The part of :func:`evaluate` that writes, under the output folder's lock (``provenance``:
+    the agent's action space, the scenes folder and the checksums of the inputs, for ``run.json``)."""
     out = Path(config.out)
     dataset_id = str(Path(config.dataset).resolve())
     fingerprint = config.fingerprint(dataset_id)
@@ -405,7 +410,8 @@ def _run(config: EvalConfig, spec: RunSpec, items: list[WorkItem], privileged: l
            "episode_timeout": config.episode_timeout, "privileged": privileged, "agent_settings": settings,
            "fallback_warning": config.fallback_warning,
            "trace_metrics": {"debate_max_rounds": config.metrics.debate_max_rounds,
-                             **{f"aori.{k}": v for k, v in dataclasses.asdict(config.metrics.aori).items()}}}
+                             **{f"aori.{k}": v for k, v in dataclasses.asdict(config.metrics.aori).items()}},
+           **provenance}
     if spec.llm is not None:
         run.update({"llm": describe_llm_spec(spec.llm), "llm_cache": config.llm_cache,
                     "llm_record": config.llm_record, "budget_tokens": config.budget_tokens,

@@ -1,0 +1,142 @@
+"""``vlnverse eval verify`` and ``eval bundle``: an untouched run verifies (also from its
+bundle), a hand-edited record or a changed dataset file is caught, and an LLM agent re-run
+from its transcript takes the same actions."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+
+import pytest
+
+from tests.bundled import BUNDLED_SCENES, REPO
+from vlnverse.eval.harness import EvalConfig, evaluate
+from vlnverse.eval.verify import verify_run
+
+
+def oracle_eval(dataset, out, agent_object=None, **changes):
+    """The oracle (or ``changes["agent"]``, played by ``agent_object``) on a seeded sample of 3 episodes."""
+    config = dict(dataset=str(dataset), out=str(out), agent="oracle", episodes=3, plots=0, seed=3,
+                  scenes_dir=str(BUNDLED_SCENES))
+    return evaluate(EvalConfig(**{**config, **changes}), agent=agent_object)
+
+
+@pytest.fixture(scope="module")
+def dataset_copy(bundled_dataset, tmp_path_factory):
+    """A private copy of the bundled dataset (a test edits it)."""
+    copy = tmp_path_factory.mktemp("verify") / "dataset"
+    shutil.copytree(bundled_dataset, copy)
+    return copy
+
+
+@pytest.fixture(scope="module")
+def oracle_folder(dataset_copy, tmp_path_factory):
+    out = tmp_path_factory.mktemp("verify") / "oracle"
+    oracle_eval(dataset_copy, out)
+    return out
+
+
+def edited_copy(folder, tmp_path, edit):
+    """A copy of ``folder`` whose first record went through ``edit(record)``."""
+    copy = tmp_path / "edited"
+    shutil.copytree(folder, copy)
+    lines = (copy / "episodes.jsonl").read_text().splitlines()
+    record = json.loads(lines[0])
+    edit(record)
+    lines[0] = json.dumps(record, sort_keys=True)
+    (copy / "episodes.jsonl").write_text("\n".join(lines) + "\n")
+    return copy
+
+
+def test_an_untouched_run_verifies_and_so_does_its_bundle(oracle_folder, dataset_copy, tmp_path):
+    report = verify_run(oracle_folder)
+    assert report.ok, report.mismatches
+    assert report.records == 6 and list(report.checks) == ["inputs", "records", "resimulation", "summary"]
+    assert report.checks["resimulation"] == "ok (6 episodes re-simulated)"
+    run = json.loads((oracle_folder / "run.json").read_text())["run"]
+    assert run["action_space"] == "discrete" and {k for k in run["inputs"]} >= {"dataset"}
+    assert {k for k in report.checksums if k.startswith("scene:")} == {k for k in run["inputs"] if k != "dataset"}
+
+    archive = tmp_path / "results.tar.gz"
+    done = subprocess.run([sys.executable, "-m", "vlnverse", "eval", "bundle", str(oracle_folder), "--to", str(archive)],
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 0, done.stderr
+    unpacked = tmp_path / "unpacked"
+    with tarfile.open(archive) as tar:
+        tar.extractall(unpacked, filter="data")
+    assert sorted(p.name for p in unpacked.iterdir()) == sorted(
+        ["run.json", "episodes.jsonl", "summary.json", "summary.md", "environment.json", "SHA256SUMS"])
+    for line in (unpacked / "SHA256SUMS").read_text().splitlines():
+        digest, name = line.split("  ")
+        assert hashlib.sha256((unpacked / name).read_bytes()).hexdigest() == digest
+    assert json.loads((unpacked / "environment.json").read_text())["libraries"]["pybullet"]
+    assert verify_run(unpacked, dataset=dataset_copy).ok
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda r: r["metrics"].update(SR=1.0 - r["metrics"]["SR"]), "metrics.SR"),
+    (lambda r: r["trajectory"][-1].__setitem__(0, r["trajectory"][-1][0] + 0.5), "trajectory"),
+    (lambda r: r.update(instruction=r["instruction"] + " Then stop."), "instruction differs from the dataset"),
+])
+def test_a_hand_edited_record_is_caught(oracle_folder, tmp_path, edit, field):
+    report = verify_run(edited_copy(oracle_folder, tmp_path, edit))
+    assert not report.ok and field in report.mismatches[0]
+
+
+def test_the_cli_exits_1_with_the_first_mismatch(oracle_folder, tmp_path):
+    edited = edited_copy(oracle_folder, tmp_path, lambda r: r["metrics"].update(SPL=0.123))
+    done = subprocess.run([sys.executable, "-m", "vlnverse", "eval", "verify", str(edited)], capture_output=True,
+                          text=True, cwd=REPO, timeout=300)
+    assert done.returncode == 1, done.stderr
+    assert "resimulation  FAIL:" in done.stdout and "metrics.SPL: recorded 0.123" in done.stdout
+    assert done.stdout.strip().splitlines()[-1].startswith("MISMATCH: 6 record(s)")
+
+
+def test_a_changed_dataset_file_is_caught(dataset_copy, tmp_path):
+    dataset = tmp_path / "dataset"
+    shutil.copytree(dataset_copy, dataset)
+    out = tmp_path / "run"
+    oracle_eval(dataset, out, physics=("tel_hop",))
+    assert verify_run(out).ok
+    manifest = json.loads((dataset / "manifest.json").read_text())
+    manifest["note"] = "edited after the run"
+    (dataset / "manifest.json").write_text(json.dumps(manifest))
+    report = verify_run(out)
+    assert report.checks["inputs"].startswith("FAIL: dataset: sha256")
+
+    shard = next((dataset / "shards").glob("*.jsonl.gz"))
+    lines = gzip.decompress(shard.read_bytes()).decode().splitlines()
+    episode = json.loads(lines[0])
+    episode["instruction"]["text"] = "Walk somewhere else."
+    lines[0] = json.dumps(episode)
+    shard.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    report = verify_run(out)
+    assert any(shard.name in m for m in report.mismatches)   # the shard no longer matches its manifest
+
+
+def test_an_llm_agent_re_run_from_its_transcript_takes_the_recorded_actions(dataset_copy, tmp_path):
+    from tests.agents.conftest import SMALL, ScriptedModel, walk_then_stop
+    from vlnverse.eval.registry import make_agent
+    from vlnverse.llm.transcript import RecordingClient
+
+    transcript = tmp_path / "calls.jsonl"
+    agent_config = {"perception": "gt", **SMALL}
+    agent = make_agent("text_history", agent_config,
+                       llm=RecordingClient(ScriptedModel(walk_then_stop(2)), transcript))
+    out = tmp_path / "run"
+    oracle_eval(dataset_copy, out, agent="text_history", agent_config=agent_config, episodes=1,
+                physics=("tel_hop",), task="coarse", split="test", agent_object=agent)
+    report = verify_run(out, transcript=transcript)
+    assert report.ok, report.mismatches
+    assert report.checks["transcript"] == "ok (1 episodes re-run from the transcript)"
+
+    calls = [json.loads(line) for line in transcript.read_text().splitlines()]
+    calls[0]["response"] = {**calls[-1]["response"], "key": calls[0]["response"].get("key")}  # first reply: STOP
+    transcript.write_text("".join(json.dumps(c) + "\n" for c in calls))
+    report = verify_run(out, transcript=transcript)
+    assert not report.ok and "actions" in report.mismatches[0] and report.checks["transcript"].startswith("FAIL")
