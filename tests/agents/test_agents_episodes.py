@@ -153,6 +153,7 @@ def test_the_harness_runs_an_agent_and_records_privileged_perception(dataset, tm
                                  episodes=1, physics=("tel_hop",), plots=0, bootstrap=10), agent=agent)
     run_file = json.loads((tmp_path / "run.json").read_text())["run"]
     assert run_file["privileged"] == ["room_type", "semantic_categories"]
+    assert run_file["waypoint_predictor"] == {"name": "depth"}
     (record,) = result.records
     assert record["fail_reason"] == "stop" and record["agent_trace"]["calls"] == 2
 
@@ -210,7 +211,9 @@ def test_a_predictor_named_in_the_config_replaces_the_depth_one(dataset):
     assert [c["id"] for c in record["agent_trace"]["steps"][0]["candidates"]] == ["A"]
     assert record["actions"][0][:2] == [0.4, 0.0]
     with pytest.raises(ConfigError, match="waypoint_predictor"):
-        make_agent("text_history", {"waypoint_predictor": "learned"})
+        make_agent("text_history", {"waypoint_predictor": "trained"})
+    with pytest.raises(ConfigError, match="waypoint_checkpoint"):
+        make_agent("text_history", {"waypoint_predictor": "depth", "waypoint_checkpoint": "x.pt"})
 
 
 def test_stop_is_withheld_for_the_first_steps_when_configured(dataset):

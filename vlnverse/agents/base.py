@@ -54,7 +54,12 @@ from vlnverse.agents.prompts import (
     output_format,
 )
 from vlnverse.agents.trace import AgentTrace
-from vlnverse.agents.waypoints import Candidate, DepthWaypoints, WaypointPredictor
+from vlnverse.agents.waypoints import (
+    Candidate,
+    WaypointPredictor,
+    describe_predictor,
+    predictor_named,
+)
 from vlnverse.config import config_from_mapping
 from vlnverse.errors import ConfigError, LLMBudgetExceeded
 from vlnverse.eval.agent import Agent, Ask, EpisodeInfo
@@ -137,7 +142,7 @@ class LLMWaypointAgent(Agent, abc.ABC):
     Args:
         config: A mapping of settings (the ``--agent-config`` file) or the config object.
         llm: The client to use; None builds one from ``config.llm`` on the first episode.
-        predictor: Candidate waypoint predictor (default: :class:`DepthWaypoints`).
+        predictor: Candidate waypoint predictor (default: the one ``config.waypoint_predictor`` names).
     """
 
     config_class: ClassVar[type] = LLMAgentConfig
@@ -156,6 +161,7 @@ class LLMWaypointAgent(Agent, abc.ABC):
         kinds = ("depth", "semantic") if self.config.perception == "gt" else ("rgb", "depth")
         self.sensors = dict(make_rig(self.config.panorama, kinds).items())
         self.privileged = self.config.privileged
+        self.waypoint_predictor_info = describe_predictor(self.predictor, self.config.waypoint_predictor)
         self.state: EpisodeState | None = None
         self.record: dict[str, Any] = {}  # the trace record of the step being decided
 
@@ -438,11 +444,7 @@ class LLMWaypointAgent(Agent, abc.ABC):
 
 def make_predictor(config: LLMAgentConfig) -> WaypointPredictor:
     """The candidate predictor ``config.waypoint_predictor`` names."""
-    if config.waypoint_predictor == "depth":
-        return DepthWaypoints(config.waypoints)
-    from vlnverse.registry import load_entry_point
-
-    return load_entry_point(config.waypoint_predictor)(config.waypoints)
+    return predictor_named(config.waypoint_predictor, config.waypoints, config.waypoint_checkpoint)
 
 
 def majority(decisions: Sequence[Decision]) -> Decision:

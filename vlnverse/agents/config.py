@@ -21,6 +21,7 @@ from vlnverse.errors import ConfigError
 
 PERCEPTION_MODES = ("vlm", "gt")
 PROMPT_VARIANTS = ("json", "lines")
+WAYPOINT_PREDICTORS = ("learned", "depth")
 MAX_CANDIDATES = 26  # ids are the letters A..Z
 
 
@@ -128,9 +129,14 @@ class LLMAgentConfig:
         local_map: Add the top-down local map drawn from the agent's own depth.
         ask_oracle: Dialogue episodes: offer the ASK action while questions remain.
         waypoints: Candidate waypoint settings.
-        waypoint_predictor: ``depth`` (:class:`~vlnverse.agents.waypoints.DepthWaypoints`)
-            or a ``module:attr`` factory called with the ``waypoints`` settings that returns
-            a :class:`~vlnverse.agents.waypoints.WaypointPredictor` (e.g. a learned one).
+        waypoint_predictor: ``learned`` (the trained predictor of
+            :mod:`vlnverse.learning.waypoints`, as the paper's agents use; needs torch),
+            ``depth`` (:class:`~vlnverse.agents.waypoints.DepthWaypoints`: free space minus
+            a safety margin, embodiment-aware, not the paper's setting) or a ``module:attr``
+            factory called with the ``waypoints`` settings that returns a
+            :class:`~vlnverse.agents.waypoints.WaypointPredictor`.
+        waypoint_checkpoint: The ``learned`` predictor's checkpoint (``None``: the one
+            shipped in ``assets/waypoints/``).
         panorama: Camera rig settings.
     """
 
@@ -147,6 +153,7 @@ class LLMAgentConfig:
     ask_oracle: bool = True
     waypoints: WaypointConfig = field(default_factory=WaypointConfig)
     waypoint_predictor: str = "depth"
+    waypoint_checkpoint: str | None = None
     panorama: PanoramaConfig = field(default_factory=PanoramaConfig)
 
     def __post_init__(self) -> None:
@@ -167,8 +174,11 @@ class LLMAgentConfig:
                 raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
         if not 0.0 <= float(self.temperature) <= 2.0:
             raise ConfigError(f"temperature must be in [0, 2], got {self.temperature!r}")
-        if self.waypoint_predictor != "depth" and ":" not in str(self.waypoint_predictor):
-            raise ConfigError(f"waypoint_predictor must be 'depth' or 'module:attr', got {self.waypoint_predictor!r}")
+        if self.waypoint_predictor not in WAYPOINT_PREDICTORS and ":" not in str(self.waypoint_predictor):
+            raise ConfigError(f"waypoint_predictor must be one of {WAYPOINT_PREDICTORS} or 'module:attr', "
+                              f"got {self.waypoint_predictor!r}")
+        if self.waypoint_checkpoint is not None and self.waypoint_predictor != "learned":
+            raise ConfigError("waypoint_checkpoint is the learned predictor's; set waypoint_predictor: learned")
         if not isinstance(self.waypoints, WaypointConfig) or not isinstance(self.panorama, PanoramaConfig):
             raise ConfigError("waypoints and panorama must be mappings of their settings")
 

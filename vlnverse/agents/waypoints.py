@@ -3,7 +3,9 @@
 :class:`DepthWaypoints` is the non-learned predictor: headings at a fixed spacing, each
 as far as the free space goes minus a safety margin (capped to ``[min, max]`` metres),
 near-duplicates merged, at most N. Anything with ``predict(panorama) -> [Candidate]``
-(:class:`WaypointPredictor`) can replace it, e.g. a learned waypoint predictor.
+(:class:`WaypointPredictor`) can replace it; the LLM agents' default is the trained one of
+:mod:`vlnverse.learning.waypoints.predictor`. Unlike that one, this predictor keeps the
+body clear of what it sees (embodiment-aware), which is not the paper's setting.
 
 Ids are letters fixed by the heading slot (``A`` straight ahead, then counter-clockwise),
 so the same free space always gets the same id and an id never names two candidates.
@@ -108,3 +110,23 @@ class DepthWaypoints:
     def _end(self, slot: int, distance: float) -> np.ndarray:
         h = self.headings[slot]
         return distance * np.array([math.cos(h), math.sin(h)])
+
+
+def predictor_named(name: str, config: WaypointConfig, checkpoint: str | None = None) -> WaypointPredictor:
+    """The predictor ``name`` names: ``learned`` (``checkpoint``, default the shipped one;
+    needs torch), ``depth`` or a ``module:attr`` factory called with ``config``."""
+    if name == "depth":
+        return DepthWaypoints(config)
+    if name == "learned":
+        from vlnverse.learning.waypoints.predictor import LearnedWaypoints
+
+        return LearnedWaypoints(config, checkpoint)
+    from vlnverse.registry import load_entry_point
+
+    return load_entry_point(name)(config)
+
+
+def describe_predictor(predictor: WaypointPredictor, name: str) -> dict[str, object]:
+    """What ``run.json`` records of a predictor (its own ``describe()`` when it has one)."""
+    describe = getattr(predictor, "describe", None)
+    return dict(describe()) if callable(describe) else {"name": name}

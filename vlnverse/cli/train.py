@@ -9,15 +9,17 @@ from pathlib import Path
 
 from vlnverse.cli.output import print_json, print_table
 
-MODELS = ("seq2seq", "cma", "gama", "waypoint_bert")
+MODELS = ("seq2seq", "cma", "gama", "waypoint_bert", "waypoints")
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "train", help="train a learned baseline (Seq2Seq/CMA imitation, online waypoint fine-tuning)",
+        "train", help="train a learned baseline (Seq2Seq/CMA imitation, online waypoint fine-tuning) or the waypoint predictor",
         description="seq2seq/cma/gama: teacher-forced imitation of the oracle on pre-rendered frames (rendered "
                     "first when missing). waypoint_bert --online: imitation in the simulator with scheduled "
-                    "sampling, then zero-shot vs fine-tuned evaluation (Table 7). Re-running resumes.")
+                    "sampling, then zero-shot vs fine-tuned evaluation (Table 7). waypoints: the LLM agents' waypoint "
+                    "predictor (depth panorama -> heatmap), on depth panoramas rendered from the dataset's scenes "
+                    "with targets from their navigable maps. Re-running resumes.")
     parser.add_argument("model", choices=MODELS, help="model to train")
     parser.add_argument("--dataset", required=True, type=Path, help="dataset folder")
     parser.add_argument("--split", default="train", help="training split (default: train)")
@@ -54,7 +56,12 @@ def register(subparsers) -> None:
     online.add_argument("--physics", default="slide", help="physics of the rollouts (default: slide)")
     online.add_argument("--eval-physics", default="slide,strict,tel_hop",
                         help="physics of the zero-shot vs fine-tuned evaluation (default: slide,strict,tel_hop)")
+    online.add_argument("--waypoint-predictor", choices=("learned", "depth"), default="depth",
+                        help="candidate waypoints: the shipped trained predictor (default, as the paper) or depth free space")
     online.add_argument("--init-checkpoint", type=Path, default=None, help="start from this policy checkpoint")
+    predictor = parser.add_argument_group("waypoint predictor (waypoints)")
+    predictor.add_argument("--poses-per-scene", type=int, default=None,
+                           help="rendered poses per training scene (default 400; a quarter per validation scene)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true", help="print one JSON summary")
     parser.set_defaults(handler=_train)
@@ -89,7 +96,8 @@ def build_online_config(args: argparse.Namespace):
                 seed=args.seed, vector="ray" if args.executor == "ray" else args.vector,
                 ray_address=args.ray_address, physics=args.physics,
                 eval_physics=tuple(p.strip() for p in args.eval_physics.split(",") if p.strip()),
-                eval_split=None if args.val_split.lower() == "none" else args.val_split)
+                eval_split=None if args.val_split.lower() == "none" else args.val_split,
+                waypoint_predictor=args.waypoint_predictor)
     for name, value in (("iterations", args.iterations), ("num_envs", args.num_envs), ("lr", args.lr),
                         ("batch_size", args.batch_size),
                         ("eval_episodes", args.val_episodes), ("init_checkpoint", args.init_checkpoint)):
@@ -118,10 +126,45 @@ def _train_online(args: argparse.Namespace) -> int:
     return 0
 
 
+def build_waypoint_config(args: argparse.Namespace):
+    """The :class:`WaypointTrainConfig` of the command line (``--preset`` does not apply)."""
+    from vlnverse.config import config_from_mapping
+    from vlnverse.learning.waypoints.trainer import WaypointTrainConfig
+
+    data = {"dataset": str(args.dataset), "out": str(args.out), "split": args.split, "seed": args.seed,
+            "val_split": None if args.val_split.lower() == "none" else args.val_split}
+    for name in ("epochs", "batch_size", "lr", "threads", "poses_per_scene"):
+        value = getattr(args, name)
+        if value is not None:
+            data[name] = value
+    return config_from_mapping(WaypointTrainConfig, data, where="train")
+
+
+def _train_waypoints(args: argparse.Namespace) -> int:
+    from vlnverse.learning.waypoints.trainer import best_epoch, train_waypoints
+
+    config = build_waypoint_config(args)
+    history = train_waypoints(config) if args.no_progress or args.json else _with_progress(config, train_waypoints, _waypoint_line)
+    best = best_epoch(history)
+    if args.json:
+        print_json({"out": config.out, "agent_config": str(Path(config.out) / "agent.yaml"), "best_epoch": best.epoch,
+                    "history": [e.__dict__ for e in history]})
+        return 0
+    rows = [(e.epoch, round(e.loss, 4), _pct(e.recall), _pct(e.precision), _pct(e.navigable),
+             "-" if e.waypoints is None else round(e.waypoints, 2)) for e in history]
+    print_table(f"waypoint predictor → {config.out}", ("epoch", "loss", "val recall %", "val precision %",
+                                                       "on navigable %", "waypoints"), rows)
+    print(f"best epoch {best.epoch}; use it with: vlnverse eval --agent text_history --agent-config "
+          f"{Path(config.out) / 'agent.yaml'} ...")
+    return 0
+
+
 def _train(args: argparse.Namespace) -> int:
     from vlnverse.errors import ConfigError
     from vlnverse.learning.imitation import train_imitation
 
+    if args.model == "waypoints":
+        return _train_waypoints(args)
     if args.model == "waypoint_bert" or args.online:
         if not (args.model == "waypoint_bert" and args.online):
             raise ConfigError("online fine-tuning is for waypoint_bert: use `vlnverse train waypoint_bert --online`")
@@ -153,7 +196,17 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}"
 
 
-def _with_progress(config, train):
+def _imitation_line(stats) -> str:
+    return (f"epoch {stats.epoch}: loss {stats.loss:.3f}, step acc {stats.accuracy:.3f}, "
+            f"val SR {_pct(stats.val_sr)} SPL {_pct(stats.val_spl)}")
+
+
+def _waypoint_line(row) -> str:
+    return (f"epoch {row.epoch}: loss {row.loss:.4f}, val recall {_pct(row.recall)} precision {_pct(row.precision)} "
+            f"on navigable {_pct(row.navigable)}")
+
+
+def _with_progress(config, train, describe=_imitation_line):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -166,7 +219,6 @@ def _with_progress(config, train):
             bar.update(tasks[phase], completed=done, total=total or None)
 
         def epoch_done(stats) -> None:
-            bar.console.print(f"epoch {stats.epoch}: loss {stats.loss:.3f}, step acc {stats.accuracy:.3f}, "
-                              f"val SR {_pct(stats.val_sr)} SPL {_pct(stats.val_spl)}")
+            bar.console.print(describe(stats))
 
         return train(config, progress=progress, on_epoch_end=epoch_done)

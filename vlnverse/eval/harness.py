@@ -369,6 +369,7 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
     privileged = sorted(getattr(probe, "privileged", ()))  # what a fair comparison must know
     settings = agent_settings(probe)
     action_space = json_safe(probe.action_space)  # `eval verify` replays the actions in it
+    predictor = getattr(probe, "waypoint_predictor_info", None)  # the LLM agents' candidate source
     if isinstance(spec.agent, str):
         probe.close()
         if spec.llm is None and getattr(probe, "needs_llm", False):
@@ -381,7 +382,8 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
     with OutputLock(out):
         return _run(config, spec, items, privileged, settings, on_start, on_result,
                     {"action_space": action_space, "scenes_dir": str(Path(dataset.scenes_dir).resolve()),
-                     "inputs": input_checksums(dataset, [i.scene_file for i in items])})
+                     "inputs": input_checksums(dataset, [i.scene_file for i in items]),
+                     **({"waypoint_predictor": predictor} if predictor is not None else {})})
 
 
 def agent_settings(agent: Any) -> dict[str, Any] | None:

@@ -34,7 +34,8 @@ class WaypointBertAgent(Agent):
         self.model.eval()
         spec = state["spec"]
         self.spec = InputSpec(config_from_mapping(PanoramaConfig, spec["panorama"]),
-                              config_from_mapping(WaypointConfig, spec["waypoints"]), spec["max_tokens"])
+                              config_from_mapping(WaypointConfig, spec["waypoints"]), spec["max_tokens"],
+                              spec.get("predictor", "depth"))  # checkpoints from before the learned predictor
         self.inputs = InputBuilder(self.spec, {w: i for i, w in enumerate(state["vocab"])})
         self.sensors = self.spec.sensors()
 

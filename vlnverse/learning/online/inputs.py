@@ -11,7 +11,7 @@ import numpy as np
 
 from vlnverse.agents.config import PanoramaConfig, WaypointConfig
 from vlnverse.agents.panorama import Panorama, make_rig, view_name
-from vlnverse.agents.waypoints import Candidate, DepthWaypoints
+from vlnverse.agents.waypoints import Candidate, predictor_named
 from vlnverse.tasks.formats.vocab import encode
 
 #: What the waypoint action does when no candidate is free: turn 90° in place (the LLM agents' fallback).
@@ -26,11 +26,14 @@ class InputSpec:
         panorama: The panoramic rig (RGB and depth views).
         waypoints: The candidate generator's settings (``max_candidates`` = K).
         max_tokens: Instruction length in tokens.
+        predictor: The candidate source (:func:`~vlnverse.agents.waypoints.predictor_named`):
+            ``learned`` (the shipped trained predictor, as the LLM agents) or ``depth``.
     """
 
     panorama: PanoramaConfig
     waypoints: WaypointConfig
     max_tokens: int = 80
+    predictor: str = "depth"
 
     @property
     def max_candidates(self) -> int:
@@ -75,7 +78,7 @@ class InputBuilder:
     def __init__(self, spec: InputSpec, vocab: Mapping[str, int]) -> None:
         self.spec = spec
         self.vocab = {"stoi": dict(vocab)}
-        self.predictor = DepthWaypoints(spec.waypoints)
+        self.predictor = predictor_named(spec.predictor, spec.waypoints)
 
     def array_shapes(self) -> dict[str, tuple[tuple[int, ...], Any]]:
         """Shape and dtype of each array of :class:`StepInputs` (the observation space)."""

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from vlnverse.agents.config import PanoramaConfig, WaypointConfig
+from vlnverse.agents.config import WAYPOINT_PREDICTORS, PanoramaConfig, WaypointConfig
 from vlnverse.config import config_to_dict
 from vlnverse.errors import ConfigError
 from vlnverse.fileio import write_json_atomic, write_text_atomic
@@ -58,7 +58,9 @@ class OnlineConfig:
         seed: Seeds initialization, episode order and sampling.
         device: Torch device.
         image_size, views: The panorama the policy sees.
-        waypoints: The candidate generator.
+        waypoints: The candidate generator's settings.
+        waypoint_predictor: The candidate generator: ``learned`` (the shipped trained
+            predictor, as the paper's pre-trained one; A.2.4) or ``depth``.
         init_checkpoint: Start from this checkpoint (the "pre-trained" policy); None: random init.
         checkpoint_every: Iterations between checkpoints.
         eval_split: Split of the zero-shot vs fine-tuned evaluation (None: skip).
@@ -86,6 +88,7 @@ class OnlineConfig:
     image_size: int = 32
     views: int = 12
     waypoints: WaypointConfig = field(default_factory=WaypointConfig)
+    waypoint_predictor: str = "depth"
     init_checkpoint: str | None = None
     checkpoint_every: int = 1
     eval_split: str | None = "val_unseen"
@@ -103,6 +106,8 @@ class OnlineConfig:
             raise ConfigError(f"batch_size {self.batch} is below num_envs {self.num_envs} (one episode per sub-env)")
         if not 0.0 <= self.schedule_ratio <= 1.0:
             raise ConfigError(f"schedule_ratio must be in [0, 1], got {self.schedule_ratio!r}")
+        if self.waypoint_predictor not in WAYPOINT_PREDICTORS:
+            raise ConfigError(f"waypoint_predictor must be one of {WAYPOINT_PREDICTORS}, got {self.waypoint_predictor!r}")
         object.__setattr__(self, "eval_physics", tuple(self.eval_physics))
 
     @property
@@ -112,7 +117,7 @@ class OnlineConfig:
     @property
     def spec(self) -> InputSpec:
         return InputSpec(PanoramaConfig(views=self.views, image_size=self.image_size), self.waypoints,
-                         self.model.max_tokens)
+                         self.model.max_tokens, self.waypoint_predictor)
 
     def fingerprint(self) -> str:
         """What decides the weights (not how many iterations, nor where, how fast or how evaluated)."""
@@ -205,7 +210,7 @@ def train_online(config: OnlineConfig, *, progress: Callable[[int, int], None] |
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr)
     meta = {"model_config": config_to_dict(model_config), "vocab": vocab["word_list"],
             "spec": {"panorama": config_to_dict(config.spec.panorama), "waypoints": config_to_dict(config.waypoints),
-                     "max_tokens": model_config.max_tokens}}
+                     "max_tokens": model_config.max_tokens, "predictor": config.waypoint_predictor}}
     latest = out / "checkpoints" / "latest.pt"
     zero_shot = out / "checkpoints" / "iter_0000.pt"
     if not zero_shot.is_file():  # the initial policy, before any resumed state

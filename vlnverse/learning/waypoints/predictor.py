@@ -1,0 +1,121 @@
+"""The trained waypoint predictor as the LLM agents' candidate source (``waypoint_predictor: learned``).
+
+:class:`LearnedWaypoints` runs a checkpoint of ``vlnverse train waypoints`` (by default the
+one shipped in ``assets/waypoints/``) on the panorama's depth and turns the heatmap's peaks
+into :class:`~vlnverse.agents.waypoints.Candidate` objects. Ids keep the depth predictor's
+convention (the letter of the ``spacing_deg`` heading slot, ``A`` straight ahead, then
+counter-clockwise); of two peaks in one slot the stronger is kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import string
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vlnverse.agents.config import WaypointConfig
+from vlnverse.agents.panorama import Panorama
+from vlnverse.agents.waypoints import Candidate
+from vlnverse.errors import ConfigError, DependencyNotInstalled
+
+#: The checkpoint shipped with the repository (README: how it was trained and validated).
+SHIPPED_CHECKPOINT = Path(__file__).resolve().parents[3] / "assets" / "waypoints" / "waypoint_predictor.pt"
+
+
+def load_predictor_checkpoint(path: str | Path) -> tuple[Any, dict[str, Any]]:
+    """The network (eval mode, CPU) and the checkpoint of ``path``.
+
+    Raises:
+        DependencyNotInstalled: torch is missing (it comes with the ``train`` and ``hf`` extras).
+        ConfigError: the file is missing or is not a waypoint predictor checkpoint.
+    """
+    try:
+        import torch
+    except ImportError as exc:
+        raise DependencyNotInstalled(
+            "torch", extra="train",
+            purpose="the learned waypoint predictor, the LLM agents' default; "
+                    "or set waypoint_predictor: depth in the agent config") from exc
+    from vlnverse.config import config_from_mapping
+    from vlnverse.learning.waypoints.model import WaypointNetConfig, build_net
+
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except (OSError, RuntimeError) as exc:
+        raise ConfigError(f"cannot load waypoint predictor checkpoint {path}: {exc}") from exc
+    if not isinstance(state, dict) or state.get("kind") != "waypoint_predictor":
+        raise ConfigError(f"{path} is not a waypoint predictor checkpoint (vlnverse train waypoints)")
+    net = build_net(config_from_mapping(WaypointNetConfig, state["net_config"], where=f"checkpoint {path}"))
+    net.load_state_dict(state["model"])
+    net.eval()
+    return net, state
+
+
+class LearnedWaypoints:
+    """Candidates at the peaks of the trained predictor's heatmap.
+
+    Args:
+        config: ``max_candidates`` caps the count, ``spacing_deg`` gives the id slots and
+            ``min_distance`` / ``max_distance`` bound the distances; the depth-only settings
+            (safety margin, body size) do not apply.
+        checkpoint: A ``vlnverse train waypoints`` checkpoint (None: the shipped one).
+        threads: Torch CPU threads while predicting (``None``: leave torch's setting).
+    """
+
+    def __init__(self, config: WaypointConfig | None = None, checkpoint: str | Path | None = None,
+                 threads: int | None = 1) -> None:
+        from vlnverse.config import config_from_mapping
+        from vlnverse.learning.waypoints.trainer import PeakConfig
+
+        self.config = config or WaypointConfig()
+        self.checkpoint = Path(checkpoint) if checkpoint else SHIPPED_CHECKPOINT
+        self.net, state = load_predictor_checkpoint(self.checkpoint)
+        self.peaks = config_from_mapping(PeakConfig, state["peaks"], where=f"checkpoint {self.checkpoint}")
+        self.threads = threads
+        self.slots = round(360.0 / self.config.spacing_deg)
+        self.ids = string.ascii_uppercase[:self.slots]
+        self.digest = hashlib.sha256(self.checkpoint.read_bytes()).hexdigest()[:16]
+
+    def describe(self) -> dict[str, Any]:
+        """What ``run.json`` records of the predictor that ran."""
+        shipped = self.checkpoint.resolve() == SHIPPED_CHECKPOINT
+        return {"name": "learned", "checkpoint": "shipped" if shipped else str(self.checkpoint),
+                "sha256": self.digest}
+
+    def heatmap(self, panorama: Panorama) -> np.ndarray:
+        """``(120, 12)`` waypoint probabilities of the panorama."""
+        import torch
+
+        if panorama.config.views != 12:
+            raise ConfigError(f"the learned waypoint predictor reads 12 views, the panorama has {panorama.config.views}")
+        depth = torch.from_numpy(np.stack([np.asarray(d, dtype=np.float32) for d in panorama.depth])[None])
+        previous = torch.get_num_threads()
+        if self.threads:
+            torch.set_num_threads(self.threads)
+        try:
+            with torch.inference_mode():
+                return torch.sigmoid(self.net(depth))[0].numpy()
+        finally:
+            torch.set_num_threads(previous)
+
+    def predict(self, panorama: Panorama) -> list[Candidate]:
+        from vlnverse.learning.waypoints.model import pick_peaks
+        from vlnverse.learning.waypoints.targets import distance_of, heading_of
+
+        cfg = self.config
+        peaks = pick_peaks(self.heatmap(panorama), self.peaks.threshold, self.peaks.window_deg, 120)
+        taken: dict[int, Candidate] = {}
+        for h, d, _ in peaks:  # strongest first
+            heading = float(heading_of(h))
+            slot = round(math.degrees(heading) / cfg.spacing_deg) % self.slots
+            distance = float(min(distance_of(d), cfg.max_distance))
+            if slot in taken or distance < cfg.min_distance:
+                continue
+            taken[slot] = Candidate(self.ids[slot], heading, round(distance, 2), panorama.view_toward(heading))
+            if len(taken) == cfg.max_candidates:
+                break
+        return [taken[s] for s in sorted(taken)]
