@@ -8,6 +8,7 @@ from pathlib import Path
 
 from vlnverse.cli.output import print_json, print_table
 from vlnverse.errors import ConfigError
+from vlnverse.tasks.registry import task_families
 
 
 def register(subparsers) -> None:
@@ -21,7 +22,7 @@ def register(subparsers) -> None:
     parser.add_argument("--scenes", type=Path, default=None, help="scene corpus folder")
     parser.add_argument("--out", type=Path, default=None, help="dataset folder")
     parser.add_argument("--tasks", default=None,
-                        help="comma-separated: fine,coarse,visual_reference,long_horizon,dialogue,objectnav,eqa "
+                        help=f"comma-separated: {','.join(f.name for f in task_families())} "
                              "(default: the five VLN tasks)")
     parser.add_argument("--per-scene", type=int, default=None, help="coarse trajectories per scene (default 30)")
     parser.add_argument("--seed", type=int, default=None, help="dataset seed (default 0)")

@@ -50,6 +50,7 @@ from vlnverse.errors import InvalidActionError, LLMBudgetExceeded, MetricsError
 from vlnverse.eval.agent import Agent, Answer, Ask, EpisodeInfo, Inconclusive
 from vlnverse.eval.eqa import episode_outcome, outcome_metrics
 from vlnverse.eval.metrics import EpisodeRecord, MetricsConfig, compute_episode_metrics
+from vlnverse.tasks.registry import task_family
 
 logger = logging.getLogger(__name__)
 
@@ -199,7 +200,7 @@ def run_episode(
     metrics = metrics or MetricsConfig()
     objectnav = episode.task == "objectnav"
     eqa = episode.question if episode.task == "eqa" else None
-    if objectnav or eqa:  # ObjectNav's and EQA's radius is their episodes' own (vlnverse.tasks.objectnav, .eqa)
+    if task_family(episode.task).own_radius:  # e.g. ObjectNav's, EQA's: stored in the goals at generation
         metrics = dataclasses.replace(metrics, success_distance=episode.goals[0].radius)
     base = env.unwrapped
     t_start = time.perf_counter()
@@ -219,7 +220,7 @@ def run_episode(
     )
 
     options: dict[str, Any] = {"episode": _env_episode(episode, radius)}
-    if reference_image and getattr(base, "observe_reference", False):
+    if reference_image and "reference_image" in base.observation_space.spaces:
         options["reference_image"] = reference_image
     with env_lock:
         t0 = time.perf_counter()

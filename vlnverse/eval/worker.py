@@ -225,7 +225,9 @@ class EvalWorker:
         return slot
 
     def _env_key(self, item: WorkItem) -> tuple[Any, ...]:
-        return item.scene_file, item.physics, item.task == "dialogue", item.task == "visual_reference", item.task == "eqa"
+        from vlnverse.envs.tasks import wanted_components
+
+        return item.scene_file, item.physics, wanted_components(item.task)
 
     def _take_env(self, item: WorkItem) -> Any:
         """An idle env for ``item`` (built under the env lock when none is idle)."""
@@ -238,15 +240,15 @@ class EvalWorker:
                     return env
         from vlnverse.envs.nav_env import NavEnv
 
-        scene_file, physics, dialogue, reference, eqa = key
+        scene_file, physics, components = key
         with self.env_lock:
             self._close_idle(spare=1)
             env = NavEnv(scene_file, backend=self.spec.backend, renderer=self.spec.renderer, physics=physics,
                          action_space=self.agent.action_space, sensors=self.agent.sensors,
                          max_episode_steps=self.spec.max_steps,
-                         occupancy_resolution=self.spec.occupancy_resolution, dialogue=dialogue,
-                         reference_image=reference, oracle_llm=self.spec.oracle_llm if dialogue else None,
-                         instruction_view=self.spec.instruction_view, eqa=eqa)
+                         occupancy_resolution=self.spec.occupancy_resolution, task=item.task,
+                         oracle_llm=self.spec.oracle_llm if "dialogue" in components else None,
+                         instruction_view=self.spec.instruction_view)
         with self._lock:
             self._busy_envs += 1
         return env

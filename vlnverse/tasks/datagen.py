@@ -100,6 +100,8 @@ class DatagenConfig:
     def fingerprint(self) -> dict[str, Any]:
         """What decides the dataset's bytes (not where it is, nor how many workers make it)."""
         data = config_to_dict(self.generation)
+        if not data["families"]:
+            del data["families"]  # the hash of a config without them is what it was before they existed
         return {"seed": self.seed, "llm": redact(self.llm), "generation": data, "vlnverse": __version__}
 
     @property

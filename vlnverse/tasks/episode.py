@@ -14,11 +14,13 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from vlnverse.errors import DatasetError
+from vlnverse.tasks.registry import task_families
 
-VLN_TASKS = ("fine", "coarse", "visual_reference", "long_horizon", "dialogue")
-#: Every task: the five VLN tasks, ObjectNav (:mod:`vlnverse.tasks.objectnav`) and embodied question
-#: answering (:mod:`vlnverse.tasks.eqa`), the last two generated on request.
-TASKS = (*VLN_TASKS, "objectnav", "eqa")
+#: The paper's five VLN tasks (fine, coarse, visual reference, long horizon, dialogue).
+VLN_TASKS = tuple(f.name for f in task_families() if f.vln)
+#: Every registered task (:mod:`vlnverse.tasks.registry`): the five VLN tasks, then those
+#: generated on request (ObjectNav, embodied question answering, ...).
+TASKS = tuple(f.name for f in task_families())
 #: EQA question types (:mod:`vlnverse.tasks.eqa`).
 QUESTION_KINDS = ("existence", "room", "color", "state", "count", "near")
 #: Options per EQA question; the answer is an index into them.

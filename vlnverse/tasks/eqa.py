@@ -39,7 +39,7 @@ An episode's goals are the relevant objects' viewpoints (as ObjectNav's, radius
 ``min_start_distance``..``max_start_distance`` (geodesic) from the nearest one, and its
 reference path leads there (a count visits every instance, nearest first; a count with an
 instance that has no reachable viewpoint is not asked). The episode
-ends with an answer action (:mod:`vlnverse.envs.eqa`).
+ends with an answer action (:mod:`vlnverse.envs.tasks.eqa`).
 """
 
 from __future__ import annotations

@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from vlnverse import __version__
+from vlnverse.config import config_from_mapping
 from vlnverse.errors import ConfigError
 from vlnverse.fileio import write_bytes_atomic
 from vlnverse.llm import LLMClient
 from vlnverse.llm.images import encode_png
+from vlnverse.registry import load_entry_point
 from vlnverse.tasks.context import SceneContext
 from vlnverse.tasks.corpus import stable_hash
 from vlnverse.tasks.dvs import DVS_VERSION, InstructionPipeline, PipelineConfig, PipelineResult
@@ -32,8 +35,8 @@ from vlnverse.tasks.episode import (
     Provenance,
     yaw_to_quaternion,
 )
-from vlnverse.tasks.eqa import EQA, EQAConfig, eqa_episodes
-from vlnverse.tasks.objectnav import OBJECTNAV, ObjectNavConfig, objectnav_episodes
+from vlnverse.tasks.eqa import EQAConfig
+from vlnverse.tasks.objectnav import ObjectNavConfig
 from vlnverse.tasks.pathdesc import describe_path
 from vlnverse.tasks.prior import (
     PRIOR_VERSION,
@@ -42,6 +45,7 @@ from vlnverse.tasks.prior import (
     coarse_variants,
     fine_instruction,
 )
+from vlnverse.tasks.registry import task_families, task_family
 from vlnverse.tasks.render import RenderConfig, SceneRenderer
 from vlnverse.tasks.sampling import SAMPLER_VERSION, SamplingConfig, Trajectory, TrajectorySampler
 
@@ -55,7 +59,8 @@ class GenerationConfig:
     """What to generate per scene (defaults follow the paper's Table 2 proportions).
 
     Attributes:
-        tasks: Task types to generate (default: the five VLN tasks; ``objectnav`` and ``eqa`` on request).
+        tasks: Task types to generate (default: the five VLN tasks; the other registered
+            families, :mod:`vlnverse.tasks.registry`, on request).
         per_scene: Coarse trajectories per scene (the unit of Table 2: coarse, visual
             reference and dialogue share them).
         fine_ratio: Fine trajectories per coarse one (3963 / 11895 in Table 2).
@@ -74,6 +79,9 @@ class GenerationConfig:
         rendering: Camera settings of rendered images.
         objectnav: ObjectNav settings (``per_scene`` episodes per scene when ``objectnav`` is asked for).
         eqa: EQA settings (``per_scene`` questions per scene when ``eqa`` is asked for).
+        families: Settings of the other registered families that make their own episodes,
+            by task name (``generation.families.<task>``; each family's settings class,
+            defaults where absent).
     """
 
     tasks: tuple[str, ...] = VLN_TASKS
@@ -93,6 +101,7 @@ class GenerationConfig:
     rendering: RenderConfig = field(default_factory=RenderConfig)
     objectnav: ObjectNavConfig = field(default_factory=ObjectNavConfig)
     eqa: EQAConfig = field(default_factory=EQAConfig)
+    families: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         tasks = tuple(self.tasks)
@@ -113,6 +122,21 @@ class GenerationConfig:
             raise ConfigError(f"coarse_style must be one of {STYLES}, got {self.coarse_style!r}")
         if not (isinstance(self.question_budget, int) and self.question_budget >= 0):
             raise ConfigError(f"question_budget must be a non-negative integer, got {self.question_budget!r}")
+        families = {}
+        for name, value in dict(self.families).items():
+            family = task_family(name)
+            if family.settings is None or name in {f.name for f in fields(self)}:
+                raise ConfigError(f"generation.families.{name}: that task has no settings there")
+            settings = load_entry_point(family.settings)
+            families[name] = value if isinstance(value, settings) else config_from_mapping(
+                settings, value, where=f"generation.families.{name}")
+        object.__setattr__(self, "families", families)
+
+    def settings_for(self, task: str) -> Any:
+        """The generation settings of family ``task`` (its field here, else ``families``, else defaults)."""
+        if task in {f.name for f in fields(self)}:
+            return getattr(self, task)
+        return self.families.get(task) or load_entry_point(task_family(task).settings)()
 
     def counts(self) -> dict[str, int]:
         """Trajectories to sample per scene: ``{"fine", "coarse", "long_horizon"}``."""
@@ -201,10 +225,11 @@ def generate_scene_episodes(
         episodes = writer.fine_episodes(fine, splitter.assign(len(fine)))
         episodes += writer.coarse_episodes(coarse, splitter.assign(len(coarse)))
         episodes += writer.chain_episodes(chains, splitter.assign(len(chains), config.long_horizon_val_seen_fraction))
-        if OBJECTNAV in config.tasks:
-            episodes += objectnav_episodes(context, config.objectnav, config.per_scene, seed, splitter.assign, writer)
-        if EQA in config.tasks:
-            episodes += eqa_episodes(context, config.eqa, config.per_scene, seed, splitter.assign, writer)
+        for family in task_families():  # the families that make their own episodes, in registry order
+            if family.generator is not None and family.name in config.tasks:
+                make = load_entry_point(family.generator)
+                episodes += make(context, config.settings_for(family.name), config.per_scene, seed,
+                                 splitter.assign, writer)
     finally:
         writer.close()
     order = {t: i for i, t in enumerate(TASKS)}

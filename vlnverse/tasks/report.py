@@ -36,14 +36,13 @@ from vlnverse.tasks.episode import (
     Episode,
 )
 from vlnverse.tasks.grounding import HOUSEHOLD_NOUNS
+from vlnverse.tasks.registry import task_families
 
 VERBS = frozenset("""walk go turn move head stop enter pass keep continue proceed find locate approach take make
 wait face exit leave cross follow grab navigate stay""".split())
 ROOM_WORDS = frozenset("""bedroom bathroom kitchen hallway study laundry storage living dining room doorway door
 corridor""".split())
-TASK_LABELS = {"fine": "Fine-grained", "coarse": "Coarse-grained", "visual_reference": "Visual reference",
-               "long_horizon": "Long horizon", "dialogue": "Dialogue", "objectnav": "ObjectNav",
-               "eqa": "EQA"}
+TASK_LABELS = {family.name: family.label for family in task_families()}
 _WORD = re.compile(r"[a-z]+")
 FORWARD_M = 0.25  # VLN-CE discrete forward step
 TURN_DEG = 15.0  # VLN-CE discrete turn

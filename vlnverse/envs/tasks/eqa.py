@@ -22,63 +22,63 @@ carries ``eqa_answer``, the correct index (privileged, like ``oracle_action``: o
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 
+from vlnverse.envs.tasks.base import StepOutcome, TaskComponent
 from vlnverse.errors import DatasetError, InvalidActionError
 from vlnverse.tasks.episode import OPTION_COUNT
 
 
-class AnswerActions:
-    """The answer rule of an EQA env: action ids, the episode's question, its observations.
+class EQATask(TaskComponent):
+    """The answer rule of an EQA env: action ids, the episode's question, its observations."""
 
-    Args:
-        first_id: Discrete id of option A (None for non-discrete action spaces).
-    """
+    idle_info = {"answer": None, "answer_correct": None, "eqa_answer": None}
+    privileged_info = ("eqa_answer",)
+    action_count = OPTION_COUNT
 
-    def __init__(self, first_id: int | None) -> None:
-        self.first_id = first_id
+    def __init__(self, env: Any, settings: Mapping[str, Any]) -> None:
+        super().__init__(env, settings)
         self.question: Any = None
+        self.given: int | None = None
+        self.correct: bool | None = None
+
+    @classmethod
+    def wanted(cls, task: str | None, settings: Mapping[str, Any]) -> bool:
+        flag = settings.get("eqa")
+        return task == "eqa" if flag is None else bool(flag)
 
     def action(self, index: int) -> int:
         """The discrete action id that answers option ``index``."""
-        if self.first_id is None:
+        if self.first_action is None:
             raise InvalidActionError("this action space has no answer action ids; call env.unwrapped.answer(index)")
-        return self.first_id + check_index(index)
+        return self.first_action + check_index(index)
 
-    def index_of(self, action: Any) -> int | None:
-        """The option a discrete ``action`` answers, or None when it is not an answer action."""
-        if self.first_id is None or isinstance(action, (bool, np.bool_)):
-            return None
-        if isinstance(action, np.ndarray):
-            if action.ndim != 0:
-                return None
-            action = action.item()
-        if isinstance(action, (int, np.integer)) and 0 <= int(action) - self.first_id < OPTION_COUNT:
-            return int(action) - self.first_id
-        return None
+    def spaces(self, max_text: int, charset: frozenset[str]) -> dict[str, spaces.Space]:
+        text = spaces.Text(max_text, min_length=0, charset=charset)
+        return {"question": text, "options": spaces.Tuple([text] * OPTION_COUNT)}
 
-    def start(self, episode: Any) -> None:
-        """Take the question of ``episode`` (a :class:`~vlnverse.envs.episode.NavEpisode`)."""
+    def reset(self, options: Mapping[str, Any]) -> None:
+        episode = self.env.episode
         question = getattr(episode.source, "question", None)
         if question is None:
             raise DatasetError(f"episode {episode.episode_id}: an EQA env needs episodes with a question "
                                "(task 'eqa' records)")
-        self.question = question
+        self.question, self.given, self.correct = question, None, None
 
-    def judge(self, index: Any) -> bool:
-        """Whether option ``index`` is the correct one."""
-        return check_index(index) == self.question.answer
-
-    @staticmethod
-    def spaces(max_text: int, charset: Any) -> dict[str, spaces.Space]:
-        text = spaces.Text(max_text, min_length=0, charset=charset)
-        return {"question": text, "options": spaces.Tuple([text] * OPTION_COUNT)}
+    def act(self, index: Any) -> StepOutcome:
+        self.given = check_index(index)
+        self.correct = self.given == self.question.answer
+        return StepOutcome(success=self.correct, terminated=True, fail_reason=None if self.correct else "wrong_answer")
 
     def observe(self) -> dict[str, Any]:
         return {"question": self.question.text, "options": tuple(self.question.options)}
+
+    def info(self) -> dict[str, Any]:
+        return {"answer": self.given, "answer_correct": self.correct, "eqa_answer": self.question.answer}
 
 
 def check_index(index: Any) -> int:
