@@ -104,7 +104,8 @@ def test_dialogue_agent_asks_and_reads_the_answer(dataset):
 
 
 def test_long_horizon_agent_stops_at_each_goal(dataset):
-    record, episode = run(dataset, "text_history", ScriptedModel(lambda *_: reply("STOP")), task="long_horizon")
+    record, episode = run(dataset, "text_history", ScriptedModel(lambda *_: reply("STOP")), task="long_horizon",
+                          config={"privileged_subgoals": True})
     legs = len(episode.goals)
     assert legs > 1 and len(record["stops"]) == legs and record["fail_reason"] == "stop"
     prompts = [s["messages"][1]["content"] for s in record["agent_trace"]["steps"]]

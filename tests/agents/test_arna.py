@@ -264,7 +264,8 @@ def test_the_map_is_built_from_observations_not_the_privileged_scene_graph(datas
 
 
 def test_long_horizon_stops_at_each_goal_then_ends(dataset):
-    record = run(dataset, ARNAScript({"NextStep": answer_at_the_answer_step}), task="long_horizon", max_steps=60)
+    record = run(dataset, ARNAScript({"NextStep": answer_at_the_answer_step}), {"privileged_subgoals": True},
+                 task="long_horizon", max_steps=60)
     legs = len(record["goals"])
     steps = record["agent_trace"]["steps"]
     assert legs > 1 and len(record["stops"]) == legs and record["fail_reason"] == "stop"

@@ -51,6 +51,7 @@ from vlnverse.agents.prompts import (
     Prompt,
     action_options,
     describe_messages,
+    instruction_text,
     output_format,
 )
 from vlnverse.agents.trace import AgentTrace
@@ -117,10 +118,23 @@ class EpisodeState:
     categories: tuple[str, ...] = ()
     room_type: str | None = None
     memory: str = ""
+    subgoals: tuple[str, ...] = ()  # the privileged sub-goal split (``privileged_subgoals``)
 
     @property
-    def legs(self) -> int:
-        return max(1, len(self.episode.subgoal_instructions)) if self.episode.task == "long_horizon" else 1
+    def long_horizon(self) -> bool:
+        return self.episode.task == "long_horizon"
+
+    @property
+    def legs(self) -> int | None:
+        """Goals to STOP at: 1, the privileged split's count, or None on a long-horizon
+        episode without it (the chained instruction does not say how many)."""
+        if not self.long_horizon:
+            return 1
+        return len(self.subgoals) or None
+
+    def instruction(self, text: str) -> str:
+        """The instruction as prompts show it (:func:`~vlnverse.agents.prompts.instruction_text`)."""
+        return instruction_text(text, long_horizon=self.long_horizon, stops=self.leg, subgoals=self.subgoals)
 
     @property
     def questions_left(self) -> int:
@@ -215,6 +229,8 @@ class LLMWaypointAgent(Agent, abc.ABC):
 
     def reset(self, episode: EpisodeInfo) -> None:
         self.state = self.new_state(episode)
+        if self.config.privileged_subgoals and self.state.long_horizon:
+            self.state.subgoals = tuple(episode.subgoal_instructions)
 
     def observe_info(self, info: Mapping[str, Any]) -> None:
         """``gt`` perception only: the semantic table (at reset) and the room type."""
@@ -375,8 +391,8 @@ class LLMWaypointAgent(Agent, abc.ABC):
             fallback = _fallback(view.candidates)
             what = f"could not decide; moved {fallback[0]:.1f} m at {math.degrees(fallback[1]):.0f} deg (fallback)"
         elif decision.action == STOP:
-            what = "stopped" + (f" at goal {state.leg + 1}" if state.legs > 1 else "")
-            state.leg = min(state.leg + 1, state.legs - 1)
+            what = "stopped" + (f" at goal {state.leg + 1}" if state.long_horizon else "")
+            state.leg = state.leg + 1 if state.legs is None else min(state.leg + 1, state.legs - 1)
         elif decision.action == ASK:
             what = f'asked "{decision.question}"'
         else:

@@ -127,6 +127,11 @@ class LLMAgentConfig:
         min_steps_before_stop: STOP is not offered before this many steps (MapGPT's
             ``stop_after``; it stays offered when no candidate exists).
         local_map: Add the top-down local map drawn from the agent's own depth.
+        privileged_subgoals: Long-horizon: also show the dataset's split of the chained
+            instruction into sub-goal instructions, how many there are and which one is
+            active. Privileged (the env observes only the chained instruction): listed in
+            ``run.json``'s ``privileged`` as ``subgoal_instructions``. Off, the agent is told
+            only that the instruction chains goals and how many times it has stopped.
         ask_oracle: Dialogue episodes: offer the ASK action while questions remain.
         waypoints: Candidate waypoint settings.
         waypoint_predictor: ``learned`` (the trained predictor of
@@ -150,6 +155,7 @@ class LLMAgentConfig:
     history_window: int = 8
     min_steps_before_stop: int = 0
     local_map: bool = True
+    privileged_subgoals: bool = False
     ask_oracle: bool = True
     waypoints: WaypointConfig = field(default_factory=WaypointConfig)
     waypoint_predictor: str = "depth"
@@ -185,7 +191,8 @@ class LLMAgentConfig:
     @property
     def privileged(self) -> tuple[str, ...]:
         """The privileged inputs this configuration reads (recorded in ``run.json``)."""
-        return ("semantic_categories", "room_type") if self.perception == "gt" else ()
+        return (("semantic_categories", "room_type") if self.perception == "gt" else ()) + (
+            ("subgoal_instructions",) if self.privileged_subgoals else ())
 
 
 @dataclass(frozen=True)

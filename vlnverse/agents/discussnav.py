@@ -55,7 +55,6 @@ from vlnverse.agents.prompts import (
     candidate_cards,
     dialogue_text,
     history_text,
-    instruction_text,
     output_format,
 )
 from vlnverse.errors import ConfigError, LLMAnswerError
@@ -354,8 +353,7 @@ class DiscussNavAgent(LLMWaypointAgent):
     def build_prompt(self, view: StepView) -> Prompt:
         state, cfg = self.state, self.config
         prompt = Prompt()
-        prompt.section("Instruction", instruction_text(view.instruction, state.leg, state.legs,
-                                                       state.episode.subgoal_instructions))
+        prompt.section("Instruction", state.instruction(view.instruction))
         if state.analysed:
             prompt.section("Actions in the instruction (instruction analysis experts)", _numbered(state.actions))
             prompt.section("Landmarks", _landmark_text(state.landmarks))

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from vlnverse.agents.base import EpisodeState, LLMWaypointAgent, StepView
 from vlnverse.agents.config import MapHistoryConfig
 from vlnverse.agents.parsing import Decision
-from vlnverse.agents.prompts import Prompt, history_text, instruction_text
+from vlnverse.agents.prompts import Prompt, history_text
 from vlnverse.agents.topomap import TopoMap
 from vlnverse.eval.agent import EpisodeInfo
 
@@ -71,8 +71,7 @@ class MapHistoryAgent(LLMWaypointAgent):
         self._update_map(view)
         state = self.state
         prompt = Prompt()
-        prompt.section("Instruction", instruction_text(view.instruction, state.leg, state.legs,
-                                                       state.episode.subgoal_instructions))
+        prompt.section("Instruction", state.instruction(view.instruction))
         prompt.section("History", history_text(state.history, self.config.history_window))
         prompt.section("Trajectory", "Place " + " ".join(str(p) for p in state.topo.trajectory)
                        + f" (you are at Place {state.here})")

@@ -63,11 +63,20 @@ def describe_messages(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
         p if isinstance(p, str) else f"<image sha256:{p.sha256[:12]}>" for p in m.parts)} for m in messages]
 
 
-def instruction_text(instruction: str, leg: int = 0, legs: int = 1,
+def instruction_text(instruction: str, *, long_horizon: bool = False, stops: int = 0,
                      subgoals: Sequence[str] = ()) -> str:
-    """The instruction, with the current leg of a long-horizon episode."""
-    if legs <= 1:
+    """The instruction; on a long-horizon episode, what the agent knows of its goals.
+
+    Without ``subgoals`` that is only what it observes and did: the instruction chains
+    goals, and it has stopped ``stops`` times. With the privileged split (``subgoals``),
+    each sub-goal's instruction and the active one (``stops`` of them reached).
+    """
+    if not long_horizon:
         return instruction
+    if not subgoals:
+        return (f"{instruction}\n\nThis instruction chains several goals: STOP each time you reach one, "
+                f"in order; the episode ends at the last. You have stopped {stops} time(s) so far.")
+    legs, leg = len(subgoals), min(stops, len(subgoals) - 1)
     lines = [instruction, "", f"This is a sequence of {legs} goals; STOP at each goal in order."]
     lines += [f"{'->' if i == leg else '  '} goal {i + 1}: {text}" for i, text in enumerate(subgoals)]
     lines.append(f"You are now on goal {leg + 1} of {legs}.")

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from vlnverse.agents.base import LLMWaypointAgent, StepView
 from vlnverse.agents.parsing import Decision
-from vlnverse.agents.prompts import Prompt, history_text, instruction_text
+from vlnverse.agents.prompts import Prompt, history_text
 
 SYSTEM_PROMPT = """\
 You are a robot navigating an indoor home by following a person's instruction.
@@ -37,8 +37,7 @@ class TextHistoryAgent(LLMWaypointAgent):
     def build_prompt(self, view: StepView) -> Prompt:
         state = self.state
         prompt = Prompt()
-        prompt.section("Instruction", instruction_text(view.instruction, state.leg, state.legs,
-                                                       state.episode.subgoal_instructions))
+        prompt.section("Instruction", state.instruction(view.instruction))
         prompt.section("Summary of your progress", state.memory or "You have just started.")
         prompt.section("Your last steps", history_text(state.history, self.config.history_window))
         self.observation_sections(prompt, view)

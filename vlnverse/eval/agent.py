@@ -76,7 +76,10 @@ class EpisodeInfo:
         physics: Physics mode of this run (``strict``, ``slide``, ``tel_hop``).
         scene_id: Scene identifier.
         instruction: The instruction text.
-        subgoal_instructions: Long-horizon: one instruction per sub-goal.
+        subgoal_instructions: Long-horizon: one instruction per sub-goal — privileged (the
+            env observes only the chained instruction), so it is filled only for an agent
+            whose ``privileged`` lists ``"subgoal_instructions"`` (then in ``run.json``), and
+            empty for every other agent.
         reference_image: Visual-reference: absolute path of the goal image, if any.
         action_space: The env's gymnasium action space.
         action_space_name: ``discrete``, ``waypoint`` or ``velocity``.

@@ -54,6 +54,10 @@ from vlnverse.tasks.registry import task_family
 
 logger = logging.getLogger(__name__)
 
+PRIVILEGED_SUBGOALS = "subgoal_instructions"
+"""The ``privileged`` entry an agent declares to be told the sub-goal split (the env shows
+only the chained instruction; ``run.json`` lists it)."""
+
 POSE_DECIMALS = 4
 """Stored coordinates are rounded to 0.1 mm (metrics use the unrounded values)."""
 
@@ -213,7 +217,8 @@ def run_episode(
         scene_id=episode.scene_id, instruction=episode.instruction.text, action_space=base.action_space,
         action_space_name=base.action_spec.name, action_spec=base.action_spec,
         max_steps=base.max_episode_steps, seed=ep_seed,
-        subgoal_instructions=tuple(episode.instruction.subgoals), reference_image=reference_image,
+        subgoal_instructions=tuple(episode.instruction.subgoals) if PRIVILEGED_SUBGOALS in
+        getattr(agent, "privileged", ()) else (), reference_image=reference_image,
         extra=({"question_budget": episode.question_budget} if episode.question_budget is not None else {})
         | ({"object_category": episode.goals[0].category, "success_distance": radius} if objectnav else {})
         | ({"question": eqa.text, "options": eqa.options, "question_kind": eqa.kind} if eqa else {}),

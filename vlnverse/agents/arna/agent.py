@@ -75,7 +75,7 @@ from vlnverse.agents.arna.tools import (
 from vlnverse.agents.arna.worldmodel import UNKNOWN_COST, OccupancyGrid, SceneMemoryGraph
 from vlnverse.agents.base import EpisodeState, LLMWaypointAgent, StepView
 from vlnverse.agents.panorama import Panorama
-from vlnverse.agents.prompts import Prompt, describe_messages, instruction_text
+from vlnverse.agents.prompts import Prompt, describe_messages
 from vlnverse.errors import ConfigError, LLMAnswerError
 from vlnverse.eval.agent import Answer, EpisodeInfo, Inconclusive
 from vlnverse.llm.base import WrapperClient
@@ -374,9 +374,9 @@ class ARNAAgent(LLMWaypointAgent):
                     f"{episode.extra['question']} Options: {options}. When terminating, answer with the option letter.")
         if category:
             return f"Find a {category} and stop close to it, with it in view."
-        if self.state.legs > 1:
-            return "Follow these navigation instructions and stop at each goal in order:\n" + instruction_text(
-                episode.instruction, self.state.leg, self.state.legs, episode.subgoal_instructions)
+        if self.state.long_horizon:
+            return "Follow these navigation instructions and stop at each goal in order:\n" + \
+                self.state.instruction(episode.instruction)
         if self.state.reference is not None:
             return (f"Go to the place shown in the goal picture and stop there: {episode.instruction}"
                     if episode.instruction else "Go to the place shown in the goal picture and stop there.")
@@ -467,9 +467,9 @@ class ARNAAgent(LLMWaypointAgent):
                 self._select_step("(the plan has finished; decide whether to terminate, else it runs again)")
                 state.memory.log("the plan finished without terminating; running it again")
             except _Terminated as done:
-                if state.leg + 1 >= state.legs:
-                    return done.answer, done.rationale
-                state.memory.log(f"step {state.step}: stopped at goal {state.leg + 1} of {state.legs}: {done.rationale}")
+                if state.legs is not None and state.leg + 1 >= state.legs:
+                    return done.answer, done.rationale  # else the env ends the episode at its last goal
+                state.memory.log(f"step {state.step}: stopped at goal {state.leg + 1}: {done.rationale}")
                 state.leg += 1
                 yield None
             except StepLimit as exc:
