@@ -167,10 +167,23 @@ def test_the_model_may_run_a_reasoning_function_before_the_next_step(dataset):
     assert record["agent_trace"]["arna"]["answer"] == "B"
 
 
-def test_an_out_of_grammar_plan_is_rejected_counted_and_replaced(dataset):
-    bad = {"rationale": "x", "plan": {"main": [{"exec": "__import__('os').system('id')"}]}}
+BAD_PLAN = {"rationale": "x", "plan": {"main": [{"exec": "__import__('os').system('id')"}]}}
+
+
+def test_a_plan_that_cannot_be_repaired_ends_the_run_as_the_paper_does(dataset):
+    model = ARNAScript({"FunctionCallImplementation": lambda r: BAD_PLAN})
+    record = run(dataset, model, max_steps=4)
+    arna = record["agent_trace"]["arna"]
+    assert record["fail_reason"] == "inconclusive" and arna["outcome_reason"] == "function_call_error"
+    assert arna["plan_rejections"] == 2 and "plan_source" not in arna["workflow"] and record["actions"] == []
+    assert arna["function_call_errors"] == ["implementation: no plan in the grammar after 2 tries"]
+    assert model.kinds["tools"] == 0 and record["agent_trace"]["fallbacks"] == 0
+
+
+def test_with_fallback_plan_an_out_of_grammar_plan_is_rejected_counted_and_replaced(dataset):
+    bad = BAD_PLAN
     model = ARNAScript({"FunctionCallImplementation": lambda r: bad}, cost=0.0)
-    record = run(dataset, model, {"max_env_steps": 4})
+    record = run(dataset, model, {"fallback_plan": True}, max_steps=4)
     arna = record["agent_trace"]["arna"]
     assert arna["plan_rejections"] == 2 and arna["workflow"]["plan_source"] == "fallback"
     assert all("unknown statement" in problems[0] for problems in arna["plan_rejection_problems"])
@@ -178,20 +191,23 @@ def test_an_out_of_grammar_plan_is_rejected_counted_and_replaced(dataset):
         {"while": {"always": True}, "max_iterations": 50, "body": [{"step": "explore", "goal": "explore the nearest promising frontier"}]}]}
     retry = [r for r in model.requests if model.kind(r) == "FunctionCallImplementation"][1]
     assert "Your previous plan was rejected" in retry.messages[-1].text
-    assert record["agent_trace"]["fallbacks"] >= 1 and record["fail_reason"] == "inconclusive"
+    assert record["agent_trace"]["fallbacks"] >= 1 and record["fail_reason"] == "step_budget"
 
     answers = iter([bad, {"rationale": "ok", "plan": LOOP_PLAN}])
-    record = run(dataset, ARNAScript({"FunctionCallImplementation": lambda r: next(answers)}), {"max_env_steps": 3})
+    record = run(dataset, ARNAScript({"FunctionCallImplementation": lambda r: next(answers)}), max_steps=3)
     assert record["agent_trace"]["arna"]["plan_rejections"] == 1
     assert record["agent_trace"]["arna"]["workflow"]["plan_source"] == "model"
 
 
 @pytest.mark.parametrize(("config", "handlers", "reason"), [
-    ({"max_env_steps": 5}, {}, "step_limit"),
+    ({"max_plan_statements": 3}, {}, "statement_limit"),
     ({"max_wall_s": 1e-6}, {}, "time_limit"),
     ({"max_cost_usd": 0.012}, {}, "cost_limit"),
     ({"max_cost_usd": 0.012, "perception": "vlm"}, {}, "cost_limit"),
+    ({"max_tokens_per_episode": 2000}, {}, "cost_limit"),
     ({}, {"tools": lambda r: ("ExploreInterface", {"rationale": "r", "strategy": "fly"})}, "function_call_error"),
+    ({}, {"NextStep": lambda r: "I think we should keep exploring."}, "function_call_error"),
+    ({}, {"MemoryUpdate": lambda r: {"updated_description": "only one field"}}, "function_call_error"),
 ])
 def test_budgets_end_the_run_inconclusive_with_the_reason(dataset, config, handlers, reason):
     model = ARNAScript(handlers)
@@ -200,12 +216,30 @@ def test_budgets_end_the_run_inconclusive_with_the_reason(dataset, config, handl
     assert record["error"] is None and record["fail_reason"] == "inconclusive"
     assert arna["outcome_reason"] == reason and arna["answer"] is None
     assert record["agent_trace"]["steps"][-1]["action"] == {"inconclusive": reason}
-    if "max_env_steps" in config:
-        assert len(record["actions"]) == config["max_env_steps"]
-    if reason == "cost_limit":
+    if "max_plan_statements" in config:
+        assert arna["statements_executed"] == 3 and "3 statements" in arna["terminated"]
+    if "max_tokens_per_episode" in config:
+        assert 2000 <= record["agent_trace"]["tokens"]["prompt"] + record["agent_trace"]["tokens"]["completion"]
+    elif reason == "cost_limit":
         assert 0.012 <= arna["list_cost_usd"] < 0.012 + 0.002   # the crossing call completes, no more
-    if reason == "function_call_error":
+    if "tools" in handlers:
         assert len(arna["function_call_errors"]) == 1 and model.kinds["tools"] == 2   # the call and its repair
+    for role in ("NextStep", "MemoryUpdate"):   # a structured output that never followed its schema
+        if role in handlers:
+            assert len(arna["function_call_errors"]) == 1 and model.kinds[role] == 2   # the answer and its repair
+            assert arna["function_call_errors"][0].startswith({"NextStep": "next_step", "MemoryUpdate": "memory_update"}[role])
+
+
+def test_the_step_budget_is_the_envs_and_an_unpriced_model_needs_a_token_budget(dataset):
+    record = run(dataset, ARNAScript(), max_steps=5)
+    assert record["fail_reason"] == "step_budget" and len(record["actions"]) == 5
+    assert record["agent_trace"]["arna"]["outcome_reason"] is None
+    prompt = next(c for c in record["agent_trace"]["steps"][0]["consultations"] if c["purpose"] == "next_step")
+    assert "5 environment steps left" in prompt["messages"][1]["content"]
+    unpriced = run(dataset, ARNAScript(cost=None), max_steps=5)
+    assert "has no price" in unpriced["error"] and "max_tokens_per_episode" in unpriced["error"]
+    with pytest.raises(Exception, match="max_env_steps"):
+        make_agent("arna", {"max_env_steps": 500})
 
 
 def test_the_time_budget_ends_a_run_whose_plan_never_moves(dataset, monkeypatch):
@@ -224,7 +258,7 @@ def test_the_time_budget_ends_a_run_whose_plan_never_moves(dataset, monkeypatch)
 
 def test_non_finite_tool_arguments_are_function_call_errors(dataset):
     rotate = ("ExploreInterface", {"rationale": "r", "strategy": "rotate_in_place", "angle_deg": float("inf")})
-    record = run(dataset, ARNAScript({"tools": lambda r: rotate}), {"max_env_steps": 4})
+    record = run(dataset, ARNAScript({"tools": lambda r: rotate}), max_steps=4)
     assert record["error"] is None
     assert record["agent_trace"]["arna"]["outcome_reason"] == "function_call_error"
 
@@ -232,7 +266,7 @@ def test_non_finite_tool_arguments_are_function_call_errors(dataset):
 def test_the_map_is_built_from_observations_not_the_privileged_scene_graph(dataset, monkeypatch):
     import vlnverse.scene.scene_graph as scene_graph
 
-    clean = run(dataset, ARNAScript(), {"max_env_steps": 4})
+    clean = run(dataset, ARNAScript(), max_steps=4)
     truth = {}
 
     def poison(env):
@@ -251,7 +285,7 @@ def test_the_map_is_built_from_observations_not_the_privileged_scene_graph(datas
 
     real_graph = scene_graph.build_scene_graph
     monkeypatch.setattr(scene_graph, "build_scene_graph", poisoned_graph)
-    dirty = run(dataset, ARNAScript(), {"max_env_steps": 4}, env_hook=poison)
+    dirty = run(dataset, ARNAScript(), max_steps=4, env_hook=poison)
     assert "unicorn" not in json.dumps(dirty["agent_trace"])
     assert dirty["agent_trace"]["arna"]["objects"] == clean["agent_trace"]["arna"]["objects"]
     assert dirty["actions"] == clean["actions"]
@@ -281,7 +315,7 @@ def test_vlm_perception_places_the_models_labels_with_depth(dataset):
         return {"room": "Living Room", "objects": [{"view": 0, "label": "red chair", "column": 0.5}]}
 
     model = ARNAScript({"Perception": perceive})
-    record = run(dataset, model, {"perception": "vlm", "max_env_steps": 3})
+    record = run(dataset, model, {"perception": "vlm"}, max_steps=3)
     arna = record["agent_trace"]["arna"]
     assert "red_chair_1" in arna["objects"] and arna["rooms"][0] == "living_room_1"
     assert model.kinds["Perception"] >= 1 and arna["workflow"]["targets"] == "chair, sofa"
@@ -293,7 +327,8 @@ def test_vlm_perception_places_the_models_labels_with_depth(dataset):
 def test_config_is_validated():
     from vlnverse.errors import ConfigError
 
-    for bad in ({"workflow": "tree"}, {"max_env_steps": 0}, {"max_cost_usd": -1}, {"max_wall_s": -2}):
+    for bad in ({"workflow": "tree"}, {"max_plan_statements": 0}, {"max_cost_usd": -1}, {"max_wall_s": -2},
+                {"fallback_plan": "yes"}):
         with pytest.raises(ConfigError):
             make_agent("arna", copy.deepcopy(bad))
 
@@ -321,8 +356,9 @@ def test_the_openai_client_calls_arnas_tools_on_a_loopback_server(dataset, monke
     monkeypatch.setenv("VLNVERSE_TEST_ARNA_KEY", "sk-test")
     with LoopbackServer(answer) as server:
         options = "" if native else "&native_tools=false&structured_output=false"
-        record = run(dataset, None, {"max_env_steps": 4, "llm": f"openai:gpt-4o?base_url={server.url}"
-                                     f"&api_key_env=VLNVERSE_TEST_ARNA_KEY&max_retries=0&timeout=10{options}"})
+        record = run(dataset, None, {"llm": f"openai:gpt-4o?base_url={server.url}"
+                                     f"&api_key_env=VLNVERSE_TEST_ARNA_KEY&max_retries=0&timeout=10{options}"},
+                     max_steps=4)
     offered = [r for r in server.requests if "tools" in r]
     if native:
         assert offered and {t["function"]["name"] for t in offered[0]["tools"]} == {"ExploreInterface"}
@@ -330,7 +366,7 @@ def test_the_openai_client_calls_arnas_tools_on_a_loopback_server(dataset, monke
         assert not offered and any("You can call these tools:" in json.dumps(r["messages"]) for r in server.requests)
     calls = [c for s in record["agent_trace"]["steps"] for c in s.get("tool_calls", [])]
     assert calls and calls[0]["tool"] == "ExploreInterface" and calls[0]["found"]
-    assert record["agent_trace"]["arna"]["outcome_reason"] == "step_limit"
+    assert record["fail_reason"] == "step_budget" and record["agent_trace"]["arna"]["outcome_reason"] is None
     assert record["agent_trace"]["tokens"]["prompt"] > 0 and record["agent_trace"]["calls"] == len(server.requests)
 
 
@@ -343,12 +379,12 @@ def eqa_dataset(tmp_path_factory):
     return bundled_dataset(tmp_path_factory.mktemp("arna_eqa"), tasks=("eqa",), per_scene=1)
 
 
-def run_eqa(dataset, model, config=None):
+def run_eqa(dataset, model, config=None, max_steps=30):
     ds = EpisodeDataset.open(dataset)
     episode = ds.episodes(None, "eqa")[0]
     agent = make_agent("arna", {"perception": "gt", **SMALL, **(config or {})}, llm=model)
     env = NavEnv(str(ds.scene_file(episode)), physics="tel_hop", action_space=agent.action_space,
-                 sensors=agent.sensors, max_episode_steps=30, task="eqa")
+                 sensors=agent.sensors, max_episode_steps=max_steps, task="eqa")
     try:
         record, _ = run_episode(env, agent, episode, physics="tel_hop")
     finally:
@@ -369,8 +405,7 @@ def test_eqa_episodes_end_correct_incorrect_or_inconclusive(eqa_dataset, how):
                                "by_text": question.options[question.answer], "unnamed": "the blue one"}[how]
         return reply
 
-    config = {"max_env_steps": 2} if how == "budget" else {}
-    record, _ = run_eqa(eqa_dataset, ARNAScript({"NextStep": next_step}), config)
+    record, _ = run_eqa(eqa_dataset, ARNAScript({"NextStep": next_step}), max_steps=2 if how == "budget" else 30)
     expected = {"right": ("correct", None), "by_text": ("correct", None), "wrong": ("incorrect", None),
                 "unnamed": ("inconclusive", "no_answer"), "budget": ("inconclusive", "step_limit")}[how]
     assert (record["outcome"], record["outcome_reason"]) == expected
@@ -459,6 +494,11 @@ def test_the_toolset_answers_from_the_agents_own_graph():
     assert goal is not None and np.allclose(goal.point, [0.0, 2.0])
     assert call("GoToInterface", motion_action="to_point", point_to_investigate=7).goal is None
     assert "Unknown frontier 'Q'; the frontiers are A" in call("ExploreInterface", strategy="goto_frontier", frontier="Q").text
+    tools.frontier_points = {letter: np.array([float(i), 0.0]) for i, letter in enumerate("ABCDEF")}
+    assert call("ExploreInterface", strategy="goto_frontier", frontier="frontier B").text == "Exploring frontier B."
+    for vague in ("frontier", "B or C", "Frontier: the door"):       # exactly one letter, as the shared parser
+        assert not call("ExploreInterface", strategy="goto_frontier", frontier=vague).found
+    tools.frontier_points, tools.visited_frontiers = {}, []
     assert call("ExploreInterface", strategy="goto_frontier", frontier="a").goal.point[0] == pytest.approx(1.95)
     assert call("ExploreInterface", strategy="rotate_in_place", angle_deg=-90).goal.rotate == pytest.approx(-np.pi / 2)
     overlay = call("OverlayInterface", fusion_action="overlay_on_images", objects=["sofa_1"], image_ids=[0])
@@ -478,7 +518,7 @@ def test_arna_against_a_live_endpoint(dataset):
 
     key_env = "OPENAI_API_KEY" if os.environ.get("OPENAI_API_KEY") else "none"
     llm = make_llm(f"openai:{os.environ.get('VLNVERSE_LLM_MODEL', 'qwen3-vl-4b')}?api_key_env={key_env}")
-    record = run(dataset, llm, {"max_env_steps": 8})
+    record = run(dataset, llm, max_steps=8)
     trace = record["agent_trace"]
     assert record["error"] is None, record["error"]
     assert trace["arna"]["workflow"]["termination"] and trace["calls"] > 5 and trace["tokens"]["prompt"] > 0

@@ -8,6 +8,7 @@ One episode follows the paper's Algorithm 1:
    (:mod:`~vlnverse.agents.arna.plan`). ``workflow: cot`` asks for the plan in one
    chain-of-thought call instead (the Table 1c ablation). A plan outside the grammar is
    rejected, counted (``plan_rejections``) and asked for again (``plan_repairs``); then the
+   run ends ``function_call_error`` as in the paper, or, with ``fallback_plan``, the
    built-in exploration plan runs (``plan_source: fallback``).
 2. **Executor**: the plan interpreter runs the plan; before each step the model decides
    whether the termination conditions hold (``NextStep``, Appendix D.3), and may have one of
@@ -29,10 +30,12 @@ graph is never read.
 
 Ending (Table 1): on EQA the model's terminal answer (an option letter or text) becomes
 :class:`~vlnverse.eval.agent.Answer`; on the navigation tasks termination is STOP. Budgets
-(§6.3): environment steps (``max_env_steps``, 500 → ``step_limit``), list cost of the model
-calls (``max_cost_usd``, $3 → ``cost_limit``), wall time (``max_wall_s`` → ``time_limit``)
-and invalid tool calls (→ ``function_call_error``); the interpreter's statement limit also
-ends the run (``step_limit``). A run ended so returns
+(§6.3): environment steps (the env's ``--max-steps``, one waypoint move each; the env ends
+the episode, ``step_limit`` on EQA), list cost of the model calls (``max_cost_usd``, $3 →
+``cost_limit``; or ``max_tokens_per_episode`` for a model without a price), wall time
+(``max_wall_s`` → ``time_limit``) and failed function calls — invalid tool calls and
+structured outputs that never followed their schema (→ ``function_call_error``); the
+interpreter's statement limit ends the run as ``statement_limit``. A run ended so returns
 :class:`~vlnverse.eval.agent.Inconclusive` with the reason (the episode's ``outcome`` is
 ``inconclusive``); a terminal answer that names no option gives ``no_answer``. The trace's
 ``arna`` entry keeps the answer, the reason and what led there.
@@ -153,6 +156,9 @@ class _Meter(WrapperClient):
         response = self.inner.send(request)
         state = self.agent.state
         state.trace.count_call(response, state.role)
+        if response.cost_usd is None and not self.agent.config.max_tokens_per_episode:
+            raise ConfigError(f"arna: model {response.model!r} has no price, so max_cost_usd cannot hold: give "
+                              "its price (VLNVERSE_LLM_PRICES) or set max_tokens_per_episode")
         state.list_cost_usd += float(response.cost_usd or 0.0)
         return response
 
@@ -182,7 +188,9 @@ class ARNAAgent(LLMWaypointAgent):
         if state.list_cost_usd >= cfg.max_cost_usd:
             raise BudgetSpent("cost_limit", f"the episode's model calls cost ${state.list_cost_usd:.4f}, "
                                              f"its limit is ${cfg.max_cost_usd:.2f}")
-        self._check_cap()
+        if cfg.max_tokens_per_episode and state.trace.tokens >= cfg.max_tokens_per_episode:
+            raise BudgetSpent("cost_limit", f"the episode's model calls used {state.trace.tokens} tokens, "
+                                             f"its limit is {cfg.max_tokens_per_episode} (max_tokens_per_episode)")
 
     def _params(self) -> dict[str, Any]:
         return {"temperature": self.config.temperature, "max_tokens": self.config.max_reply_tokens}
@@ -202,6 +210,7 @@ class ARNAAgent(LLMWaypointAgent):
         except (LLMAnswerError, ValidationError) as exc:
             self.state.trace.failures["schema"] += 1
             self._call_record(role, messages, {"error": str(exc)[:300]})
+            self._function_call_error(f"{role}: no answer in its structure ({str(exc)[:200]})")
             return None
         self._call_record(role, messages, value)
         return parsed
@@ -234,7 +243,7 @@ class ARNAAgent(LLMWaypointAgent):
                 state.executor = self._workflow()
             self._perceive_scene(observation, pose)
             if state.ended is None:
-                self._check_budgets()
+                self.before_call()
                 action = self._advance(pose, bump)
         except BudgetSpent as exc:
             action = self._end(None, str(exc), reason=exc.reason)
@@ -245,12 +254,6 @@ class ARNAAgent(LLMWaypointAgent):
         state.trace.waypoints.append([round(float(pose[0]), 3), round(float(pose[1]), 3)])
         state.step += 1
         return action
-
-    def _check_budgets(self) -> None:
-        state, cfg = self.state, self.config
-        if state.step >= cfg.max_env_steps:
-            raise BudgetSpent("step_limit", f"{cfg.max_env_steps} environment steps (max_env_steps)")
-        self.before_call()
 
     def _advance(self, pose: np.ndarray, bump: bool) -> np.ndarray:
         """Drive the executor until it asks for motion (one action) or ends."""
@@ -276,7 +279,7 @@ class ARNAAgent(LLMWaypointAgent):
             if action is not None:
                 return action
             sent = self._arrived()
-        raise BudgetSpent("step_limit", "the executor took no action within its statement limit")
+        raise BudgetSpent("statement_limit", "the executor took no action within its statement limit")
 
     def _end(self, answer: str | None, rationale: str, *, reason: str | None = None) -> Any:
         """Record how the run ended and return its last action."""
@@ -445,6 +448,11 @@ class ARNAAgent(LLMWaypointAgent):
                 continue
             wf["plan_source"] = "model"
             return program
+        if not self.config.fallback_plan:   # the paper: a plan that cannot be repaired ends the run
+            detail = f"implementation: no plan in the grammar after {len(state.plan_rejections)} tries"
+            state.function_call_errors.append(detail)
+            state.trace.failures["function_call"] += 1
+            raise BudgetSpent("function_call_error", detail)
         wf["plan_source"] = "fallback"
         state.trace.fallbacks += 1
         return validate(FALLBACK_PLAN, checkers)
@@ -473,7 +481,7 @@ class ARNAAgent(LLMWaypointAgent):
                 state.leg += 1
                 yield None
             except StepLimit as exc:
-                raise BudgetSpent("step_limit", str(exc)) from None
+                raise BudgetSpent("statement_limit", str(exc)) from None
 
     def _context(self, upcoming: str) -> Prompt:
         state = self.state
@@ -485,7 +493,7 @@ class ARNAAgent(LLMWaypointAgent):
         prompt.section("Scene graph statistics", state.graph.statistics())
         pose = state.pose
         prompt.section("Robot state", f"step {state.step}, at ({pose[0]:.1f}, {pose[1]:.1f}) facing "
-                       f"{math.degrees(pose[3]) % 360:.0f} deg; {self.config.max_env_steps - state.step} environment "
+                       f"{math.degrees(pose[3]) % 360:.0f} deg; {state.episode.max_steps - state.step} environment "
                        "steps left")
         tools = state.tools
         prompt.section("Frontiers", tools.frontier_listing())

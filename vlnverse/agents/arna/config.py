@@ -14,17 +14,28 @@ WORKFLOWS = ("self_discover", "cot")
 class ARNAConfig(LLMAgentConfig):
     """``arna`` settings (paper §4–§6.3).
 
+    The environment-step budget is the env's own (``--max-steps``; §6.3: 500), one place for
+    both: its end is ``step_limit``. An environment step is one waypoint move of at most
+    ``waypoint_step`` metres (or a turn on the spot).
+
     Attributes:
-        max_env_steps: Environment steps before the run ends inconclusive (``step_limit``; §6.3: 500).
         max_cost_usd: List cost of the episode's model calls (cache hits included, so a
             re-run ends the same way) before it ends inconclusive (``cost_limit``; §6.3: $3).
+            A model without a price (a local server, not in the price table nor in
+            ``VLNVERSE_LLM_PRICES``) needs ``max_tokens_per_episode`` instead, which then
+            ends the run the same way.
         max_wall_s: Wall-clock seconds of the agent's episode before it ends inconclusive
             (``time_limit``); 0 = no limit.
-        max_function_call_errors: Invalid tool calls (after their repair turn) that end the
-            run inconclusive (``function_call_error``; the paper ends at the first).
-        max_plan_statements: Statements the plan interpreter executes before it stops.
+        max_function_call_errors: Failed function calls (after their repair turn) that end
+            the run inconclusive (``function_call_error``; the paper ends at the first): invalid
+            tool calls and structured outputs that never followed their schema (next step,
+            condition, memory update, workflow stages, perception).
+        max_plan_statements: Statements the plan interpreter executes before the run ends
+            inconclusive (``statement_limit``).
         plan_repairs: Extra tries when a generated plan is outside the grammar (each
-            rejection is counted); then the built-in exploration plan runs.
+            rejection is counted); then the run ends (``function_call_error``).
+        fallback_plan: Instead of ending, run the built-in exploration plan when no plan
+            passed (a departure from the paper: a model that cannot write a plan still explores).
         workflow: ``self_discover`` (the paper's four stages) or ``cot`` (one chain-of-thought
             call: the Table 1c ablation).
         grid_resolution: Occupancy cell side (m).
@@ -42,12 +53,12 @@ class ARNAConfig(LLMAgentConfig):
             action log only; cheaper).
     """
 
-    max_env_steps: int = 500
     max_cost_usd: float = 3.0
     max_wall_s: float = 0.0
     max_function_call_errors: int = 1
     max_plan_statements: int = 200
     plan_repairs: int = 1
+    fallback_plan: bool = False
     workflow: str = "self_discover"
     grid_resolution: float = 0.1
     grid_extent: float = 40.0
@@ -65,7 +76,7 @@ class ARNAConfig(LLMAgentConfig):
         super().__post_init__()
         if self.workflow not in WORKFLOWS:
             raise ConfigError(f"arna.workflow must be one of {WORKFLOWS}, got {self.workflow!r}")
-        for name in ("max_env_steps", "max_function_call_errors", "max_plan_statements", "min_new_cells",
+        for name in ("max_function_call_errors", "max_plan_statements", "min_new_cells",
                      "max_images", "max_nav_steps"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -76,5 +87,7 @@ class ARNAConfig(LLMAgentConfig):
                   grid_extent=self.grid_extent, waypoint_step=self.waypoint_step, goal_tolerance=self.goal_tolerance)
         if self.clearance < 0:
             raise ConfigError(f"arna.clearance must be >= 0, got {self.clearance!r}")
+        if not isinstance(self.fallback_plan, bool):
+            raise ConfigError("arna.fallback_plan must be true or false")
         if self.max_wall_s < 0:
             raise ConfigError(f"arna.max_wall_s must be >= 0, got {self.max_wall_s!r}")

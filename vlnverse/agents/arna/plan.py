@@ -330,9 +330,9 @@ class Interpreter:
         return None
 
     def _tick(self, where: str, stmt: Mapping[str, Any]) -> None:
-        self.executed += 1
-        if self.executed > self.max_statements:
+        if self.executed >= self.max_statements:
             raise StepLimit(f"the plan executed {self.max_statements} statements (its limit)")
+        self.executed += 1
         self.trace.append(f"{where}: {describe(stmt)}")
 
     def _block(self, block: Iterable[Mapping[str, Any]], where: str) -> Generator[Any, Any, None]:

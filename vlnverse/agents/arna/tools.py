@@ -12,6 +12,7 @@ navigation calls return a :class:`NavGoal` that the executor drives the robot to
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -20,9 +21,11 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vlnverse.agents.arna.worldmodel import FREE, OBSTACLE, SceneMemoryGraph, bearing_text
+from vlnverse.agents.parsing import ReplyError, parse_option
 
 #: Most items of a list argument (landmarks, points, images) in one call.
 MAX_ITEMS = 32
+_FRONTIER_WORD = re.compile(r"^\s*frontier\b\s*(?:[:#]\s*)?", re.IGNORECASE)  # "frontier B" names B
 
 
 class Interface(BaseModel):
@@ -398,10 +401,11 @@ class ToolLibrary:
             return ToolResult(True, f"Rotating {math.degrees(angle):.0f} deg.", goal=NavGoal("rotation", rotate=angle))
         if not self.frontier_points:
             self.frontier_listing()
-        letter = (a.frontier or "").strip().upper()[:1]
-        if letter not in self.frontier_points:
-            if not self.frontier_points:
-                return ToolResult(False, "No frontier left: the reachable space is explored.")
+        if not self.frontier_points:
+            return ToolResult(False, "No frontier left: the reachable space is explored.")
+        try:  # the shared parser's rule: exactly one of the letters ("frontier B" is B, "Frontier" is none)
+            letter = parse_option(_FRONTIER_WORD.sub("", str(a.frontier or ""), count=1), list(self.frontier_points))
+        except ReplyError:
             return ToolResult(False, f"Unknown frontier {a.frontier!r}; the frontiers are {', '.join(self.frontier_points)}.")
         point = self.frontier_points[letter]
         self.visited_frontiers.append(point)
