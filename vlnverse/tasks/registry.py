@@ -78,5 +78,8 @@ for _family in (
                settings="vlnverse.tasks.objectnav:ObjectNavConfig", own_radius=True),
     TaskFamily("eqa", "EQA", component="vlnverse.envs.tasks.eqa:EQATask", generator="vlnverse.tasks.eqa:eqa_episodes",
                settings="vlnverse.tasks.eqa:EQAConfig", own_radius=True),
+    TaskFamily("pointnav", "PointNav", component="vlnverse.envs.tasks.pointnav:PointNavTask",
+               generator="vlnverse.tasks.pointnav:pointnav_episodes",
+               settings="vlnverse.tasks.pointnav:PointNavConfig", own_radius=True),
 ):
     register_task(_family)
