@@ -69,9 +69,11 @@ def register(subparsers) -> None:
     llm.add_argument("--llm-record", type=Path, default=None, metavar="FILE",
                      help="append every call to this JSONL transcript (replay it with --llm replay:FILE)")
     llm.add_argument("--budget-tokens", type=int, default=None, metavar="N",
-                     help="billed tokens this run may use; when spent it stops cleanly (re-run to continue)")
+                     help="billed tokens the output folder may use over every invocation; when spent the "
+                          "run stops cleanly (re-run with a larger budget to continue)")
     llm.add_argument("--budget-usd", type=float, default=None, metavar="X",
-                     help="billed US dollars this run may spend; when spent it stops cleanly")
+                     help="billed US dollars the output folder may spend over every invocation; when spent "
+                          "the run stops cleanly")
     llm.add_argument("--concurrency", type=int, default=1, metavar="K",
                      help="episodes each worker runs at once while it waits for the model (default: 1)")
     llm.add_argument("--oracle-llm", default=None, metavar="SPEC",

@@ -8,8 +8,11 @@ The output folder holds:
   the same folder is refused, so records of two runs never mix);
 - ``summary.json`` / ``summary.md`` — Tables 5 and 6 (:mod:`vlnverse.eval.report`), with the
   run's LLM usage and trace metrics when there are any;
-- ``llm_budget.json`` — what this invocation billed, when it has a token/USD budget (a run
-  that spends its budget stops cleanly; re-running the command continues it);
+- ``llm_budget.json`` — what the run has billed in this folder, over every invocation (a
+  run that spends its token/USD budget stops cleanly; re-running the command with a larger
+  budget continues it, and a re-run with the spent budget starts no episode);
+- ``llm_cache/`` — with a budget and no ``llm_cache`` of the user's: every answered call, so
+  that the episode a budget interrupted replays its calls for free when it resumes;
 - ``plots/*.png`` and ``index.html`` — trajectory pictures of a sample of episodes and a
   sortable page listing every episode (:mod:`vlnverse.eval.html_index`), each linked to its
   step-by-step page in ``viewer/`` (:mod:`vlnverse.eval.viewer`).
@@ -56,6 +59,7 @@ logger = logging.getLogger(__name__)
 
 RUN_FILE = "run.json"
 BUDGET_FILE = "llm_budget.json"
+LLM_CACHE_DIR = "llm_cache"
 EPISODES_FILE = "episodes.jsonl"
 PLOTS_DIR = "plots"
 DEFAULT_EPISODE_TIMEOUT_S = 900.0
@@ -93,8 +97,9 @@ class EvalConfig:
             default: the agent config's ``llm`` (see :meth:`model_spec`).
         llm_cache: Response cache folder (a repeated run makes no calls).
         llm_record: JSONL transcript of every call (for ``replay:FILE``).
-        budget_tokens: Billed tokens this invocation may use (None: no limit).
-        budget_usd: Billed USD this invocation may spend (None: no limit).
+        budget_tokens: Billed tokens the output folder may use in all, over every
+            invocation of the run (None: no limit).
+        budget_usd: Billed USD the output folder may spend in all (None: no limit).
         concurrency: Episodes each worker runs at once (overlapping the model's latency).
         oracle_llm: The dialogue oracle's model spec (None: the template oracle).
         metrics: Scoring settings other than ``success_distance`` (trace-metric
@@ -214,14 +219,6 @@ class EvalConfig:
                 out[name] = f"{described['backend']}:{described['target']}" if described else "none"
         return out
 
-    def budget_ledger(self, out: Path) -> Any:
-        """The run's budget ledger in ``out`` (None without a budget)."""
-        if self.budget_tokens is None and self.budget_usd is None:
-            return None
-        from vlnverse.llm.budget import BudgetLedger
-
-        return BudgetLedger(out / BUDGET_FILE, max_tokens=self.budget_tokens, max_usd=self.budget_usd)
-
 
 @dataclass
 class EvalResult:
@@ -288,6 +285,14 @@ def plan_items(dataset: Any, episodes: Sequence[Any], physics: Sequence[str], pl
     return sorted(items, key=lambda it: (order[it.episode["scene_id"]], physics.index(it.physics)))
 
 
+def _previous_fingerprint(out: Path) -> Any:
+    """The fingerprint in ``out``'s run file (None: none, or unreadable)."""
+    try:
+        return json.loads((out / RUN_FILE).read_text(encoding="utf-8")).get("fingerprint")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def _check_run_file(out: Path, fingerprint: dict[str, Any]) -> None:
     """Refuse ``out`` when it holds results of another run. A run file without results (a
     run that stopped before its first episode finished) blocks nothing."""
@@ -309,9 +314,10 @@ def _check_run_file(out: Path, fingerprint: dict[str, Any]) -> None:
 
 
 def write_reports(out: Path, records: Sequence[Mapping[str, Any]], run: Mapping[str, Any], *,
-                  n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """Write ``summary.json``, ``summary.md`` and ``index.html`` for ``records``."""
-    summary = summarize(records, run, n_boot=n_boot, seed=seed)
+                  n_boot: int = 1000, seed: int = 0, budget: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Write ``summary.json``, ``summary.md`` and ``index.html`` for ``records`` (``budget``:
+    the folder's LLM spend and limits, :meth:`~vlnverse.llm.budget.BudgetLedger.report`)."""
+    summary = summarize(records, run, n_boot=n_boot, seed=seed, budget=budget)
     write_json_atomic(out / "summary.json", summary)
     write_text_atomic(out / "summary.md", summary_markdown(summary))
     meta = (f"agent {run.get('agent')} · dataset {run.get('dataset')} · physics "
@@ -353,12 +359,15 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
     episodes = select_episodes(dataset, config.split, config.task, config.episodes, config.seed)
     items = plan_items(dataset, episodes, config.physics, config.plots)
     out = Path(config.out)
+    llm_cache = config.llm_cache
+    if llm_cache is None and (config.budget_tokens is not None or config.budget_usd is not None):
+        llm_cache = str((out / LLM_CACHE_DIR).resolve())  # a budget-stopped episode resumes from it
     spec = RunSpec(agent=agent if agent is not None else config.agent,
                    agent_config=dict(config.agent_config), seed=config.seed, backend=config.backend,
                    renderer=config.renderer, max_steps=config.max_steps,
                    metrics=dataclasses.replace(config.metrics, success_distance=float(config.success_distance)),
                    plots_dir=str((out / PLOTS_DIR).resolve()) if config.plots else None,
-                   llm=config.model_spec() if agent is None else config.llm, llm_cache=config.llm_cache,
+                   llm=config.model_spec() if agent is None else config.llm, llm_cache=llm_cache,
                    llm_record=config.llm_record,
                    concurrency=config.concurrency, oracle_llm=config.oracle_llm,
                    instruction_view=config.instruction_view, episode_timeout=config.episode_timeout)
@@ -404,6 +413,14 @@ def _run(config: EvalConfig, spec: RunSpec, items: list[WorkItem], privileged: l
     fingerprint = config.fingerprint(dataset_id)
     _check_run_file(out, fingerprint)
     remove_stale_temp_files(out)
+    ledger = None
+    if spec.llm is not None:  # the folder's spend, kept across invocations of the same run
+        from vlnverse.llm.budget import BudgetLedger
+
+        ledger = BudgetLedger(out / BUDGET_FILE, max_tokens=config.budget_tokens, max_usd=config.budget_usd)
+        if _previous_fingerprint(out) != fingerprint:
+            ledger.reset()  # a new run takes the folder
+        ledger.spent()  # a damaged ledger is refused here, in one line
     run = {"agent": config.agent, "agent_config": fingerprint["agent_config"], "dataset": dataset_id,
            "split": config.split, "task": config.task, "physics": list(config.physics),
            "episodes": config.episodes, "seed": config.seed, "max_steps": config.max_steps,
@@ -415,7 +432,7 @@ def _run(config: EvalConfig, spec: RunSpec, items: list[WorkItem], privileged: l
                              **{f"aori.{k}": v for k, v in dataclasses.asdict(config.metrics.aori).items()}},
            **provenance}
     if spec.llm is not None:
-        run.update({"llm": describe_llm_spec(spec.llm), "llm_cache": config.llm_cache,
+        run.update({"llm": describe_llm_spec(spec.llm), "llm_cache": spec.llm_cache,
                     "llm_record": config.llm_record, "budget_tokens": config.budget_tokens,
                     "budget_usd": config.budget_usd})
     if config.oracle_llm is not None:
@@ -433,12 +450,12 @@ def _run(config: EvalConfig, spec: RunSpec, items: list[WorkItem], privileged: l
     finished = [r for r in store.records() if record_key(r) in wanted]
     if on_start:
         on_start(len(items), finished)
-    ledger = config.budget_ledger(out)
-    if ledger is not None:
-        ledger.reset()
     spec = dataclasses.replace(spec, budget=ledger)
     timings: list[dict[str, float]] = []
     stopped: list[str] = []
+    if todo and ledger is not None and (spent := ledger.exhausted()) is not None:
+        stopped.append(spent)  # nothing can be called: no episode is started
+        todo = []
 
     def collect(result: WorkResult) -> None:
         if result.record is None:
@@ -458,6 +475,7 @@ def _run(config: EvalConfig, spec: RunSpec, items: list[WorkItem], privileged: l
         run_items(spec, todo, collect, executor=config.executor, workers=config.workers,
                   ray_address=config.ray_address)
     records = [store.get(key) for key in (item.key for item in items) if key in store]
-    summary = write_reports(out, records, run, n_boot=config.bootstrap, seed=config.seed)
+    summary = write_reports(out, records, run, n_boot=config.bootstrap, seed=config.seed,
+                            budget=ledger.report() if ledger is not None else None)
     return EvalResult(out, summary, records, len(timings), len(finished), timings,
                       stopped[0] if stopped else None, retried)

@@ -11,8 +11,10 @@ walker's). :func:`run_health` counts what tells these apart, from the records al
   then failed or fell back);
 - ``steps`` / ``fallback_steps``: the agents' traced steps, and those decided by the
   fallback rather than the model (``fallback_share``); ``repairs``: repair prompts sent;
+- ``estimated_calls``: model calls whose reply had no token usage (estimated, see
+  :mod:`vlnverse.llm.usage`);
 - ``warnings``: one sentence per problem (fallback share above the run's
-  ``fallback_warning`` threshold, any error, any unreachable call);
+  ``fallback_warning`` threshold, any error, any unreachable call, estimated usage);
 - ``verdict``: ``ok``, ``all_errored`` (every record ended in an error) or
   ``unreachable`` (the server could not be reached). ``vlnverse eval`` exits with a
   distinct status for each of the latter (see :mod:`vlnverse.cli.eval`).
@@ -34,11 +36,13 @@ def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
-def _unreachable(record: Mapping[str, Any]) -> bool:
+def _usage(record: Mapping[str, Any], name: str) -> int:
     usage = record.get("llm")
-    if isinstance(usage, Mapping) and _count(usage.get("unreachable_calls")):
-        return True
-    return str(record.get("error") or "").startswith(UNREACHABLE_ERROR)
+    return _count(usage.get(name)) if isinstance(usage, Mapping) else 0
+
+
+def _unreachable(record: Mapping[str, Any]) -> bool:
+    return bool(_usage(record, "unreachable_calls")) or str(record.get("error") or "").startswith(UNREACHABLE_ERROR)
 
 
 def run_health(records: Iterable[Mapping[str, Any]], fallback_warning: float = DEFAULT_FALLBACK_WARNING) -> dict[str, Any]:
@@ -58,6 +62,7 @@ def run_health(records: Iterable[Mapping[str, Any]], fallback_warning: float = D
         repairs += _count(trace.get("repairs"))
         parse_failures += _count(trace.get("parse_failures"))
     share = fallback_steps / steps if steps else None
+    estimated = sum(_usage(r, "estimated_calls") for r in rows)
     warnings = []
     if unreachable:
         warnings.append(f"the model server could not be reached in {unreachable} of {len(rows)} episode(s); "
@@ -70,6 +75,9 @@ def run_health(records: Iterable[Mapping[str, Any]], fallback_warning: float = D
         warnings.append(f"{100 * share:.0f}% of the agent's steps ({fallback_steps} of {steps}) were fallback moves, "
                         f"above the {100 * fallback_warning:.0f}% threshold: the model's replies did not follow the "
                         f"reply format ({repairs} repair prompts), so the figures measure the fallback walker")
+    if estimated:
+        warnings.append(f"{estimated} model call(s) came without token usage; their tokens were estimated "
+                        "(UTF-8 bytes / 4, images by OpenAI's tile rule) and counted against the budget")
     verdict = "ok"
     if unreachable:
         verdict = "unreachable"
@@ -77,7 +85,7 @@ def run_health(records: Iterable[Mapping[str, Any]], fallback_warning: float = D
         verdict = "all_errored"
     return {"records": len(rows), "errors": len(errors), "unreachable": unreachable, "steps": steps,
             "fallback_steps": fallback_steps, "fallback_share": share, "repairs": repairs,
-            "parse_failures": parse_failures, "fallback_warning": fallback_warning, "warnings": warnings,
+            "parse_failures": parse_failures, "estimated_calls": estimated, "fallback_warning": fallback_warning, "warnings": warnings,
             "verdict": verdict}
 
 

@@ -15,7 +15,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 USAGE_FIELDS = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "tokens",
-                "cost_usd", "list_cost_usd", "unpriced_calls", "failed_calls", "unreachable_calls")
+                "cost_usd", "list_cost_usd", "unpriced_calls", "failed_calls", "unreachable_calls",
+                "estimated_calls")
 TRACE_COUNTERS = ("fallbacks", "repairs", "parse_failures")
 TRACE_METRICS = ("AORI", "DR", "JOR", "MPTR")
 
@@ -76,7 +77,26 @@ def usage_markdown(totals: Mapping[str, Any] | None) -> list[str]:
     ]
     if totals.get("unpriced_calls"):
         lines.append(f"{totals['unpriced_calls']} call(s) were to a model without a price; they add no cost.")
+    if totals.get("estimated_calls"):
+        lines.append(f"{totals['estimated_calls']} call(s) came without token usage; their tokens are estimates "
+                     "(vlnverse.llm.usage: UTF-8 bytes / 4, images by OpenAI's tile rule).")
     return [*lines, "", *roles_markdown(totals.get("roles"))]
+
+
+def budget_markdown(budget: Mapping[str, Any] | None) -> list[str]:
+    """The ``summary.md`` lines of the output folder's LLM spend against its budget."""
+    if not budget:
+        return []
+
+    def limit(value: Any, fmt: str) -> str:
+        return "no limit" if value is None else fmt.format(value)
+
+    lines = ["### LLM budget (this output folder, every invocation)", "",
+             f"Billed {budget['tokens']} tokens of {limit(budget.get('max_tokens'), '{}')} and "
+             f"${budget['usd']:.4f} of {limit(budget.get('max_usd'), '${:.4f}')} over {budget['calls']} call(s)."]
+    if budget.get("estimated_tokens"):
+        lines.append(f"{budget['estimated_tokens']} of those tokens are estimates (replies without usage).")
+    return [*lines, ""]
 
 
 def roles_markdown(roles: Mapping[str, Mapping[str, int]] | None) -> list[str]:

@@ -24,7 +24,12 @@ from typing import Any
 
 from vlnverse.eval.aggregate import aggregate_metrics
 from vlnverse.eval.health import DEFAULT_FALLBACK_WARNING, health_markdown, run_health
-from vlnverse.eval.llm_report import llm_totals, trace_metrics_markdown, usage_markdown
+from vlnverse.eval.llm_report import (
+    budget_markdown,
+    llm_totals,
+    trace_metrics_markdown,
+    usage_markdown,
+)
 
 TABLE5_TASKS = ("fine", "coarse")
 TABLE6_TASKS = ("visual_reference", "dialogue", "long_horizon")
@@ -62,7 +67,7 @@ def sort_records(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]
 
 
 def summarize(records: Iterable[Mapping[str, Any]], run: Mapping[str, Any], *, n_boot: int = 1000,
-              seed: int = 0) -> dict[str, Any]:
+              seed: int = 0, budget: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The ``summary.json`` object of a run.
 
     Args:
@@ -70,6 +75,7 @@ def summarize(records: Iterable[Mapping[str, Any]], run: Mapping[str, Any], *, n
         run: Run description (agent, dataset, physics modes, ...), copied in.
         n_boot: Bootstrap resamples.
         seed: Bootstrap seed.
+        budget: The output folder's LLM spend and limits (copied in as ``budget``).
 
     Returns:
         ``{"run", "episodes", "errors", "groups", "overall", "health"}``: ``groups`` per
@@ -100,6 +106,8 @@ def summarize(records: Iterable[Mapping[str, Any]], run: Mapping[str, Any], *, n
     totals = llm_totals(rows)
     if totals is not None:
         out["llm"] = totals
+    if budget is not None:
+        out["budget"] = dict(budget)
     return out
 
 
@@ -250,6 +258,7 @@ def summary_markdown(summary: Mapping[str, Any], *, label: str | None = None) ->
         lines += [f"- `{e['episode_id']}` ({e['physics']}): {e['error']}" for e in errors.get("examples", [])]
         lines.append("")
     lines += usage_markdown(summary.get("llm"))
+    lines += budget_markdown(summary.get("budget"))
     lines += trace_metrics_markdown(summary)
     lines += _details(summary)
     return "\n".join(lines)

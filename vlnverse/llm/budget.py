@@ -1,13 +1,17 @@
 """Token and USD budgets of LLM use, and the per-episode usage meter.
 
 - :class:`BudgetLedger`: what a run has spent, shared by every worker thread and process
-  on the machine through one small JSON file under an exclusive lock. Only billed calls
+  on the machine through one small JSON file under an exclusive lock. The eval harness
+  keeps it in the output folder across invocations (a killed or budget-stopped run resumes
+  with what it already spent), so a budget limits the folder's total. Only billed calls
   count (a cache hit costs nothing and uses no endpoint), so a re-run answered from the
-  cache is never stopped by its budget.
+  cache is never stopped by its budget; tokens that were estimated because the server
+  reported none (:mod:`vlnverse.llm.usage`) count too, and are also kept apart.
 - :class:`UsageMeter`: wraps the client of one episode and counts its calls, cache hits,
   tokens (cache hits included, so an episode reports the same tokens whether it was
   answered from the cache or not), billed cost (0 for cache hits), list cost (what
-  the calls would cost uncached) and the calls that failed (``failed_calls``; those whose
+  the calls would cost uncached), the calls whose usage was estimated (``estimated_calls``)
+  and the calls that failed (``failed_calls``; those whose
   server could not be reached also as ``unreachable_calls``). It refuses calls once the run's ledger or the
   episode's own cap is spent, raising :class:`~vlnverse.errors.LLMBudgetExceeded`.
 
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import threading
 from collections.abc import Iterator
@@ -26,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from vlnverse.errors import ConfigError, LLMBudgetExceeded, LLMRequestError, LLMServerUnreachable
+from vlnverse.fileio import write_json_atomic
 from vlnverse.llm.base import LLMClient, WrapperClient
 from vlnverse.llm.types import LLMRequest, LLMResponse
 
@@ -43,8 +49,11 @@ def _check_limit(name: str, value: float | None) -> None:
 class BudgetLedger:
     """A run's LLM spend against its limits, kept in ``path`` (picklable: path + limits).
 
+    The file is replaced atomically at every charge (a crash never loses what was spent)
+    under an exclusive lock on ``<path>.lock``.
+
     Args:
-        path: the ledger file (created by :meth:`reset`).
+        path: the ledger file (a missing one is a spend of zero).
         max_tokens: billed tokens (prompt + completion) the run may use; None: no limit.
         max_usd: billed USD the run may spend; None: no limit.
     """
@@ -66,38 +75,45 @@ class BudgetLedger:
         self._lock = threading.Lock()
 
     @contextlib.contextmanager
-    def _open(self) -> Iterator[Any]:
+    def _locked(self) -> Iterator[None]:
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-            with os.fdopen(fd, "r+", encoding="utf-8") as handle:
+            fd = os.open(self.path.with_name(self.path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+            try:
                 if fcntl is not None:
-                    fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-                yield handle
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(fd)
 
-    @staticmethod
-    def _read(handle: Any) -> dict[str, float]:
-        handle.seek(0)
-        text = handle.read()
+    def _read(self) -> dict[str, Any]:
         try:
-            data = json.loads(text) if text.strip() else {}
-        except json.JSONDecodeError:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
             data = {}
-        return {"tokens": int(data.get("tokens", 0)), "usd": float(data.get("usd", 0.0))}
+        except (OSError, ValueError):
+            data = None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{self.path}: the LLM budget ledger is damaged; delete it only if you accept "
+                              "losing count of what this output folder has spent")
+        return {"tokens": int(data.get("tokens", 0)), "usd": float(data.get("usd", 0.0)),
+                "estimated_tokens": int(data.get("estimated_tokens", 0)), "calls": int(data.get("calls", 0))}
 
     def reset(self) -> None:
-        """Start the run's spend at zero (the parent does this once per invocation)."""
-        with self._open() as handle:
-            handle.seek(0)
-            handle.truncate()
-            json.dump({"tokens": 0, "usd": 0.0}, handle)
+        """Start the spend at zero (a new run takes the folder)."""
+        with self._locked():
+            write_json_atomic(self.path, {"tokens": 0, "usd": 0.0, "estimated_tokens": 0, "calls": 0})
 
-    def spent(self) -> dict[str, float]:
-        """``{"tokens", "usd"}`` billed so far."""
-        with self._open() as handle:
-            return self._read(handle)
+    def spent(self) -> dict[str, Any]:
+        """``{"tokens", "usd", "estimated_tokens", "calls"}`` billed so far."""
+        with self._locked():
+            return self._read()
 
-    def exhausted(self, spent: dict[str, float] | None = None) -> str | None:
+    def report(self) -> dict[str, Any]:
+        """What the summary shows: the spend so far and the limits."""
+        return {**self.spent(), "max_tokens": self.max_tokens, "max_usd": self.max_usd}
+
+    def exhausted(self, spent: dict[str, Any] | None = None) -> str | None:
         """Why the budget is spent (a sentence), or None while calls may still be made."""
         spent = spent if spent is not None else self.spent()
         if self.max_tokens is not None and spent["tokens"] >= self.max_tokens:
@@ -106,16 +122,17 @@ class BudgetLedger:
             return f"the run's USD budget is spent (${spent['usd']:.4f} of ${self.max_usd:.4f})"
         return None
 
-    def charge(self, tokens: int, usd: float) -> None:
-        """Add one billed call."""
-        with self._open() as handle:
-            data = self._read(handle)
-            data["tokens"] += int(tokens)
+    def charge(self, tokens: int, usd: float, *, estimated: bool = False) -> None:
+        """Add one billed call (``estimated``: its tokens were estimated)."""
+        if not (isinstance(tokens, int) and tokens >= 0 and math.isfinite(usd) and usd >= 0):
+            raise ConfigError(f"a call cannot be billed {tokens!r} tokens and ${usd!r}")
+        with self._locked():
+            data = self._read()
+            data["tokens"] += tokens
             data["usd"] += float(usd)
-            handle.seek(0)
-            handle.truncate()
-            json.dump(data, handle)
-            handle.flush()
+            data["calls"] += 1
+            data["estimated_tokens"] += tokens if estimated else 0
+            write_json_atomic(self.path, data)
 
 
 class UsageMeter(WrapperClient):
@@ -147,7 +164,7 @@ class UsageMeter(WrapperClient):
             self.billed_usd = 0.0
             self.list_usd = 0.0
             self.unpriced_calls = 0
-            self.failed_calls = self.unreachable_calls = 0
+            self.failed_calls = self.unreachable_calls = self.estimated_calls = 0
 
     def _refuse(self, reason: str, scope: str) -> None:
         self.refused = LLMBudgetExceeded(reason, scope)
@@ -175,6 +192,7 @@ class UsageMeter(WrapperClient):
         with self._lock:
             self.calls += 1
             self.cached_calls += int(response.cached)
+            self.estimated_calls += int(usage.estimated)
             self.prompt_tokens += usage.prompt_tokens
             self.completion_tokens += usage.completion_tokens
             if response.cost_usd is None:
@@ -184,7 +202,7 @@ class UsageMeter(WrapperClient):
                 if not response.cached:
                     self.billed_usd += response.cost_usd
         if self.ledger is not None and not response.cached:
-            self.ledger.charge(usage.total_tokens, response.cost_usd or 0.0)
+            self.ledger.charge(usage.total_tokens, response.cost_usd or 0.0, estimated=usage.estimated)
         return response
 
     def summary(self) -> dict[str, Any]:
@@ -201,4 +219,5 @@ class UsageMeter(WrapperClient):
                 "unpriced_calls": self.unpriced_calls,
                 "failed_calls": self.failed_calls,
                 "unreachable_calls": self.unreachable_calls,
+                "estimated_calls": self.estimated_calls,
             }

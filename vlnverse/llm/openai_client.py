@@ -29,7 +29,8 @@ from vlnverse.errors import (
 )
 from vlnverse.llm.base import LLMClient
 from vlnverse.llm.pricing import PriceTable
-from vlnverse.llm.types import ChatMessage, LLMRequest, LLMResponse, ToolCall, Usage
+from vlnverse.llm.types import ChatMessage, LLMRequest, LLMResponse, ToolCall
+from vlnverse.llm.usage import reply_usage
 from vlnverse.redact import redact
 
 log = logging.getLogger(__name__)
@@ -315,11 +316,11 @@ class OpenAIClient(LLMClient):
         if not completion.choices:
             raise ValueError("no choices")
         texts = tuple(choice.message.content or "" for choice in completion.choices)
-        usage_obj = completion.usage
-        usage = Usage(
-            int(getattr(usage_obj, "prompt_tokens", 0) or 0),
-            int(getattr(usage_obj, "completion_tokens", 0) or 0),
-        )
+        tool_calls = _tool_calls(completion.choices[0].message)
+        try:
+            usage = reply_usage(completion.usage, request, texts, tool_calls)  # checked, or estimated
+        except ValueError as exc:  # BadReply is no ValueError: it passes _to_response as it is
+            raise BadReply(f"the reply's token usage is unusable: {exc}") from exc
         answered_by = completion.model or self.model
         return LLMResponse(
             text=texts[0],
@@ -329,7 +330,7 @@ class OpenAIClient(LLMClient):
             choices=texts,
             finish_reason=completion.choices[0].finish_reason,
             key=request.key,
-            tool_calls=_tool_calls(completion.choices[0].message),
+            tool_calls=tool_calls,
         )
 
     def close(self) -> None:

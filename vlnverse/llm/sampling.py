@@ -73,7 +73,8 @@ def merge_responses(responses: Sequence[LLMResponse]) -> LLMResponse:
     costs = [r.cost_usd for r in responses if r.cost_usd is not None]
     return LLMResponse(
         text=head.text, model=head.model,
-        usage=Usage(sum(r.usage.prompt_tokens for r in responses), sum(r.usage.completion_tokens for r in responses)),
+        usage=Usage(sum(r.usage.prompt_tokens for r in responses), sum(r.usage.completion_tokens for r in responses),
+                    any(r.usage.estimated for r in responses)),
         cost_usd=sum(costs) if costs else None, cached=all(r.cached for r in responses),
         choices=tuple(c for r in responses for c in r.choices), finish_reason=head.finish_reason,
         key=head.key, tool_calls=head.tool_calls)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -251,10 +252,27 @@ class LLMRequest:
 
 @dataclass(frozen=True)
 class Usage:
-    """Token counts of one completion (all choices)."""
+    """Token counts of one completion (all choices): non-negative integers.
+
+    ``estimated`` is True when the server reported none and they were estimated
+    (:mod:`vlnverse.llm.usage`).
+    """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    estimated: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("prompt_tokens", "completion_tokens"):
+            value = getattr(self, name)
+            try:
+                count = operator.index(value) if not isinstance(value, bool) else -1
+            except TypeError:
+                count = -1
+            if count < 0:
+                raise ConfigError(f"Usage.{name} must be a non-negative integer, got {value!r}")
+            object.__setattr__(self, name, int(count))
+        object.__setattr__(self, "estimated", bool(self.estimated))
 
     @property
     def total_tokens(self) -> int:
@@ -319,6 +337,7 @@ class LLMResponse:
             "usage": {
                 "prompt_tokens": self.usage.prompt_tokens,
                 "completion_tokens": self.usage.completion_tokens,
+                **({"estimated": True} if self.usage.estimated else {}),
             },
             "cost_usd": self.cost_usd,
             "choices": list(self.choices),
@@ -338,7 +357,8 @@ class LLMResponse:
         return cls(
             text=data["text"],
             model=str(data.get("model", "")),
-            usage=Usage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))),
+            usage=Usage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0),
+                        bool(usage.get("estimated", False))),
             cost_usd=data.get("cost_usd"),
             cached=cached,
             choices=tuple(data.get("choices") or (data["text"],)),
