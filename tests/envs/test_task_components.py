@@ -89,5 +89,7 @@ def test_a_registered_component_joins_the_env_without_changing_it(beacon_family,
         _, info = plain.reset(seed=0)
         assert info["beacons"] == 0 and "beacon" not in plain.observation_space.spaces  # idle keys only
         assert plain.action_space == spaces.Discrete(4)
+        assert plain.components.privileged_info() == ("eqa_answer",)
+        assert set(plain.components.privileged_info()) <= set(info)
     finally:
         plain.close()

@@ -97,6 +97,11 @@ class TaskSet:
     def observe(self) -> dict[str, Any]:
         return {k: v for part in self.live for k, v in part.observe().items()}
 
+    def privileged_info(self) -> tuple[str, ...]:
+        """The ``info`` keys of privileged knowledge the families declare (for readers of ``info``
+        that must keep fair agents off them; the env's own are ``room_type`` and ``oracle_action``)."""
+        return tuple(key for _, family, _ in self.families for key in family.privileged_info)
+
     def info(self) -> dict[str, Any]:
         """Every family's ``info`` keys: its component's where it holds, else the family's idle values."""
         out: dict[str, Any] = {}
