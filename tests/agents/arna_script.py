@@ -33,6 +33,7 @@ DEFAULTS: dict[str, Callable[[LLMRequest], Any]] = {
     "PseudocodeHeuristic": lambda r: {"rationale": "simple", "implementation": ["explore", "check", "answer"]},
     "FunctionCallImplementation": lambda r: {"rationale": "loop", "plan": LOOP_PLAN},
     "NextStep": lambda r: {"rationale": "keep going", "terminal": False, "answer": None},
+    "ConditionCheck": lambda r: {"rationale": "not seen yet", "holds": False},
     "InformationSelection": lambda r: {"done": True, "items": []},
     "MemoryUpdate": lambda r: memory_reply(),
     "Perception": lambda r: {"room": "hallway", "objects": []},

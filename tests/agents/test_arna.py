@@ -45,7 +45,7 @@ def run(dataset, llm, config=None, *, physics="tel_hop", max_steps=30, env_hook=
 
 def answer_at_the_answer_step(request):
     upcoming = request.messages[-1].text.split("Next plan step:\n", 1)[-1].split("\n", 1)[0]
-    done = upcoming.startswith("ANSWER")
+    done = "ANSWER(" in upcoming
     return {"rationale": "answer step" if done else "continue", "terminal": done, "answer": "B" if done else None}
 
 
@@ -151,6 +151,85 @@ def test_the_loop_plan_runs_an_episode_and_replays_from_its_transcript(dataset, 
     assert replayed["agent_trace"]["arna"]["answer"] == "B"
 
 
+def test_the_interpreter_resumes_at_the_chosen_line_within_the_grammar():
+    plan = {"main": [{"while": {"not": {"found": "seen"}}, "max_iterations": 3, "body": [
+                         EXPLORE, {"step": "getinfo", "goal": "is it here?", "as": "seen"}]},
+                     {"if": {"found": "seen"}, "then": [{"step": "analyze", "goal": "look closer"}, EXPLORE],
+                      "else": [{"step": "rotate", "goal": "turn"}]},
+                     {"answer": "done"}]}
+    program = validate(plan, CHECKERS)
+    assert program.listing().splitlines()[:8] == [
+        "main (line numbers):", "  1. WHILE not found(seen):", "    2. EXPLORE(look around)",
+        "    3. GETINFO(is it here?) -> seen", "  4. IF found(seen):", "    5. ANALYZE(look closer)",
+        "    6. EXPLORE(look around)", "    else: 7. ROTATE(turn)"]
+
+    def drive(choices, verdicts):
+        ran, asked = [], []
+
+        def execute(stmt):
+            ran.append(stmt.get("step") or "answer")
+            return type("Result", (), {"found": True})()   # the tool's flag, which the judge overrides
+            yield
+
+        def select(line, stmt):
+            asked.append(line)
+            return choices.get(len(asked))
+            yield
+
+        interpreter = Interpreter(program, execute, 100, select=select, judge=lambda var: next(verdicts))
+        for _ in interpreter.run():
+            pass
+        return ran, asked
+
+    # in order, the judge (not the flag) keeps the loop going until its limit
+    assert drive({}, iter([False] * 4))[0] == ["explore", "getinfo"] * 3 + ["rotate", "answer"]
+    # the first choice jumps into the if's then-branch: it runs on, then after the if
+    ran, asked = drive({1: 6}, iter([False]))
+    assert ran == ["explore", "answer"] and asked == [2, 6, 8]
+    # a jump back into the loop body: the loop goes on with its remaining iterations
+    ran, _ = drive({3: 3}, iter([False, False, False, True, True]))
+    assert ran == ["explore", "getinfo", "getinfo", "explore", "getinfo", "analyze", "explore", "answer"]
+
+
+def test_the_model_chooses_the_next_step_out_of_program_order_and_replays(dataset, tmp_path):
+    """LOOP_PLAN's lines: 1 WHILE not found(target), 2 EXPLORE, 3 ObjectInterface -> target,
+    4 ANSWER. The model skips line 2 at first (line 3 instead), then lets the loop run; it
+    judges found(target) true on the third check although the tool found nothing."""
+    jumped = []
+
+    def next_step(request):
+        reply = answer_at_the_answer_step(request)
+        if "Next plan step:\nline 2:" in request.messages[-1].text and not jumped:
+            jumped.append(True)
+            return {**reply, "next_step": "3"}
+        return reply
+
+    verdicts = iter([False, False, True])
+    model = ARNAScript({"NextStep": next_step,
+                        "ConditionCheck": lambda r: {"rationale": "memory", "holds": next(verdicts)}})
+    transcript = tmp_path / "calls.jsonl"
+    record = run(dataset, RecordingClient(model, transcript))
+    arna, steps = record["agent_trace"]["arna"], record["agent_trace"]["steps"]
+    calls = [c["tool"] for s in steps for c in s.get("tool_calls", [])]
+    assert calls == ["ObjectInterface", "ExploreInterface", "ObjectInterface"]   # line 3 came first
+    assert arna["out_of_order_steps"] == 1 and steps[0]["jumps"] == [{"from": 2, "to": 3}]
+    conditions = [c for s in steps for c in s.get("conditions", [])]
+    assert [(c["holds"], c["tool_flag"]) for c in conditions] == [(False, False)] * 2 + [(True, False)]
+    assert arna["answer"] == "B" and record["fail_reason"] == "stop"
+    first = next(c for c in steps[0]["consultations"] if c["purpose"] == "next_step")["messages"][1]["content"]
+    assert "  4. ANSWER(report what was found)" in first and "Next plan step:\nline 2: EXPLORE" in first
+
+    replayed = run(dataset, ReplayClient(transcript))
+    assert replayed["actions"] == record["actions"] and replayed["agent_trace"]["arna"] == arna
+
+
+def test_a_next_step_naming_no_line_is_a_function_call_error(dataset):
+    model = ARNAScript({"NextStep": lambda r: {"rationale": "r", "terminal": False, "next_step": "line 99"}})
+    record = run(dataset, model)
+    arna = record["agent_trace"]["arna"]
+    assert arna["outcome_reason"] == "function_call_error" and "names no line" in arna["function_call_errors"][0]
+
+
 def test_the_model_may_run_a_reasoning_function_before_the_next_step(dataset):
     plan = {"functions": {"recall": [{"tool": "MemoryReadInterface", "args": {"next_step": "x", "rationale": "y"},
                                       "as": "m"}, {"return": "m"}]},
@@ -170,14 +249,17 @@ def test_the_model_may_run_a_reasoning_function_before_the_next_step(dataset):
 BAD_PLAN = {"rationale": "x", "plan": {"main": [{"exec": "__import__('os').system('id')"}]}}
 
 
-def test_a_plan_that_cannot_be_repaired_ends_the_run_as_the_paper_does(dataset):
+def test_a_plan_that_cannot_be_repaired_ends_the_run_as_the_paper_does(dataset, tmp_path):
+    transcript = tmp_path / "calls.jsonl"
     model = ARNAScript({"FunctionCallImplementation": lambda r: BAD_PLAN})
-    record = run(dataset, model, max_steps=4)
+    record = run(dataset, RecordingClient(model, transcript), max_steps=4)
     arna = record["agent_trace"]["arna"]
     assert record["fail_reason"] == "inconclusive" and arna["outcome_reason"] == "function_call_error"
     assert arna["plan_rejections"] == 2 and "plan_source" not in arna["workflow"] and record["actions"] == []
     assert arna["function_call_errors"] == ["implementation: no plan in the grammar after 2 tries"]
     assert model.kinds["tools"] == 0 and record["agent_trace"]["fallbacks"] == 0
+    replayed = run(dataset, ReplayClient(transcript), max_steps=4)       # from the transcript alone
+    assert replayed["agent_trace"]["arna"] == arna and replayed["actions"] == []
 
 
 def test_with_fallback_plan_an_out_of_grammar_plan_is_rejected_counted_and_replaced(dataset):

@@ -10,9 +10,13 @@ One episode follows the paper's Algorithm 1:
    rejected, counted (``plan_rejections``) and asked for again (``plan_repairs``); then the
    run ends ``function_call_error`` as in the paper, or, with ``fallback_plan``, the
    built-in exploration plan runs (``plan_source: fallback``).
-2. **Executor**: the plan interpreter runs the plan; before each step the model decides
-   whether the termination conditions hold (``NextStep``, Appendix D.3), and may have one of
-   the plan's reasoning functions run first (the paper's "algorithm" step); a high-level step
+2. **Executor**: before each step the model decides whether the termination conditions
+   hold and which plan line runs next (``NextStep``, Appendix D.3): the line in program order
+   or any other line of the main plan (§4.5: no fixed ordering; the interpreter resumes there,
+   enforcing the grammar and the budgets), and may have one of the plan's reasoning functions
+   run first (the paper's "algorithm" step). A condition ``found(VAR)`` is decided by the
+   model from its memory and the findings of the step that stored ``VAR`` (Appendix E.2), not
+   by the tool's own flag. A high-level step
    becomes one tool call chosen by the model from the toolset
    (:mod:`~vlnverse.agents.arna.tools`) by tool calling; an invalid call (after its repair
    turn) is a function-call error.
@@ -88,6 +92,7 @@ logger = logging.getLogger(__name__)
 
 STOP_ACTION = (0.0, 0.0, 1.0)
 OPTION_LETTERS = "ABCD"  # the EQA options' labels (A..D), as the env shows them
+_LINE_CHOICE = re.compile(r"(?:line\s*)?(\d+)(?:\s*[.:)\-\u2013\u2014,](?:\s.*)?)?", re.IGNORECASE | re.DOTALL)
 
 #: The built-in plan when the model gives none in the grammar: explore, checking termination.
 FALLBACK_PLAN = {"main": [{"while": {"always": True}, "max_iterations": 50,
@@ -142,6 +147,7 @@ class ARNAState(EpisodeState):
     reference: np.ndarray | None = None   # the visual-reference goal picture
     interpreter: Interpreter | None = None
     in_function: bool = False
+    jumps: int = 0                         # steps the model chose out of program order
 
 
 class _Meter(WrapperClient):
@@ -464,16 +470,21 @@ class ARNAAgent(LLMWaypointAgent):
         ``(answer, rationale)``. Yields navigation goals (receiving how they ended), and
         None for a STOP that ends one leg of a long-horizon episode."""
         state = self.state
+        start: int | None = None
         while True:
             try:
-                interpreter = state.interpreter = Interpreter(state.program, self._execute,
-                                                              self.config.max_plan_statements - state.executed)
+                interpreter = state.interpreter = Interpreter(
+                    state.program, self._execute, self.config.max_plan_statements - state.executed,
+                    select=self._select, judge=self._judge)
                 try:
-                    yield from interpreter.run()
+                    yield from interpreter.run(start)
                 finally:
                     state.executed += interpreter.executed
-                self._select_step("(the plan has finished; decide whether to terminate, else it runs again)")
-                state.memory.log("the plan finished without terminating; running it again")
+                choice = self._select_step("(the plan has finished: terminate if the conditions hold, else name "
+                                           "the line to run next; by default it runs again from line 1)")
+                start = self._chosen_line(choice, 0)
+                state.memory.log("the plan finished without terminating; running it again"
+                                 + (f" from line {start}" if start else ""))
             except _Terminated as done:
                 if state.legs is not None and state.leg + 1 >= state.legs:
                     return done.answer, done.rationale  # else the env ends the episode at its last goal
@@ -521,6 +532,57 @@ class ARNAAgent(LLMWaypointAgent):
             raise _Terminated(answer.answer, answer.rationale)
         return answer
 
+    def _select(self, line: int | None, stmt: Mapping[str, Any]) -> Generator[NavGoal, str, int | None]:
+        """SELECTSTEP before a statement runs: termination, a reasoning function to run first,
+        and the main-plan line to run instead of this one (None: this one)."""
+        upcoming = (f"line {line}: " if line else "(inside a reasoning function) ") + describe(stmt)
+        if "answer" in stmt:
+            upcoming += ": the plan reached its answer step; terminate if the conditions hold"
+        choice = self._select_step(upcoming)
+        yield from self._run_chosen_function(choice)
+        return self._chosen_line(choice, line)
+
+    def _chosen_line(self, choice: P.NextStep | None, line: int | None) -> int | None:
+        """The line ``choice`` names when it names another one than ``line`` (0: the plan's
+        end); a name that is no line of the plan is a function-call error."""
+        state = self.state
+        text = (choice.next_step or "").strip() if choice is not None else ""
+        if not text or line is None:   # no choice, or inside a reasoning function (runs in order)
+            return None
+        match, count = _LINE_CHOICE.fullmatch(text), len(state.program.lines)
+        if match is None or not 1 <= int(match[1]) <= count:
+            self._function_call_error(f"next_step: {text[:60]!r} names no line of the plan (1 to {count})")
+            return None
+        target = int(match[1])
+        if target == line:
+            return None
+        self.record.setdefault("jumps", []).append({"from": line or "end", "to": target})
+        state.jumps += 1
+        state.memory.log(f"step {state.step}: chose line {target} of the plan"
+                         + (f" instead of line {line}" if line else " after its end"))
+        return target
+
+    def _judge(self, var: str) -> bool:
+        """A ``found(var)`` condition, decided by the model from the memory and the findings
+        of the step that stored ``var`` (its tool's flag when no usable answer came)."""
+        state = self.state
+        variables = state.interpreter.variables
+        result = variables.get(var)
+        flag = bool(getattr(result, "found", False))
+        prompt = self._context(f"deciding the condition found({var})")
+        prompt.section("Condition", f"found({var}): has the plan step that stores {var} "
+                       f"({state.program.stored_by(var)}) found what it looked for? Decide from the memory and "
+                       "the findings below, not from whether a tool answered.")
+        findings = getattr(result, "text", None) or ("(that step has not run yet)" if var not in variables
+                                                     else str(result))
+        prompt.section("Findings of that step", findings)
+        answer = self.structured("condition", P.CONDITION_SYSTEM, prompt, P.ConditionCheck)
+        holds = answer.holds if answer is not None else flag
+        self.record.setdefault("conditions", []).append(
+            {"condition": f"found({var})", "holds": holds, "tool_flag": flag,
+             "rationale": answer.rationale if answer is not None else None})
+        return holds
+
     def _run_chosen_function(self, choice: P.NextStep | None) -> Generator[NavGoal, str, None]:
         """The "algorithm" step: a reasoning function the model asked for, run now (not nested)."""
         state = self.state
@@ -538,10 +600,8 @@ class ARNAAgent(LLMWaypointAgent):
         """EXECUTESTEP of one plan statement, then MEMORYUPDATE."""
         state = self.state
         line = describe(stmt)
-        if "answer" in stmt:
-            self._select_step(f"{line}: the plan reached its answer step; terminate if the conditions hold")
+        if "answer" in stmt:   # its termination check was the selection before it
             return None
-        yield from self._run_chosen_function(self._select_step(line))
         if "tool" in stmt:
             name, arguments = stmt["tool"], {"rationale": "planned step", **stmt.get("args", {})}
         else:
@@ -699,6 +759,7 @@ class ARNAAgent(LLMWaypointAgent):
             "plan_rejection_problems": state.plan_rejections,
             "function_call_errors": state.function_call_errors,
             "statements_executed": state.executed,
+            "out_of_order_steps": state.jumps,
             "answer": ended.get("answer"),
             "terminated": ended.get("rationale"),
             "outcome_reason": ended.get("outcome_reason"),

@@ -22,8 +22,13 @@ Grammar (``Program``)::
     COND  := {"found": VAR} | {"not": COND} | {"all": [COND]} | {"any": [COND]} | {"always": true}
     KIND  := goto | explore | getinfo | analyze | rotate
 
-A ``found`` condition reads the ``found`` flag of the result last stored in ``VAR`` (a step
-with ``as``); a variable never set is not found.
+The main plan's statements carry line numbers (:meth:`Program.listing`). The interpreter
+runs in program order unless its ``select`` hook names another line before a step runs: it
+then continues from that line (the model chooses the next step, paper §4.5, Alg. 1 l. 5),
+still within the grammar (a ``break`` leaves its loop, a branch resumed inside goes on after
+its ``if``) and its statement budget. A ``found`` condition is decided by the ``judge`` hook
+(the model, from its memory and the step's findings, Appendix E.2); without one it reads the
+``found`` flag of the result last stored in ``VAR`` (a variable never set is not found).
 """
 
 from __future__ import annotations
@@ -79,26 +84,45 @@ class Program:
     def to_dict(self) -> dict[str, Any]:
         return {"functions": {k: list(v) for k, v in self.functions.items()}, "main": list(self.main)}
 
+    @property
+    def lines(self) -> tuple[tuple[Any, ...], ...]:
+        """The main plan's statement paths in listing order (line n is ``lines[n - 1]``)."""
+        return tuple(path for path, _ in _walk(self.main, ()))
+
+    def stored_by(self, var: str) -> str:
+        """The statement that stores ``var`` (``as``), as a short line."""
+        blocks = [self.main, *self.functions.values()]
+        return next((describe(stmt) for block in blocks for _, stmt in _walk(block, ()) if stmt.get("as") == var),
+                    "no statement")
+
+    def line_of(self, path: tuple[Any, ...]) -> int:
+        return self.lines.index(path) + 1
+
     def listing(self) -> str:
-        """The plan as numbered lines (what the model reads)."""
-        lines: list[str] = []
+        """The plan as the model reads it: the main plan by line number, then the functions."""
+        lines = ["main (line numbers):"]
+        for path, stmt in _walk(self.main, ()):
+            depth = sum(1 for key in path if isinstance(key, str))
+            branch = "else: " if path[-2:-1] == ("else",) and path[-1] == 0 else ""
+            lines.append(f"{'  ' * (depth + 1)}{branch}{self.line_of(path)}. {describe(stmt)}")
         for name, body in self.functions.items():
-            lines.append(f"function {name}:")
-            _listing(body, lines, "  ", "")
-        lines.append("main:")
-        _listing(self.main, lines, "  ", "")
+            lines.append(f"function {name} (run it with run_function):")
+            lines += [f"{'  ' * (sum(isinstance(k, str) for k in path) + 1)}- {describe(stmt)}"
+                      for path, stmt in _walk(body, ())]
         return "\n".join(lines)
 
 
-def _listing(block: Iterable[Mapping[str, Any]], lines: list[str], indent: str, prefix: str) -> None:
-    for i, stmt in enumerate(block, 1):
-        label = f"{prefix}{i}"
-        lines.append(f"{indent}{label}. {describe(stmt)}")
+def _walk(block: Iterable[Mapping[str, Any]], prefix: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], Mapping[str, Any]]]:
+    """``(path, statement)`` of a block and everything nested in it, in listing order; a path
+    is indices and branch names (``(0, "body", 1)``: the second statement of the first one's body)."""
+    found = []
+    for i, stmt in enumerate(block):
+        path = (*prefix, i)
+        found.append((path, stmt))
         for key in ("then", "else", "body"):
             if key in stmt:
-                if key == "else":
-                    lines.append(f"{indent}  else:")
-                _listing(stmt[key], lines, indent + "    ", f"{label}.")
+                found += _walk(stmt[key], (*path, key))
+    return found
 
 
 def describe(stmt: Mapping[str, Any]) -> str:
@@ -286,9 +310,17 @@ class _Break(Exception):
     pass
 
 
+class _Jump(Exception):
+    def __init__(self, path: tuple[Any, ...]) -> None:
+        self.path = path
+
+
 class _Return(Exception):
     def __init__(self, value: Any) -> None:
         self.value = value
+
+
+EXECUTABLE = ("step", "tool", "run", "answer")
 
 
 class Interpreter:
@@ -301,30 +333,44 @@ class Interpreter:
             with a ``found`` flag; or, for ``answer``, whatever the executor decides.
         max_statements: Statements executed in all (loop iterations included) before
             :class:`StepLimit`.
+        select: ``select(line, stmt) -> generator`` before every step, tool, run or answer
+            statement (``line``: its main-plan line, None inside a function); returns the
+            main-plan line to run instead, or None to run this one.
+        judge: ``judge(var) -> bool`` decides a ``found(var)`` condition.
     """
 
     def __init__(self, program: Program, execute: Callable[[Mapping[str, Any]], Generator[Any, Any, Any]],
-                 max_statements: int) -> None:
+                 max_statements: int, *, select: Callable[[int | None, Mapping[str, Any]], Generator[Any, Any, Any]]
+                 | None = None, judge: Callable[[str], bool] | None = None) -> None:
         self.program = program
         self.execute = execute
         self.max_statements = max_statements
+        self.select = select
+        self.judge = judge
         self.executed = 0
         self.variables: dict[str, Any] = {}
         self.trace: list[str] = []
+        self._lines = program.lines
 
-    def run(self) -> Generator[Any, Any, Any]:
-        """Run ``main``; returns the value of a top-level ``return`` (or None)."""
-        try:
-            yield from self._block(self.program.main, "main")
-        except _Return as done:
-            return self.variables.get(done.value) if done.value else None
-        return None
+    def run(self, start: int | None = None) -> Generator[Any, Any, Any]:
+        """Run ``main`` (from line ``start`` when given); returns the value of a top-level
+        ``return`` (or None)."""
+        path = self._lines[start - 1] if start else ()
+        while True:
+            try:
+                yield from self._block(self.program.main, "main", (), path)
+            except _Jump as jump:
+                path = jump.path
+                continue
+            except _Return as done:
+                return self.variables.get(done.value) if done.value else None
+            return None
 
     def call(self, name: str) -> Generator[Any, Any, Any]:
         """Run reasoning function ``name`` now (the executor's "algorithm" step), on the same
         statement count and variables; returns its ``return`` value."""
         try:
-            yield from self._block(self.program.functions[name], name)
+            yield from self._block(self.program.functions[name], name, None)
         except _Return as done:
             return self.variables.get(done.value) if done.value else None
         return None
@@ -335,37 +381,61 @@ class Interpreter:
         self.executed += 1
         self.trace.append(f"{where}: {describe(stmt)}")
 
-    def _block(self, block: Iterable[Mapping[str, Any]], where: str) -> Generator[Any, Any, None]:
-        for i, stmt in enumerate(block, 1):
-            here = f"{where}.{i}"
+    def _block(self, block: tuple[Mapping[str, Any], ...] | list[Mapping[str, Any]], where: str,
+               prefix: tuple[Any, ...] | None, start: tuple[Any, ...] = ()) -> Generator[Any, Any, None]:
+        """Run ``block`` (at ``prefix`` in main; None inside a function) from path ``start``."""
+        for i in range(start[0] if start else 0, len(block)):
+            stmt, here = block[i], f"{where}.{i + 1}"
+            path = None if prefix is None else (*prefix, i)
+            inner = start[1:] if start and i == start[0] else ()
+            if inner:   # a chosen line lies inside this statement: resume there
+                key, rest = inner[0], inner[1:]
+                if "while" in stmt:
+                    try:
+                        yield from self._block(stmt["body"], here, (*path, "body"), rest)
+                    except _Break:
+                        continue
+                    yield from self._loop(stmt, here, path, stmt.get("max_iterations", DEFAULT_ITERATIONS) - 1)
+                else:
+                    yield from self._block(stmt[key], here, (*path, key), rest)
+                continue
             self._tick(here, stmt)
             if "if" in stmt:
-                branch = stmt["then"] if self._test(stmt["if"]) else stmt.get("else", ())
-                yield from self._block(branch, here)
+                key = "then" if self._test(stmt["if"]) else "else"
+                yield from self._block(stmt.get(key, ()), here, None if path is None else (*path, key))
             elif "while" in stmt:
-                for _ in range(stmt.get("max_iterations", DEFAULT_ITERATIONS)):
-                    if not self._test(stmt["while"]):
-                        break
-                    try:
-                        yield from self._block(stmt["body"], here)
-                    except _Break:
-                        break
+                yield from self._loop(stmt, here, path, stmt.get("max_iterations", DEFAULT_ITERATIONS))
             elif "break" in stmt:
                 raise _Break()
             elif "return" in stmt:
                 raise _Return(stmt["return"])
-            elif "run" in stmt:
-                value = yield from self.call(stmt["run"])
+            else:
+                if self.select is not None:
+                    chosen = yield from self.select(None if path is None else self.program.line_of(path), stmt)
+                    if chosen is not None and path is not None and self._lines[chosen - 1] != path:
+                        raise _Jump(self._lines[chosen - 1])
+                if "run" in stmt:
+                    value = yield from self.call(stmt["run"])
+                else:
+                    value = yield from self.execute(stmt)
                 if "as" in stmt:
                     self.variables[stmt["as"]] = value
-            else:
-                result = yield from self.execute(stmt)
-                if "as" in stmt:
-                    self.variables[stmt["as"]] = result
+
+    def _loop(self, stmt: Mapping[str, Any], here: str, path: tuple[Any, ...] | None,
+              iterations: int) -> Generator[Any, Any, None]:
+        for _ in range(max(0, iterations)):
+            if not self._test(stmt["while"]):
+                break
+            try:
+                yield from self._block(stmt["body"], here, None if path is None else (*path, "body"))
+            except _Break:
+                break
 
     def _test(self, cond: Mapping[str, Any]) -> bool:
         (key, value), = cond.items()
         if key == "found":
+            if self.judge is not None:
+                return self.judge(value)
             return bool(getattr(self.variables.get(value), "found", False))
         if key == "not":
             return not self._test(value)

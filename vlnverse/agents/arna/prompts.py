@@ -69,11 +69,19 @@ COT_SYSTEM = IMPLEMENT_SYSTEM.replace("converts pseudocode into an executable pl
 
 NEXT_STEP_SYSTEM = f"""\
 You are the advanced reasoning module of a robot that decides, at every iteration, whether the task is
-accomplished. {ROBOT} You see the task, the termination conditions, the plan with the step that comes
-next, the robot's memory (description, findings, action log) and the scene-graph statistics.
+accomplished and which line of the plan runs next. {ROBOT} You see the task, the termination
+conditions, the plan by line number with the line that comes next in program order, the robot's
+memory (description, findings, action log) and the scene-graph statistics.
 Terminate only when ALL termination conditions are satisfied; do not terminate in the first few steps
-without evidence. If you terminate, give the answer. You may instead ask to run one of the plan's
-reasoning functions now (run_function) when its check is needed before the next step."""
+without evidence. If you terminate, give the answer. Otherwise choose the next line (next_step: its
+number): the plan imposes no fixed order, so you may skip a step whose goal the memory already meets
+or return to an earlier one; leave it empty to run the line shown as next. You may also ask to run
+one of the plan's reasoning functions now (run_function) when its check is needed first."""
+
+CONDITION_SYSTEM = f"""\
+You decide a condition of a robot's plan: whether a step found what it looked for. {ROBOT} Judge from
+the robot's memory and the findings of that step (a tool that answered has not necessarily found
+the thing: read what it says)."""
 
 EXECUTE_SYSTEM = f"""\
 You are the executor of a robot's plan. {ROBOT} Call exactly one tool that carries out the current
@@ -139,8 +147,17 @@ class NextStep(BaseModel):
     terminal: bool = Field(default=False, description="True when all termination conditions are satisfied.")
     answer: str | None = Field(default=None, description="The answer when terminal (for a multiple-choice "
                                                           "question: the option letter).")
+    next_step: str | None = Field(default=None, description="The line number of the plan to run next (e.g. '4'); "
+                                                            "empty for the line shown as next.")
     run_function: str | None = Field(default=None, description="Optional: the name of one of the plan's reasoning "
                                                                "functions to run now, before the next plan step.")
+
+
+class ConditionCheck(BaseModel):
+    """Decide whether a plan condition holds."""
+
+    rationale: str = Field(description="One short sentence: the evidence in the memory and the findings.")
+    holds: bool = Field(description="True when the step found what it looked for.")
 
 
 class InformationSelection(BaseModel):
