@@ -41,8 +41,60 @@ def test_an_llm_agent_run_gets_step_pages(bundled_dataset, tmp_path, monkeypatch
     assert page.count('<div class="step"') == 3 and f'src="{name}/step_000.jpg"' in page
     assert page.count('class="cand chosen"') == 3  # the chosen candidate is marked at every step
     assert "Sent to the model" in page and "&quot;action&quot;" in page and "<svg" in page
+    assert re.search(r'Step 0: <span class="act">[A-Z]: \d+\.\d\d m at [+-]\d+°</span>', page)  # worded
+    scene = pictured["scene_id"]
+    assert f'<image href="maps/{scene}.png"' in page and "<polygon" in page  # the inset's map and objects
+    assert (out / "viewer" / "maps" / f"{scene}.png").is_file()
     other = next(p for p in pages if p.stem != name).read_text()
-    assert "no panorama captured" in other
+    assert "no frames for this episode" in other and "raise --plots" not in other
+
+
+def test_any_agent_gets_frames_the_map_and_what_it_hit(bundled_dataset, tmp_path):
+    """An agent without a camera (``forward``: no sensors) gets frames rendered from its pose,
+    its actions in words, and each collision with what it hit."""
+    result = evaluate(EvalConfig(dataset=str(bundled_dataset), out=str(tmp_path / "run"), agent="forward",
+                                 task="fine", split="val_unseen", physics=("slide",), max_steps=30, plots=1,
+                                 bootstrap=10))
+    record = result.records[0]
+    name = f"{record['episode_id']}__slide"
+    folder = result.out / "viewer" / name
+    page = (result.out / "viewer" / f"{name}.html").read_text()
+    assert json.loads((folder / "frames.json").read_text())["source"] == "render"
+    assert len(list(folder.glob("step_*.jpg"))) == len(record["actions"]) == 30
+    assert page.count('<span class="act">FORWARD 0.25 m</span>') == 30 and "the agent itself has no" in page
+    assert record["action_space"] == "discrete" and sum(record["collisions"]) > 0
+    hit = next(k for k, c in enumerate(record["collisions"]) if c)
+    assert record["hits"][str(hit)] and f"collision: hit {', '.join(record['hits'][str(hit)])}" in page
+    assert f'<image href="maps/{record["scene_id"]}.png"' in page
+
+
+def test_frames_stop_at_their_budget_and_the_page_says_so(tmp_path):
+    import numpy as np
+
+    from vlnverse.eval.viewer import FrameRecorder
+
+    rng = np.random.default_rng(0)
+    recorder = FrameRecorder(tmp_path, budget=60_000)
+    for step in range(20):
+        recorder(step, {"rgb": rng.integers(0, 255, (64, 64, 3), dtype=np.uint8)})  # noise: big JPEGs
+    frames = json.loads((tmp_path / "frames.json").read_text())
+    kept = len(list(tmp_path.glob("step_*.jpg")))
+    assert 0 < kept == frames["stopped_at"] < 20 and frames["source"] == "agent"
+    record = {"episode_id": "e", "physics": "strict", "trajectory": [[0, 0, 0]] * 21, "actions": [1] * 20,
+              "goals": [], "metrics": {}}
+    page = render_episode_page(record, {k: f"x/step_{k:03d}.jpg" for k in range(kept)}, frames)
+    assert f"frames stopped at step {kept}" in page
+
+
+def test_actions_in_words():
+    from vlnverse.eval.viewer import describe_action
+
+    assert [describe_action(a, "discrete") for a in (0, 1, 2, 3)] == ["STOP", "FORWARD 0.25 m", "LEFT 15°", "RIGHT 15°"]
+    assert describe_action([0.98, 1.0472, 0.0], "waypoint", "C") == "C: 0.98 m at +60°"
+    assert describe_action([0.5, -0.5236, 0.0], "velocity") == "0.50 m/s turning -30°/s"
+    assert describe_action([0.0, 0.0, 1.0], "waypoint") == "STOP"
+    assert describe_action({"ask": "where?"}, "discrete") == 'ASK "where?"'
+    assert describe_action({"answer": 2}, "discrete") == "ANSWER C"
 
 
 def test_page_of_a_plain_record_and_marker_positions():
@@ -51,5 +103,5 @@ def test_page_of_a_plain_record_and_marker_positions():
               "goals": [{"position": [2, 0, 0], "radius": 1.0}], "actions": [1], "metrics": {"SR": 0.0},
               "agent_trace": None}
     page = render_episode_page(record, {})
-    assert "go &lt;b&gt;" in page and "<h2>Actions</h2>" in page
+    assert "go &lt;b&gt;" in page and 'Step 0: <span class="act">FORWARD 0.25 m</span>' in page
     assert strip_x(0) == 0.5 and strip_x(90) == 0.25 and strip_x(-90) == 0.75 and strip_x(180) == 0.0

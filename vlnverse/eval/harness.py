@@ -42,7 +42,7 @@ from vlnverse.eval.registry import agent_factory, takes_llm
 from vlnverse.eval.report import summarize, summary_markdown
 from vlnverse.eval.store import ResultStore, json_safe, record_key
 from vlnverse.eval.verify import input_checksums
-from vlnverse.eval.viewer import write_episode_pages
+from vlnverse.eval.viewer import VIEWER_DIR, write_episode_pages
 from vlnverse.eval.worker import RunSpec, WorkItem, WorkResult, build_agent
 from vlnverse.fileio import (
     OutputLock,
@@ -367,6 +367,7 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
                    renderer=config.renderer, max_steps=config.max_steps,
                    metrics=dataclasses.replace(config.metrics, success_distance=float(config.success_distance)),
                    plots_dir=str((out / PLOTS_DIR).resolve()) if config.plots else None,
+                   viewer_dir=str((out / VIEWER_DIR).resolve()),
                    llm=config.model_spec() if agent is None else config.llm, llm_cache=llm_cache,
                    llm_record=config.llm_record,
                    concurrency=config.concurrency, oracle_llm=config.oracle_llm,

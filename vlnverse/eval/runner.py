@@ -235,6 +235,7 @@ def run_episode(
     leg_distances = [float(info["geodesic_distance"])]
     actions: list[Any] = []
     collisions: list[int] = []
+    hits: dict[int, list[str]] = {}  # step → categories of what a collision touched
     stops: list[int] = []
     error: str | None = None
     error_source: str | None = None
@@ -295,6 +296,8 @@ def run_episode(
                 break
             actions.append(_json_action(action))
             collisions.append(int(bool(info["collision"])))
+            if info["collision"]:
+                hits[len(collisions) - 1] = sorted({str(c) for c in info.get("contact_categories") or ()})
             poses.append(np.asarray(info["pose"], dtype=np.float64))
             leg_distances.append(float(info["geodesic_distance"]))
             stopped = (terminated and info.get("fail_reason") != "collision") or bool(info.get("subgoal_stop"))
@@ -399,6 +402,8 @@ def run_episode(
                            for row in goal_distances.tolist()],
         "actions": actions,
         "collisions": collisions,
+        "hits": {str(k): v for k, v in sorted(hits.items()) if k < steps},
+        "action_space": base.action_spec.name,
         "stops": stops,
         "fail_reason": fail_reason,
         "error": error,

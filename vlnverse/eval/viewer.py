@@ -1,15 +1,18 @@
 """The episode viewer: one static HTML page per episode, linked from ``index.html``.
 
 A page shows the episode (instruction, metrics, how it ended) and, step by step, what the
-agent did: the panorama it saw with its candidate waypoints marked, the messages it sent
-the model (images as ids) and the reply, what was parsed, the chosen action, whether a
-repair or a fallback was needed, and the bird's-eye view with the path so far (SVG drawn
-from the record: the reference path, the goals, the trajectory up to that step).
+agent did: the frame it saw, the action in words ("FORWARD 0.25 m", "C: 0.98 m at +60°"),
+what a collision hit, and a bird's-eye inset of the scene (walls, rooms, objects) with the
+reference path, the goals and the path so far. LLM agents add their candidate waypoints
+(marked on the frame), the messages sent to the model (images as ids), the reply, what was
+parsed, repairs and fallbacks.
 
-Panoramas are captured while the episode runs, for the episodes that get a trajectory
-picture (``--plots``): a strip of the agent's RGB views, left to right from behind-left
-to behind-right, as ``viewer/<episode>/step_NNN.jpg``; candidate markers are placed over
-it at their headings. Pages work from disk, with no network and no script.
+Frames are captured while the episode runs, for the episodes that get a trajectory picture
+(``--plots``), as ``viewer/<episode>/step_NNN.jpg``: a strip of the agent's own RGB views
+(left to right from behind-left to behind-right), or, for an agent without an RGB camera, a
+view rendered for people from its pose. An episode's frames stop when they reach
+:data:`FRAME_BUDGET_BYTES`; ``frames.json`` beside them says where they came from and where
+they stopped. Pages work from disk, with no network and no script.
 """
 
 from __future__ import annotations
@@ -24,10 +27,18 @@ from typing import Any
 import numpy as np
 
 from vlnverse.eval.report import PHYSICS_TITLES
+from vlnverse.eval.viewer_map import MAPS_DIR, read_scene_map
 from vlnverse.fileio import write_bytes_atomic, write_text_atomic
 
 VIEWER_DIR = "viewer"
 STRIP_HEIGHT = 160
+FRAME_BUDGET_BYTES = 8 * 2**20
+"""Most bytes of JPEG frames one episode's page gets (about 200 panorama strips or 800 views)."""
+FRAMES_FILE = "frames.json"
+VIEW_CAMERA = {"width": 192, "height": 192, "hfov_deg": 90.0}
+"""The camera rendered for the page of an agent that has no RGB camera of its own: four
+views 90° apart make a 360° strip (:func:`rendered_strip`)."""
+DISCRETE_WORDS = {0: "STOP", 1: "FORWARD 0.25 m", 2: "LEFT 15°", 3: "RIGHT 15°"}
 _STYLE = """
 body{font-family:system-ui,sans-serif;margin:1.2em;color:#222;max-width:80em}
 h1{font-size:1.25em}h2{font-size:1.05em;margin:1.4em 0 .4em}.meta{color:#555;font-size:.9em}
@@ -37,7 +48,7 @@ h1{font-size:1.25em}h2{font-size:1.05em;margin:1.4em 0 .4em}.meta{color:#555;fon
 .cand span{position:absolute;top:2px;left:2px;background:#e8590c;color:#fff;font:11px sans-serif;
 padding:0 3px;line-height:14px}.cand.chosen{border-left:3px solid #2b8a3e}.cand.chosen span{background:#2b8a3e}
 pre{white-space:pre-wrap;background:#f6f6f6;padding:.5em;font-size:.8em;max-height:22em;overflow:auto}
-.cols{display:flex;gap:1em;align-items:flex-start}.cols>div{flex:1;min-width:0}
+.cols{display:flex;gap:1em;align-items:flex-start}.act{font-weight:600}.hit{color:#c92a2a}.cols>div{flex:1;min-width:0}
 table{border-collapse:collapse;font-size:.85em}td,th{padding:.15em .5em;border-bottom:1px solid #eee;text-align:left}
 details{font-size:.85em;margin:.15em 0}summary{cursor:pointer}
 """
@@ -68,8 +79,6 @@ def panorama_strip(observation: Mapping[str, Any], hfov_deg: float = 90.0) -> np
     wide: the rig's default) are cropped to the angle between neighbours and ordered so
     that heading ``h`` sits at :func:`strip_x` of the width; a single ``rgb`` view is
     returned as it is."""
-    from PIL import Image
-
     pano = sorted(k for k in observation if k.startswith("rgb_pano_"))
     if pano:
         order = sorted(pano, key=lambda k: -_view_heading(k, len(pano)))
@@ -83,45 +92,124 @@ def panorama_strip(observation: Mapping[str, Any], hfov_deg: float = 90.0) -> np
         strip = np.asarray(observation["rgb"])[..., :3]
     else:
         return None
-    height, width = strip.shape[:2]
-    scaled = Image.fromarray(np.ascontiguousarray(strip, dtype=np.uint8)).resize(
+    return scale_to_strip(strip)
+
+
+def rendered_strip(views: Sequence[np.ndarray]) -> np.ndarray:
+    """The strip of evenly spaced views rendered for people (view ``i`` turned ``i * 360 / n``
+    degrees to the left, each ``360 / n`` wide), laid out as :func:`panorama_strip` does."""
+    strip = panorama_strip({f"rgb_pano_{i:02d}": v for i, v in enumerate(views)}, hfov_deg=360.0 / len(views))
+    assert strip is not None
+    return strip
+
+
+def frame_x(heading_deg: float, span_deg: float) -> float | None:
+    """Horizontal position (0-1) of a heading in a frame ``span_deg`` wide centred ahead
+    (a 360° strip: :func:`strip_x`); None when the heading is out of the frame."""
+    if span_deg >= 360.0:
+        return strip_x(heading_deg)
+    h = 180.0 - (180.0 - float(heading_deg)) % 360.0
+    return 0.5 - h / span_deg if abs(h) <= span_deg / 2 else None
+
+
+def scale_to_strip(image: np.ndarray) -> np.ndarray:
+    """An RGB image scaled to :data:`STRIP_HEIGHT` rows."""
+    from PIL import Image
+
+    height, width = image.shape[:2]
+    scaled = Image.fromarray(np.ascontiguousarray(image[..., :3], dtype=np.uint8)).resize(
         (max(1, round(width * STRIP_HEIGHT / height)), STRIP_HEIGHT), Image.BILINEAR)
     return np.asarray(scaled)
 
 
-def save_strip(path: Path, strip: np.ndarray) -> None:
-    """Write a strip as a JPEG, atomically."""
+def jpeg(strip: np.ndarray) -> bytes:
+    """A strip as JPEG bytes."""
     import io
 
     from PIL import Image
 
     buffer = io.BytesIO()
     Image.fromarray(strip).save(buffer, format="JPEG", quality=80)
-    write_bytes_atomic(path, buffer.getvalue())
+    return buffer.getvalue()
 
 
-def _bev_svg(record: Mapping[str, Any], upto: int | None, size: int = 260) -> str:
-    """The bird's-eye view: reference path (grey), goals (green rings), the trajectory up to
-    pose ``upto`` (blue; all when None) and the agent there (red)."""
+class FrameRecorder:
+    """Writes one episode's frames (``step_NNN.jpg``) and ``frames.json`` into ``folder``.
+
+    Called with (step, observation) before the agent acts: the agent's own RGB views when it
+    has them, else ``render()`` (a 360° strip from its pose, for people). Frames stop once
+    the next one would pass ``budget`` bytes. ``frames.json`` says where the frames came from
+    and how wide they are (``span_deg``: 360 for a panorama, else the camera's field of view).
+    """
+
+    def __init__(self, folder: Path, render: Any = None, budget: int = FRAME_BUDGET_BYTES,
+                 camera_hfov_deg: float = 90.0) -> None:
+        self.folder, self.render, self.budget, self.hfov = Path(folder), render, budget, camera_hfov_deg
+        self.used, self.source, self.stopped_at = 0, None, None
+
+    def __call__(self, step: int, observation: Mapping[str, Any]) -> None:
+        if self.stopped_at is not None:
+            return
+        strip, source = panorama_strip(observation), "agent"
+        if strip is None:
+            if self.render is None:
+                return
+            strip, source = self.render(), "render"
+        data = jpeg(strip)
+        if self.used + len(data) > self.budget:
+            self.stopped_at = step
+        else:
+            write_bytes_atomic(self.folder / f"step_{step:03d}.jpg", data)
+            self.used += len(data)
+            if source == self.source:
+                return
+            self.source = source
+        panoramic = self.source == "render" or any(k.startswith("rgb_pano_") for k in observation)
+        write_text_atomic(self.folder / FRAMES_FILE, json.dumps(
+            {"source": self.source, "span_deg": 360.0 if panoramic else self.hfov, "budget_bytes": self.budget,
+             "stopped_at": self.stopped_at}))
+
+
+def _bev_svg(record: Mapping[str, Any], upto: int | None, scene_map: Mapping[str, Any] | None = None,
+             size: int = 260) -> str:
+    """The bird's-eye view: the scene's map (walls, rooms, objects) when there is one, the
+    reference path (grey, dashed), goals (green rings), the trajectory up to pose ``upto``
+    (blue; all when None), collisions (red crosses) and the agent there (red, with its heading)."""
     traj = [p[:2] for p in record.get("trajectory") or []]
     ref = [p[:2] for p in record.get("reference_path") or []]
     goals = [(g["position"][:2], g.get("radius", 0.0)) for g in record.get("goals") or []]
     points = traj + ref + [g for g, _ in goals]
     if not points:
         return ""
-    xs, ys = [p[0] for p in points], [p[1] for p in points]
-    span = max(max(xs) - min(xs), max(ys) - min(ys), 1.0) + 2.0
-    x0, y0 = min(xs) - 1.0, min(ys) - 1.0
-    scale = size / span
+    if scene_map is not None:
+        x0, x1, y0, y1 = (float(v) for v in scene_map["extent"])
+    else:
+        xs, ys = [p[0] for p in points], [p[1] for p in points]
+        x0, x1, y0, y1 = min(xs) - 1.0, max(xs) + 1.0, min(ys) - 1.0, max(ys) + 1.0
+    scale = size / max(x1 - x0, y1 - y0, 1.0)
+    width, height = (x1 - x0) * scale, (y1 - y0) * scale
 
     def pt(p: Sequence[float]) -> str:
-        return f"{(p[0] - x0) * scale:.1f},{size - (p[1] - y0) * scale:.1f}"
+        return f"{(p[0] - x0) * scale:.1f},{(y1 - p[1]) * scale:.1f}"
 
     shown = traj if upto is None else traj[: upto + 1]
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{size}" height="{size}" '
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
              f'style="background:#fafafa;border:1px solid #ccc">']
+    if scene_map is not None:
+        href = html.escape(f"{MAPS_DIR}/{scene_map.get('picture', '')}", quote=True)
+        parts.append(f'<image href="{href}" x="0" y="0" width="{width:.1f}" height="{height:.1f}" '
+                     'preserveAspectRatio="none" style="image-rendering:pixelated"/>')
+        for obj in scene_map.get("objects") or []:
+            corners = " ".join(pt(c) for c in obj.get("corners") or [])
+            label = html.escape(f"{obj.get('category')} ({obj.get('id')})")
+            parts.append(f'<polygon points="{corners}" fill="#7a3b00" fill-opacity="0.25" stroke="#7a3b00" '
+                         f'stroke-width="0.8"><title>{label}</title></polygon>')
+        for room in scene_map.get("rooms") or []:
+            x, y = pt((room["x"], room["y"])).split(",")
+            parts.append(f'<text x="{x}" y="{y}" font-size="9" text-anchor="middle" fill="#333" '
+                         f'font-family="sans-serif">{html.escape(str(room.get("type", "")))}</text>')
     if ref:
-        parts.append(f'<polyline points="{" ".join(pt(p) for p in ref)}" fill="none" stroke="#aaa" '
+        parts.append(f'<polyline points="{" ".join(pt(p) for p in ref)}" fill="none" stroke="#888" '
                      'stroke-width="2" stroke-dasharray="4 3"/>')
     for goal, radius in goals:
         cx, cy = pt(goal).split(",")
@@ -130,10 +218,49 @@ def _bev_svg(record: Mapping[str, Any], upto: int | None, size: int = 260) -> st
     if shown:
         parts.append(f'<polyline points="{" ".join(pt(p) for p in shown)}" fill="none" stroke="#1c7ed6" '
                      'stroke-width="2"/>')
-        cx, cy = pt(shown[-1]).split(",")
-        parts.append(f'<circle cx="{cx}" cy="{cy}" r="4" fill="#c92a2a"/>')
+        for k, hit in enumerate(record.get("collisions") or []):
+            if hit and k + 1 < len(shown):
+                cx, cy = (float(v) for v in pt(shown[k + 1]).split(","))
+                parts.append(f'<path d="M{cx - 4:.1f},{cy - 4:.1f}L{cx + 4:.1f},{cy + 4:.1f}M{cx - 4:.1f},'
+                             f'{cy + 4:.1f}L{cx + 4:.1f},{cy - 4:.1f}" stroke="#c92a2a" stroke-width="2"/>')
+        cx, cy = (float(v) for v in pt(shown[-1]).split(","))
+        headings = record.get("headings") or []
+        if len(shown) - 1 < len(headings):
+            yaw = float(headings[len(shown) - 1])
+            parts.append(f'<line x1="{cx:.1f}" y1="{cy:.1f}" x2="{cx + 10 * math.cos(yaw):.1f}" '
+                         f'y2="{cy - 10 * math.sin(yaw):.1f}" stroke="#c92a2a" stroke-width="2"/>')
+        parts.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="4" fill="#c92a2a"/>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+def describe_action(action: Any, space: str | None, option: str | None = None) -> str:
+    """An action in words: ``FORWARD 0.25 m``, ``C: 0.98 m at +60°``, ``ASK "where is the sofa?"``.
+
+    Args:
+        action: The recorded (JSON) action.
+        space: The record's ``action_space`` (``discrete``, ``waypoint``, ``velocity``; None: guess).
+        option: The candidate id an LLM agent chose, if any (prefixed).
+    """
+    prefix = f"{option}: " if option else ""
+    if isinstance(action, Mapping):
+        if "ask" in action:
+            return f'ASK "{action["ask"]}"'
+        if "answer" in action and isinstance(action["answer"], int):
+            return f"ANSWER {chr(ord('A') + action['answer'])}"
+        return json.dumps(action)
+    if isinstance(action, bool) or action is None:
+        return str(action)
+    if isinstance(action, int):
+        return DISCRETE_WORDS.get(action, f"action {action}") if space in (None, "discrete") else f"action {action}"
+    if isinstance(action, list) and len(action) == 3 and all(isinstance(v, (int, float)) for v in action):
+        a, b, stop = (float(v) for v in action)
+        if stop >= 0.5:
+            return f"{prefix}STOP"
+        if space == "velocity":
+            return f"{prefix}{a:.2f} m/s turning {math.degrees(b):+.0f}°/s"
+        return f"{prefix}{a:.2f} m at {math.degrees(b):+.0f}°"
+    return json.dumps(action)
 
 
 def _messages_text(messages: Any) -> str:
@@ -153,26 +280,56 @@ def _chosen_id(step: Mapping[str, Any]) -> str | None:
     return str(parsed.get("action")) if isinstance(parsed, Mapping) and parsed.get("action") else None
 
 
-def _pano_html(strip: str | None, step: Mapping[str, Any]) -> str:
+def _frame_html(strip: str | None, step: Mapping[str, Any], index: int, frames: Mapping[str, Any] | None) -> str:
     if strip is None:
-        return '<p class="meta">(no panorama captured for this episode: only episodes with a ' \
-               "trajectory picture get one; raise --plots)</p>"
+        if frames is None:
+            return ('<p class="meta">(no frames for this episode: frames are captured for the episodes that get '
+                    "a trajectory picture, the first --plots N of each task and physics mode)</p>")
+        stopped = frames.get("stopped_at")
+        if stopped is not None and index >= stopped:
+            return (f'<p class="meta">(no frame: this episode\'s frames stopped at step {stopped}, where they reached '
+                    f"the frame budget of {frames.get('budget_bytes', 0) / 2**20:.0f} MB)</p>")
+        return '<p class="meta">(no frame for this step)</p>'
+    rendered = frames is not None and frames.get("source") == "render"
+    note = ('<p class="meta">360° around the agent (ahead in the middle), rendered for this page from its pose: '
+            "the agent itself has no RGB camera</p>") if rendered else ""
+    span = float((frames or {}).get("span_deg", 360.0))
     chosen = _chosen_id(step)
     marks = []
     for cand in step.get("candidates") or []:
         if not isinstance(cand, Mapping) or "heading_deg" not in cand:
             continue
+        x = frame_x(cand["heading_deg"], span)
+        if x is None:
+            continue
         klass = "cand chosen" if str(cand.get("id")) == chosen else "cand"
         label = html.escape(f"{cand.get('id')} {cand.get('distance_m', '')}m")
-        marks.append(f'<div class="{klass}" style="left:{100 * strip_x(cand["heading_deg"]):.1f}%" '
+        marks.append(f'<div class="{klass}" style="left:{100 * x:.1f}%" '
                      f'title="{html.escape(str(cand.get("phrase", "")), quote=True)}"><span>{label}</span></div>')
-    return f'<div class="pano"><img src="{html.escape(strip, quote=True)}" alt="panorama">{"".join(marks)}</div>'
+    return (f'<div class="pano"><img src="{html.escape(strip, quote=True)}" alt="what the agent faced">'
+            f'{"".join(marks)}</div>{note}')
 
 
-def render_episode_page(record: Mapping[str, Any], strips: Mapping[int, str]) -> str:
-    """The HTML of one episode's page; ``strips`` maps step index to a strip's relative URL."""
+def _outcome_html(record: Mapping[str, Any], index: int) -> str:
+    """The action's collision, if any, and what it hit."""
+    collisions = record.get("collisions") or []
+    if index >= len(collisions) or not collisions[index]:
+        return ""
+    hit = (record.get("hits") or {}).get(str(index)) or []
+    what = ", ".join(hit) if hit else "something (not recorded)"
+    return f' · <span class="hit">collision: hit {html.escape(what)}</span>'
+
+
+def render_episode_page(record: Mapping[str, Any], strips: Mapping[int, str],
+                        frames: Mapping[str, Any] | None = None, scene_map: Mapping[str, Any] | None = None) -> str:
+    """The HTML of one episode's page; ``strips`` maps step index to a frame's relative URL,
+    ``frames`` is the episode's ``frames.json`` (None: no frames captured) and ``scene_map``
+    the map description of its scene (None: the inset shows the paths only)."""
     trace = record.get("agent_trace") if isinstance(record.get("agent_trace"), Mapping) else {}
+    actions = record.get("actions") or []
     steps = [s for s in trace.get("steps") or [] if isinstance(s, Mapping)]
+    if not steps:  # an agent without a step trace: one step per action
+        steps = [{"step": i, "action": a} for i, a in enumerate(actions)]
     metrics = record.get("metrics") or {}
     title = f"{record.get('episode_id')} · {PHYSICS_TITLES.get(str(record.get('physics')), record.get('physics'))}"
     rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(_fmt(v))}</td></tr>"
@@ -184,6 +341,8 @@ def render_episode_page(record: Mapping[str, Any], strips: Mapping[int, str]) ->
             f"{role} {int(c.get('prompt', 0)) + int(c.get('completion', 0))}" for role, c in roles.items()
             if isinstance(c, Mapping))
     usage = record.get("llm") or {}
+    space = record.get("action_space")
+    last_pose = len(record.get("trajectory") or [1]) - 1
     out = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>",
@@ -193,33 +352,37 @@ def render_episode_page(record: Mapping[str, Any], strips: Mapping[int, str]) ->
         + (f' · <span class="flag">{html.escape(str(record.get("error")))}</span>' if record.get("error") else "")
         + "</p>",
         f"<p><b>Instruction.</b> {html.escape(str(record.get('instruction', '')))}</p>",
-        '<div class="cols"><div>', _bev_svg(record, None), "</div><div><table>", rows, "</table>",
+        '<div class="cols"><div>', _bev_svg(record, None, scene_map, size=360), "</div><div><table>", rows, "</table>",
         f'<p class="meta">{html.escape(counts)}'
         + (f" · {usage.get('calls', 0)} calls ({usage.get('cached_calls', 0)} cached), "
            f"{usage.get('tokens', 0)} tokens, billed ${usage.get('cost_usd', 0):.4f}" if usage else "")
         + "</p></div></div>",
     ]
-    actions = record.get("actions") or []
-    if not steps:
-        out.append(f"<h2>Actions</h2><pre>{html.escape(json.dumps(actions))}</pre>")
+    llm_steps = any(k in step for step in steps for k in ("messages", "reply", "parsed"))
     for i, step in enumerate(steps):
         index = int(step.get("step", i)) if isinstance(step.get("step", i), int) else i
         flags = [f for f in ("repair", "fallback") if step.get(f)]
         flag_html = f' <span class="flag">{" + ".join(flags)}</span>' if flags else ""
         action = step.get("action", actions[i] if i < len(actions) else None)
+        words = describe_action(action, space, _chosen_id(step))
         out += [
-            f'<div class="step" id="step{index}"><h2>Step {index}{flag_html}</h2>',
-            _pano_html(strips.get(i), step),
-            '<div class="cols"><div>', _bev_svg(record, min(i, len(record.get("trajectory") or [1]) - 1)), "</div>",
-            "<div><b>Sent to the model</b>", f"<pre>{html.escape(_messages_text(step.get('messages')))}</pre></div>",
-            "<div><b>Reply</b>", f"<pre>{html.escape(str(step.get('reply', '')))}</pre>",
+            f'<div class="step" id="step{index}"><h2>Step {index}: <span class="act">{html.escape(words)}</span>'
+            f"{_outcome_html(record, i)}{flag_html}</h2>",
+            _frame_html(strips.get(i), step, i, frames),
+            '<div class="cols"><div style="flex:0 0 auto">', _bev_svg(record, min(i, last_pose), scene_map, size=220),
+            "</div>",
         ]
-        if step.get("repair_reply") is not None:
-            out.append(f"<b>Reply to the repair prompt</b><pre>{html.escape(str(step['repair_reply']))}</pre>")
-        if isinstance(step.get("debate"), Mapping):
-            out.append(f"<b>Debate</b><pre>{html.escape(_debate_text(step['debate']))}</pre>")
-        out += [f"<b>Parsed</b><pre>{html.escape(json.dumps(step.get('parsed'), indent=1, default=str))}</pre>",
-                f"<b>Action</b><pre>{html.escape(json.dumps(action, default=str))}</pre></div></div>",
+        if llm_steps:
+            out += ["<div><b>Sent to the model</b>", f"<pre>{html.escape(_messages_text(step.get('messages')))}</pre></div>",
+                    "<div><b>Reply</b>", f"<pre>{html.escape(str(step.get('reply', '')))}</pre>"]
+            if step.get("repair_reply") is not None:
+                out.append(f"<b>Reply to the repair prompt</b><pre>{html.escape(str(step['repair_reply']))}</pre>")
+            if isinstance(step.get("debate"), Mapping):
+                out.append(f"<b>Debate</b><pre>{html.escape(_debate_text(step['debate']))}</pre>")
+            out.append(f"<b>Parsed</b><pre>{html.escape(json.dumps(step.get('parsed'), indent=1, default=str))}</pre>")
+        else:
+            out.append("<div>")
+        out += [f"<b>Action</b><pre>{html.escape(json.dumps(action, default=str))}</pre></div></div>",
                 _discussion_html(step), "</div>"]
     out += ["</body></html>", ""]
     return "\n".join(out)
@@ -269,13 +432,21 @@ def write_episode_pages(out: Path, records: Iterable[Mapping[str, Any]]) -> dict
     the page's URL relative to ``out`` (for the index)."""
     links = {}
     folder = out / VIEWER_DIR
+    maps: dict[str, Any] = {}
     for record in records:
         name = page_name(record)
-        strips = {}
-        frames = folder / name
-        if frames.is_dir():
-            for path in frames.glob("step_*.jpg"):
+        strips, frames = {}, None
+        captured = folder / name
+        if captured.is_dir():
+            for path in captured.glob("step_*.jpg"):
                 strips[int(path.stem.split("_")[1])] = f"{name}/{path.name}"
-        write_text_atomic(folder / f"{name}.html", render_episode_page(record, strips))
+            try:
+                frames = json.loads((captured / FRAMES_FILE).read_text())
+            except (OSError, ValueError):
+                frames = {}
+        scene = str(record.get("scene_id"))
+        if scene not in maps:
+            maps[scene] = read_scene_map(folder, scene)
+        write_text_atomic(folder / f"{name}.html", render_episode_page(record, strips, frames, maps[scene]))
         links[(str(record["episode_id"]), str(record["physics"]))] = f"{VIEWER_DIR}/{name}.html"
     return links

@@ -50,7 +50,9 @@ class RunSpec:
         renderer: Camera renderer of the embedded backend (``auto``, ``gl``, ``tiny``).
         max_steps: Step budget per episode (``None``: the action space's default).
         metrics: Scoring settings.
-        plots_dir: Folder for trajectory pictures (``None``: no pictures).
+        plots_dir: Folder for trajectory pictures and viewer frames (``None``: none).
+        viewer_dir: The run's ``viewer/`` folder, where workers write each scene's map
+            for the episode pages (``None``: pages without a map).
         occupancy_resolution: Grid resolution of the navigation maps (m).
         instruction_view: What long-horizon agents read (see
             :data:`vlnverse.envs.episode.INSTRUCTION_VIEWS`).
@@ -71,6 +73,7 @@ class RunSpec:
     max_steps: int | None = None
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     plots_dir: str | None = None
+    viewer_dir: str | None = None
     occupancy_resolution: float = 0.05
     instruction_view: str = "full"
     llm: str | None = None
@@ -279,12 +282,13 @@ class EvalWorker:
         env = None
         try:
             env = self._take_env(item)
+            self._scene_map(item, env)
             try:
                 record, timing = run_episode(
                     env, slot.agent, episode, physics=item.physics, seed=self.spec.seed,
                     metrics=self.spec.metrics, reference_image=item.reference_image,
                     env_lock=self.env_lock, usage=slot.meter, timeout=self.spec.episode_timeout,
-                    on_observation=self._frames(item),
+                    on_observation=self._frames(item, env),
                 )
             except LLMBudgetExceeded as exc:
                 logger.info("episode %s (%s) left for later: %s", episode.episode_id, item.physics, exc)
@@ -299,24 +303,51 @@ class EvalWorker:
             with self._lock:
                 self._slots.append(slot)
 
-    def _frames(self, item: WorkItem) -> Any:
-        """The episode viewer's panorama capture for a pictured item (None for the rest)."""
+    def _frames(self, item: WorkItem, env: Any) -> Any:
+        """The episode viewer's frame capture for a pictured item (None for the rest): the
+        agent's own RGB views, or a view rendered from its pose when it has no RGB camera."""
         if not (item.plot and self.spec.plots_dir):
             return None
-        from vlnverse.eval.viewer import VIEWER_DIR, page_name, panorama_strip, save_strip
+        from vlnverse.eval.viewer import (
+            VIEW_CAMERA,
+            VIEWER_DIR,
+            FrameRecorder,
+            page_name,
+            rendered_strip,
+        )
+        from vlnverse.sim.sensors import RGBSensor
 
         folder = Path(self.spec.plots_dir).parent / VIEWER_DIR / page_name(
             {"episode_id": item.episode["episode_id"], "physics": item.physics})
+        cameras = [RGBSensor(**VIEW_CAMERA, yaw_deg=90.0 * i) for i in range(4)]
+        own = env.sim.rig["rgb"] if "rgb" in env.sim.rig else None
+
+        def render() -> Any:
+            with self.env_lock:
+                return rendered_strip([env.sim.view(camera) for camera in cameras])
+
+        recorder = FrameRecorder(folder, render, camera_hfov_deg=getattr(own, "hfov_deg", 90.0))
 
         def capture(step: int, observation: Mapping[str, Any]) -> None:
             try:
-                strip = panorama_strip(observation)
-                if strip is not None:
-                    save_strip(folder / f"step_{step:03d}.jpg", strip)
+                recorder(step, observation)
             except Exception as exc:  # noqa: BLE001 - a picture is not worth an episode
-                logger.warning("episode %s: panorama capture failed: %s", item.episode["episode_id"], exc)
+                logger.warning("episode %s: frame capture failed: %s", item.episode["episode_id"], exc)
 
         return capture
+
+    def _scene_map(self, item: WorkItem, env: Any) -> None:
+        """The viewer's map of the item's scene, written once per run."""
+        if self.spec.viewer_dir is None:
+            return
+        from vlnverse.eval.viewer_map import write_scene_map
+
+        scene_id = item.episode["scene_id"]
+        try:
+            with self.env_lock:
+                write_scene_map(Path(self.spec.viewer_dir), scene_id, env.scene, env.occupancy)
+        except Exception as exc:  # noqa: BLE001 - a picture is not worth an episode
+            logger.warning("scene %s: viewer map failed: %s", scene_id, exc)
 
     def _plot(self, env: Any, record: dict[str, Any]) -> str | None:
         from vlnverse.eval.plots import plot_filename, save_episode_plot

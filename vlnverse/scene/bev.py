@@ -27,7 +27,7 @@ def bev_figure(scene: Scene, occupancy: OccupancyMap, paths: Sequence[np.ndarray
     import matplotlib.pyplot as plt
     from matplotlib.patches import Polygon
 
-    image = _base_image(occupancy)
+    image = map_image(occupancy)
     extent = (occupancy.origin[0], occupancy.origin[0] + occupancy.shape[1] * occupancy.resolution,
               occupancy.origin[1], occupancy.origin[1] + occupancy.shape[0] * occupancy.resolution)
     width_m, height_m = extent[1] - extent[0], extent[3] - extent[2]
@@ -42,7 +42,7 @@ def bev_figure(scene: Scene, occupancy: OccupancyMap, paths: Sequence[np.ndarray
                     fontsize=7, weight="bold", color="black",
                     bbox=dict(boxstyle="round,pad=0.2", fc="white", alpha=0.6, lw=0))
     for obj in scene.objects:
-        corners = _footprint(obj)
+        corners = footprint(obj)
         ax.add_patch(Polygon(corners, closed=True, fill=False, lw=0.6, ec="#7a3b00"))
         size = obj.size
         if size[0] * size[1] >= SMALL_OBJECT_M2:
@@ -63,7 +63,9 @@ def bev_figure(scene: Scene, occupancy: OccupancyMap, paths: Sequence[np.ndarray
     return fig
 
 
-def _base_image(occupancy: OccupancyMap) -> np.ndarray:
+def map_image(occupancy: OccupancyMap) -> np.ndarray:
+    """(rows, cols, 3) float RGB of the grid (row 0 at the lowest y): walls and furniture
+    dark, free floor light, navigable floor tinted by room."""
     import matplotlib
 
     image = np.empty(occupancy.shape + (3,))
@@ -78,7 +80,7 @@ def _base_image(occupancy: OccupancyMap) -> np.ndarray:
     return image
 
 
-def _footprint(obj) -> np.ndarray:
+def footprint(obj) -> np.ndarray:
     """XY corners of the object's oriented box (falls back to the AABB)."""
     box = obj.obb
     signs = np.array([[-1, -1, -1], [1, -1, -1], [1, 1, -1], [-1, 1, -1]], dtype=float)

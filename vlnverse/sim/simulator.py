@@ -231,6 +231,16 @@ class Simulator:
         or touching the sensors' rates (e.g. to draw the poses of a walk made elsewhere)."""
         return self._render_cameras(pose, [members for _, members in self._camera_groups()])
 
+    def view(self, camera: CameraSpec, pose: Pose | None = None) -> np.ndarray:
+        """The RGB image of ``camera`` mounted on the agent at ``pose`` (default: where it
+        stands), without attaching it to the rig (e.g. to show people what an agent without
+        an RGB camera was facing)."""
+        position, yaw = self._mount(camera, self.pose if pose is None else pose)
+        request = CameraRequest(position=position, yaw=yaw, pitch=math.radians(camera.pitch_deg),
+                                width=camera.width, height=camera.height, hfov_deg=camera.hfov_deg,
+                                near=camera.near, far=camera.far, rgb=True, depth=False, instance=False)
+        return self.backend.render([request])[0].rgb
+
     def _render_cameras(self, pose: Pose, due: list[list[tuple[str, CameraSpec]]]) -> dict[str, np.ndarray]:
         """The readings of the ``due`` sensors of each camera group (same order as
         :meth:`_camera_groups`) from ``pose``, in one backend render call."""
