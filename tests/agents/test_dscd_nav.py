@@ -251,6 +251,31 @@ def test_consensus_is_sibs_declared_decision_and_both_are_traced():
     assert model.roles == ["tsu", "sib", "nca"] and entry["consensus"] and entry["mode"] == "A"
 
 
+def test_mode_b_on_a_60_degree_disagreement_is_recorded_and_replayed(dataset, tmp_path):
+    """Evidence: at step 1 the stances split over two candidates exactly 60 degrees apart (on the
+    30-degree grid; the float gap is not exactly 60) and NCA sides with SIB: Mode B."""
+    def at_60(prompt):
+        found = cards(prompt)
+        return next((a, b) for a in sorted(found) for b in sorted(found)
+                    if a < b and round(abs(math.degrees(wrap_angle(math.radians(found[a][1] - found[b][1]))))) == 60)
+
+    def script(role, step, prompt):
+        if step != 1 or role == "verify":
+            return answer(role, step, prompt)
+        a, b = at_60(prompt)
+        pick = {"tsu": a, "sib": b, "nca": b}[role]
+        return json.dumps({"decision": "counter", "why": f"{role} reasons", "evidence": "e", "action": pick})
+
+    transcript = tmp_path / "calls.jsonl"
+    record, _ = run(dataset, "dscd_nav", RecordingClient(DebateModel(script), transcript))
+    step1 = record["agent_trace"]["debate"][1]
+    assert abs(step1["delta_theta_deg"]) == 60.0 and step1["mode"] == "B" and step1["micro_probe"]
+    assert len(step1["rounds"]) == 3 and record["agent_trace"]["steps"][1]["action"][:2] == \
+        [step1["probe"]["r"], round(math.radians(step1["probe"]["theta_deg"]), 4)]
+    replayed, _ = run(dataset, "dscd_nav", ReplayClient(transcript))
+    assert replayed["actions"] == record["actions"] and replayed["agent_trace"]["debate"] == record["agent_trace"]["debate"]
+
+
 def test_an_objectnav_veto_uses_the_success_radius_and_reads_json_booleans():
     objects = (ViewObjects(0, 0.0, (("bed", 2.5),)),)
     near = (ViewObjects(0, 0.0, (("bed", 1.5),)),)
@@ -290,6 +315,10 @@ def test_a_micro_probe_is_clipped_to_the_free_space_along_its_heading():
     entry = {}
     agent._execution_mode(view_of([star, alt]), Decision("A"), disagreement("C", "A"), entry)
     assert not entry["probe"]["clipped"] and entry["probe"]["r"] == 1.5          # open space: Eq. 13 as is
+    entry = {}
+    agent_for(clip_probe=False)._execution_mode(view_of([star, alt], panorama=walled), Decision("A"),
+                                                disagreement("C", "A"), entry)
+    assert entry["probe"]["r"] == 1.5 and not entry["probe"]["clipped"]       # the departure switched off
 
 
 def test_a_failed_judge_keeps_the_consensus_else_tsus_preference(dataset):

@@ -120,6 +120,8 @@ class DSCDNavConfig(LLMAgentConfig):
         alpha_deg: Compromise threshold alpha on ``|dtheta|`` (degrees).
         beta_r: Forward scale of the micro-probe.
         beta_theta: Yaw interpolation of the micro-probe toward the alternative.
+        clip_probe: Shorten a micro-probe to the free space the depth shows along its heading
+            (off: Eq. 13 as written, which may drive into a wall under Strict).
         stop_check: ``evidence`` (detections of the goal category in the prompt), ``veto``
             (evidence, and on ObjectNav a STOP needs the target confirmed) or ``off``.
         veto_margin: ``veto`` in ``gt`` perception: the category must be seen within the
@@ -136,6 +138,7 @@ class DSCDNavConfig(LLMAgentConfig):
     alpha_deg: float = 60.0
     beta_r: float = 0.5
     beta_theta: float = 1.0 / 3.0
+    clip_probe: bool = True
     stop_check: str = "evidence"
     veto_margin: float = 1.0
 
@@ -342,10 +345,10 @@ class DSCDNavAgent(LLMWaypointAgent):
         entry["alt"] = alt.action
         entry["delta_theta_deg"] = round(math.degrees(delta), 2)
         if abs(delta) <= math.radians(self.config.alpha_deg) + ANGLE_TOLERANCE:
-            free = self._free_space.reach(view.panorama, theta)
+            free = self._free_space.reach(view.panorama, theta) if self.config.clip_probe else math.inf
             entry.update(mode="B", micro_probe=True, probe={
                 "r": round(min(r, free), 4), "theta_deg": round(math.degrees(theta), 2),
-                "clipped": r > free, "r_compromise": round(r, 4), "r_free": round(free, 4)})
+                "clipped": r > free, "r_compromise": round(r, 4), "r_free": round(free, 4) if free < math.inf else None})
 
     @property
     def _free_space(self) -> DepthWaypoints:
