@@ -100,3 +100,13 @@ def test_a_broken_dependency_inside_a_found_module_is_named(tmp_path, monkeypatc
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
     with pytest.raises(RegistryError, match="importing needs_missing failed: No module named 'surely_not_installed_pkg'"):
         agent_factory("needs_missing:Agent")
+
+
+def test_a_plain_function_is_an_agent_object_for_evaluate(bundled_dataset, tmp_path):
+    """``evaluate(config, agent=f)`` with a bare policy function (the README's Python example)."""
+    from vlnverse.eval.harness import EvalConfig, evaluate
+
+    result = evaluate(EvalConfig(dataset=str(bundled_dataset), out=str(tmp_path / "run"), agent="always_left",
+                                 split="test", task="fine", physics=("tel_hop",), max_steps=2, plots=0,
+                                 bootstrap=10), agent=lambda observation: 2)
+    assert [r["actions"] for r in result.records] == [[2, 2]] and result.records[0]["fail_reason"] == "step_budget"

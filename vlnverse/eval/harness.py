@@ -375,7 +375,7 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
     if isinstance(spec.agent, str) and spec.llm is not None and not takes_llm(agent_factory(spec.agent)):
         raise ConfigError(f"agent {spec.agent} does not take a model; drop --llm")
     # The model client is built in the workers only, so the agent is checked without one.
-    probe = build_agent(spec) if isinstance(spec.agent, str) else spec.agent
+    probe = build_agent(spec)  # an agent object as the workers will see it (a bare policy wrapped)
     privileged = sorted(getattr(probe, "privileged", ()))  # what a fair comparison must know
     settings = agent_settings(probe)
     action_space = json_safe(probe.action_space)  # `eval verify` replays the actions in it
