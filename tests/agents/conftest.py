@@ -45,7 +45,10 @@ def reply(action: str, **fields: str) -> str:
 
 def walk_then_stop(steps: int = 2) -> Callable[[int, list[str], str], str]:
     """Move to the first candidate ``steps`` times, then STOP."""
-    return lambda step, options, prompt: reply(options[0] if step < steps and options[0] != "STOP" else "STOP")
+    def policy(step: int, options: list[str], prompt: str) -> str:
+        ids = [o for o in options if o not in ("STOP", "ASK")]
+        return reply(ids[0] if step < steps and ids else "STOP")
+    return policy
 
 
 @pytest.fixture(scope="session")

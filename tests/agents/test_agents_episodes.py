@@ -45,7 +45,7 @@ def run(dataset, name, llm, *, task="coarse", physics="tel_hop", config=None, ma
 def test_agent_walks_an_episode_and_replays_it_from_the_transcript(dataset, name, tmp_path):
     transcript = tmp_path / "calls.jsonl"
     model = ScriptedModel(walk_then_stop(2))
-    record, episode = run(dataset, name, RecordingClient(model, transcript))
+    record, episode = run(dataset, name, RecordingClient(model, transcript), config={"min_steps_before_stop": 0})
     assert record["error"] is None and record["fail_reason"] == "stop"
     trace = record["agent_trace"]
     assert len(trace["steps"]) == 3 and trace["calls"] == 3 and trace["parse_failures"] == 0
@@ -64,7 +64,7 @@ def test_agent_walks_an_episode_and_replays_it_from_the_transcript(dataset, name
         assert "Summary of your progress:\nProgressing." in prompt
     assert ('{"thought": ' in prompt) == name.endswith("_cot")   # CoT: reasoning before the action
 
-    replayed, _ = run(dataset, name, ReplayClient(transcript))
+    replayed, _ = run(dataset, name, ReplayClient(transcript), config={"min_steps_before_stop": 0})
     assert replayed["actions"] == record["actions"]
     assert replayed["agent_trace"]["steps"] == trace["steps"]
 

@@ -31,7 +31,8 @@ def test_the_sub_goal_split_is_absent_unless_the_privileged_option_is_on(dataset
     legs = len(subgoals)
     assert legs > 1 and not any(s in episode.instruction.text for s in subgoals)
     for name in ("text_history", "map_history_cot"):
-        record, _ = run(dataset, name, ScriptedModel(lambda *_: reply("STOP")), task="long_horizon")
+        record, _ = run(dataset, name, ScriptedModel(lambda *_: reply("STOP")), task="long_horizon",
+                        config={"min_steps_before_stop": 0})
         prompts = [s["messages"][1]["content"] for s in record["agent_trace"]["steps"]]
         assert len(record["stops"]) == legs and record["fail_reason"] == "stop"
         assert not any(split_shown(p, subgoals) for p in prompts)

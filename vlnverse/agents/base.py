@@ -53,6 +53,8 @@ from vlnverse.agents.prompts import (
     describe_messages,
     instruction_text,
     output_format,
+    spread_views,
+    view_label,
 )
 from vlnverse.agents.trace import AgentTrace
 from vlnverse.agents.waypoints import (
@@ -71,6 +73,8 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_QUESTION_BUDGET = 3
 FALLBACK_TURN = math.pi / 2
+FREE_SPACE_HINT = ("\nYour movement is physical: bumping into things can end the episode, so prefer "
+                   "candidates with free space.")
 
 
 class EpisodeBudgetExceeded(LLMBudgetExceeded):
@@ -163,6 +167,7 @@ class LLMWaypointAgent(Agent, abc.ABC):
     name: ClassVar[str] = "llm"
     cot: ClassVar[bool] = False
     system_prompt: ClassVar[str] = ""
+    stop_first: ClassVar[bool] = False  # list STOP before the candidates (MapGPT)
     decision_role: ClassVar[str] = "decision"  # the role the action's tokens count under
     needs_llm: ClassVar[bool] = True  # the harness refuses a run that gives it no model
     action_space = "waypoint"
@@ -297,8 +302,8 @@ class LLMWaypointAgent(Agent, abc.ABC):
             step=state.step, pose=np.asarray(observation["pose"], dtype=np.float64),
             instruction=str(observation.get("instruction", state.episode.instruction)),
             panorama=panorama, candidates=candidates,
-            options=tuple(action_options(candidates, can_ask=can_ask,
-                                         can_stop=state.step >= cfg.min_steps_before_stop)), objects=objects,
+            options=tuple(action_options(candidates, can_ask=can_ask, can_stop=state.step >= cfg.min_steps_before_stop,
+                                         stop_first=self.stop_first)), objects=objects,
             room_type=state.room_type if cfg.perception == "gt" else None,
             reference_image=None if reference is None else np.asarray(reference), bump=bump,
             dialogue="oracle_answer" in observation)
@@ -331,8 +336,8 @@ class LLMWaypointAgent(Agent, abc.ABC):
         :func:`majority`), one repair prompt, then the fallback (None; see the module
         docs). ``params`` override generation parameters. Fills the step's trace record."""
         state, record = self.state, self.record
-        messages = prompt.messages(self.system_prompt)
-        record["messages"] = prompt.describe(self.system_prompt)
+        messages = prompt.messages(self.system_text())
+        record["messages"] = prompt.describe(self.system_text())
         response = self._complete(messages, **params)
         record["reply"] = response.text
         decision, error = self._vote(response.choices, view.options, pick)
@@ -430,8 +435,9 @@ class LLMWaypointAgent(Agent, abc.ABC):
             prompt.section("Local map (top-down, you are @ facing up, # obstacle, . free, letters = candidates)",
                            local.ascii(view.candidates))
         if view.panorama.rgb is not None:
-            for index in sorted({c.view for c in view.candidates}):
-                prompt.image(f"view {index}", view.panorama.rgb[index])
+            pano = view.panorama.config
+            for index in spread_views(pano.views, self.config.panorama_images, [c.view for c in view.candidates]):
+                prompt.image(view_label(index, pano.step_deg), view.panorama.rgb[index])
         if view.reference_image is not None:
             prompt.section("Goal picture", "The picture below shows what the goal looks like; "
                            "STOP where you see this view.")
@@ -445,6 +451,10 @@ class LLMWaypointAgent(Agent, abc.ABC):
     def candidate_notes(self, view: StepView) -> Mapping[str, str]:
         """Extra text per candidate id (the map agent names the place it leads to)."""
         return {}
+
+    def system_text(self) -> str:
+        """The system prompt, with the free-space hint when ``free_space_hint`` is on."""
+        return self.system_prompt + (FREE_SPACE_HINT if self.config.free_space_hint else "")
 
     def common_fields(self, view: StepView, memory: tuple[str, str]) -> dict[str, str]:
         """Reply fields: ``thought`` (CoT), the agent's memory field, ``action``, ``question``."""

@@ -123,10 +123,18 @@ class LLMAgentConfig:
         max_reply_tokens: Cap on tokens per reply.
         max_tokens_per_episode: Stop the episode (an agent error) once this many tokens
             were used (0 = no cap).
-        history_window: Past steps listed verbatim in the prompt.
+        history_window: Past steps listed verbatim in the prompt (0: every step of the
+            episode).
         min_steps_before_stop: STOP is not offered before this many steps (MapGPT's
             ``stop_after``; it stays offered when no candidate exists).
-        local_map: Add the top-down local map drawn from the agent's own depth.
+        panorama_images: ``vlm``: panorama views sent as images each step, each labelled
+            with its heading (all 12 by default, as NavGPT describes and MapGPT shows every
+            direction); with fewer, the views toward candidates first, then the others
+            spread evenly around.
+        local_map: Add the top-down local map drawn from the agent's own depth (not in
+            NavGPT/MapGPT: off by default).
+        free_space_hint: Tell the model that bumping into things can end the episode and
+            to prefer candidates with free space (not in NavGPT/MapGPT: off by default).
         privileged_subgoals: Long-horizon: also show the dataset's split of the chained
             instruction into sub-goal instructions, how many there are and which one is
             active. Privileged (the env observes only the chained instruction): listed in
@@ -154,7 +162,9 @@ class LLMAgentConfig:
     max_tokens_per_episode: int = 0
     history_window: int = 8
     min_steps_before_stop: int = 0
-    local_map: bool = True
+    panorama_images: int = 12
+    local_map: bool = False
+    free_space_hint: bool = False
     privileged_subgoals: bool = False
     ask_oracle: bool = True
     waypoints: WaypointConfig = field(default_factory=WaypointConfig)
@@ -174,7 +184,7 @@ class LLMAgentConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-        for name in ("max_tokens_per_episode", "history_window", "min_steps_before_stop"):
+        for name in ("max_tokens_per_episode", "history_window", "min_steps_before_stop", "panorama_images"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
@@ -197,14 +207,23 @@ class LLMAgentConfig:
 
 @dataclass(frozen=True)
 class MapHistoryConfig(LLMAgentConfig):
-    """``map_history`` settings: the shared ones plus the topological map's.
+    """``map_history`` settings: the shared ones (MapGPT's defaults: the whole episode's
+    history, STOP not before step 3) plus the topological map's.
 
     Attributes:
         place_merge_distance: Observed or visited places closer than this are one place (m).
+        supplementary_images: ``vlm``: images of observed but unvisited places sent as
+            supplementary information (the view each was seen through, most recent first).
     """
 
+    history_window: int = 0
+    min_steps_before_stop: int = 3
     place_merge_distance: float = 0.75
+    supplementary_images: int = 4
 
     def __post_init__(self) -> None:
         super().__post_init__()
         _positive("map_history", place_merge_distance=self.place_merge_distance)
+        if isinstance(self.supplementary_images, bool) or not isinstance(self.supplementary_images, int) \
+                or self.supplementary_images < 0:
+            raise ConfigError(f"supplementary_images must be a non-negative integer, got {self.supplementary_images!r}")

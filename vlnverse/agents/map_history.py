@@ -4,6 +4,9 @@ Each prompt carries the places visited so far (the trajectory), the map of conne
 between visited and observed places, which unvisited places were seen and from where,
 and the model's previous plan; the model answers with a new plan and the action, and
 each candidate says which place it leads to (Chen et al., MapGPT; VLNVerse §5.3–5.4).
+As MapGPT: STOP is listed first and not offered before step 3, the history covers the
+whole episode, and in ``vlm`` perception the views through which unvisited places were
+seen go along as supplementary images (``supplementary_images``, most recent first).
 ``map_history_cot`` asks for an explicit ``thought`` first.
 """
 
@@ -11,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from vlnverse.agents.base import EpisodeState, LLMWaypointAgent, StepView
 from vlnverse.agents.config import MapHistoryConfig
@@ -28,8 +33,7 @@ previous plan and the candidate places you can move to (each with a letter id, a
 direction relative to where you face, a distance and the map place it leads to).
 Make a new plan (which parts of the instruction are done, where to go next, when to
 stop), then choose one candidate id, STOP at the place the instruction describes, or
-ASK the guide a question when that option is offered. Your movement is physical:
-bumping into things can end the episode, so prefer candidates with free space."""
+ASK the guide a question when that option is offered."""
 
 PLAN_FIELD = ("new_planning", "your updated plan for the rest of the route")
 
@@ -42,6 +46,7 @@ class MapState(EpisodeState):
     here: int = 0
     seen_from: dict[int, str] = field(default_factory=dict)
     leads_to: dict[str, int] = field(default_factory=dict)
+    place_images: dict[int, np.ndarray] = field(default_factory=dict)  # latest sighting last
 
 
 class MapHistoryAgent(LLMWaypointAgent):
@@ -50,6 +55,7 @@ class MapHistoryAgent(LLMWaypointAgent):
     config_class = MapHistoryConfig
     name = "map_history"
     system_prompt = SYSTEM_PROMPT
+    stop_first = True
 
     def new_state(self, episode: EpisodeInfo) -> MapState:
         return MapState(episode, topo=TopoMap(self.config.place_merge_distance))
@@ -66,6 +72,9 @@ class MapHistoryAgent(LLMWaypointAgent):
             state.leads_to[candidate.id] = place
             if place not in state.topo.visited:
                 state.seen_from[place] = f"seen from Place {state.here} ({candidate.phrase})"
+                if view.panorama.rgb is not None:
+                    state.place_images.pop(place, None)
+                    state.place_images[place] = view.panorama.rgb[candidate.view]
 
     def build_prompt(self, view: StepView) -> Prompt:
         self._update_map(view)
@@ -79,6 +88,9 @@ class MapHistoryAgent(LLMWaypointAgent):
         notes = [f"Place {p} (observed, unvisited): {state.seen_from[p]}"
                  for p in state.topo.unvisited() if p in state.seen_from]
         prompt.section("Supplementary info", "\n".join(notes))
+        unvisited = [p for p in reversed(state.place_images) if p not in state.topo.visited]
+        for place in unvisited[:self.config.supplementary_images]:
+            prompt.image(f"place {place} (observed, unvisited)", state.place_images[place])
         prompt.section("Previous planning", state.memory or "(none yet)")
         self.observation_sections(prompt, view)
         return prompt

@@ -99,16 +99,39 @@ def candidate_cards(candidates: Sequence[Candidate], *, views: Sequence[ViewObje
     return "\n".join(lines) or "(no free space around you: every direction is blocked)"
 
 
-def action_options(candidates: Sequence[Candidate], *, can_ask: bool, can_stop: bool = True) -> list[str]:
-    """The valid action words: candidate ids, STOP (unless withheld), and ASK when allowed."""
-    return [c.id for c in candidates] + ([STOP] if can_stop or not candidates else []) + ([ASK] if can_ask else [])
+def action_options(candidates: Sequence[Candidate], *, can_ask: bool, can_stop: bool = True,
+                   stop_first: bool = False) -> list[str]:
+    """The valid action words: candidate ids, STOP (unless withheld; first with
+    ``stop_first``, as MapGPT lists it), and ASK when allowed."""
+    stop = [STOP] if can_stop or not candidates else []
+    ids = [c.id for c in candidates]
+    return (stop + ids if stop_first else ids + stop) + ([ASK] if can_ask else [])
+
+
+def view_label(index: int, step_deg: float) -> str:
+    """``view 3 (90 deg left)``: a panorama view and its heading from the agent's."""
+    deg = round(index * step_deg) % 360
+    where = "ahead" if deg == 0 else "behind" if deg == 180 else \
+        f"{deg} deg left" if deg < 180 else f"{360 - deg} deg right"
+    return f"view {index} ({where})"
+
+
+def spread_views(views: int, budget: int, first: Sequence[int] = ()) -> list[int]:
+    """``budget`` of ``views`` panorama views: ``first`` ones, then the others spread evenly."""
+    chosen = list(dict.fromkeys(first))[:budget]
+    rest = [v for v in range(views) if v not in chosen]
+    need = min(budget - len(chosen), len(rest))
+    if need > 0:
+        chosen += [rest[int(i * len(rest) / need)] for i in range(need)]
+    return sorted(chosen)
 
 
 def history_text(entries: Sequence[str], window: int) -> str:
-    """The last ``window`` step entries (older ones are summarised by a count)."""
+    """The last ``window`` step entries, all with ``window = 0`` (older ones are
+    summarised by a count)."""
     if not entries:
         return "(this is the first step)"
-    shown = list(entries[-window:]) if window else []
+    shown = list(entries[-window:]) if window else list(entries)
     skipped = len(entries) - len(shown)
     head = [f"({skipped} earlier step(s) not shown)"] if skipped else []
     return "\n".join(head + shown)

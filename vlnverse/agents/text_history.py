@@ -22,8 +22,7 @@ letter id, a direction relative to where you face and a distance).
 Choose one candidate id to move there, STOP when you are at the place the instruction
 describes, or ASK the guide a question when that option is offered.
 Then rewrite the summary: what you have done and seen, and which parts of the
-instruction are complete. Your movement is physical: bumping into things can end the
-episode, so prefer candidates with free space."""
+instruction are complete."""
 
 SUMMARY_FIELD = ("summary", "your updated summary of the progress, at most three sentences")
 
