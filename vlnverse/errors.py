@@ -72,8 +72,16 @@ class LLMServerUnreachable(LLMRequestError):
 
 
 class LLMUnsupportedFeature(LLMRequestError):
-    """The endpoint rejected a structured-output or tool-calling request: the client
-    stops sending that feature and its callers fall back to the prompt-based emulation."""
+    """The endpoint does not take a feature of the request (``feature``: ``json_schema``,
+    ``tools``, ``n`` or ``images``; see :mod:`vlnverse.llm.negotiate`): the client stops
+    sending it and its callers fall back (prompt emulation, single requests) or refuse."""
+
+    def __init__(self, message: str, feature: str = "") -> None:
+        super().__init__(message)
+        self.feature = feature
+
+    def __reduce__(self):
+        return type(self), (str(self), self.feature)
 
 
 class LLMAnswerError(LLMError):

@@ -28,16 +28,38 @@ class LLMClient(abc.ABC):
         supports_tools: the backend takes ``tools`` (native tool calling).
         supports_n: the backend answers ``n`` choices in one call (None: not known yet;
             :func:`vlnverse.llm.sampling.sample_n` finds out and sets it).
+        supports_images: the backend takes image parts (None: not known yet; False once
+            it rejected one).
+        supports_json_object: the backend takes JSON mode (``response_format:
+            json_object``; None: not known yet; False: the prompt alone asks for JSON).
+        features_used: capability -> the ways this client served it so far, in order
+            (``structured``: ``json_schema`` / ``json_object+schema_in_prompt`` /
+            ``schema_in_prompt``; ``json_mode``: ``json_object`` / ``prompt``; ``tools``:
+            ``native`` / ``emulated``; ``n``: ``native`` / ``single_seeded``; ``images``:
+            ``native`` / ``refused``), for ``run.json``.
     """
 
     supports_json_schema = False
     supports_tools = False
     supports_n: bool | None = None
+    supports_images: bool | None = None
+    supports_json_object: bool | None = None
 
     def __init__(self, model: str, *, prices: PriceTable | None = None) -> None:
         self.model = model
         self.prices = prices if prices is not None else PriceTable.default()
         self.totals = UsageTotals()
+        self._features: dict[str, list[str]] = {}
+
+    @property
+    def features_used(self) -> dict[str, list[str]]:
+        return self._features
+
+    def note_feature(self, capability: str, mode: str) -> None:
+        """Record that ``capability`` was served as ``mode`` (see :attr:`features_used`)."""
+        modes = self._features.setdefault(capability, [])
+        if mode not in modes:
+            modes.append(mode)
 
     def request(self, messages: Messages, **params: Any) -> LLMRequest:
         """The request :meth:`complete` would send (e.g. to look up its hash)."""
@@ -145,6 +167,21 @@ class WrapperClient(LLMClient):
     @supports_n.setter
     def supports_n(self, value: bool | None) -> None:
         self.inner.supports_n = value
+
+    @property
+    def supports_images(self) -> bool | None:  # type: ignore[override]
+        return self.inner.supports_images
+
+    @property
+    def supports_json_object(self) -> bool | None:  # type: ignore[override]
+        return self.inner.supports_json_object
+
+    @property
+    def features_used(self) -> dict[str, list[str]]:
+        return self.inner.features_used
+
+    def note_feature(self, capability: str, mode: str) -> None:
+        self.inner.note_feature(capability, mode)
 
     def close(self) -> None:
         self.inner.close()

@@ -1,7 +1,12 @@
 """Any OpenAI-compatible chat endpoint through the official ``openai`` SDK.
 
 Works with OpenAI itself and with servers that speak the same API (vLLM, Ollama,
-LM Studio, routers). Images travel as ``data:`` URLs. Transient failures (timeouts,
+LM Studio, routers). Images travel as ``data:`` URLs. A server's rejection of a feature
+it does not take (any status; see :mod:`vlnverse.llm.negotiate`) is never retried: the
+client remembers it and either rewrites the request itself (JSON mode, ``seed``,
+``temperature``, ``top_p``, ``max_tokens`` → ``max_completion_tokens``) and resends it at
+once, or raises :class:`~vlnverse.errors.LLMUnsupportedFeature` so that the caller falls
+back (structured output, tools, ``n``, images). Transient failures (timeouts,
 connection errors, 408/409/429/5xx, and 200 replies whose body is not a chat completion:
 malformed JSON, an HTML error page) are retried with bounded exponential backoff; the
 SDK's own retries are turned off so the policy lives in one place. Every call has an
@@ -28,6 +33,7 @@ from vlnverse.errors import (
     LLMUnsupportedFeature,
 )
 from vlnverse.llm.base import LLMClient
+from vlnverse.llm.negotiate import CALLER_FEATURES, FALLBACKS, read_rejection, sent_features
 from vlnverse.llm.pricing import PriceTable
 from vlnverse.llm.types import ChatMessage, LLMRequest, LLMResponse, ToolCall
 from vlnverse.llm.usage import reply_usage
@@ -62,19 +68,23 @@ def message_to_openai(message: ChatMessage) -> dict[str, Any]:
     return {"role": message.role, "content": content}
 
 
-def request_to_openai(request: LLMRequest) -> dict[str, Any]:
-    """Keyword arguments of ``client.chat.completions.create`` for ``request``."""
+def request_to_openai(request: LLMRequest, dropped: frozenset[str] | set[str] = frozenset(),
+                      token_param: str | None = "max_tokens") -> dict[str, Any]:
+    """Keyword arguments of ``client.chat.completions.create`` for ``request``, without the
+    features in ``dropped`` (``json_object``, ``seed``, ``temperature``, ``top_p``) and with
+    the token cap under ``token_param`` (None: no cap sent)."""
     params = request.params
     kwargs: dict[str, Any] = {
         "model": request.model,
         "messages": [message_to_openai(m) for m in request.messages],
-        "temperature": params.temperature,
     }
-    if params.max_tokens is not None:
-        kwargs["max_tokens"] = params.max_tokens
-    if params.seed is not None:
+    if "temperature" not in dropped:
+        kwargs["temperature"] = params.temperature
+    if params.max_tokens is not None and token_param is not None:
+        kwargs[token_param] = params.max_tokens
+    if params.seed is not None and "seed" not in dropped:
         kwargs["seed"] = params.seed
-    if params.top_p is not None:
+    if params.top_p is not None and "top_p" not in dropped:
         kwargs["top_p"] = params.top_p
     if params.n != 1:
         kwargs["n"] = params.n
@@ -84,7 +94,7 @@ def request_to_openai(request: LLMRequest) -> dict[str, Any]:
         kwargs["response_format"] = {"type": "json_schema", "json_schema": {
             "name": str(params.json_schema.get("title", "answer")).replace(" ", "_")[:64],
             "schema": params.json_schema}}
-    elif params.response_format == "json":
+    elif params.response_format == "json" and "json_object" not in dropped:
         kwargs["response_format"] = {"type": "json_object"}
     if params.tools:
         kwargs["tools"] = [{"type": "function", "function": {
@@ -118,6 +128,14 @@ def _describe_body(body: Any) -> str:
         text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
         return f"body starts {' '.join(text.split())[:60]!r}"
     return f"a {type(body).__name__} without the completion fields"
+
+
+def _body_text(exc: openai.APIStatusError) -> str:
+    """The raw body of an error answer (the SDK's message when it has none)."""
+    try:
+        return exc.response.text
+    except Exception:  # noqa: BLE001 - a body that cannot be read is described by the SDK
+        return str(exc.message)
 
 
 def is_transient(exc: Exception) -> bool:
@@ -173,6 +191,8 @@ class OpenAIClient(LLMClient):
             for servers without it; a server that rejects one also turns it off).
         native_tools: send ``tools`` natively (false: prompt-based emulation; a server
             that rejects them also turns it off).
+        json_mode: send ``response_format: json_object`` for JSON answers (false: the
+            prompt alone asks for JSON; a server that rejects it also turns it off).
         prices: price table for ``cost_usd``.
         sleep: the sleep function used between retries (injectable for tests).
     """
@@ -191,6 +211,7 @@ class OpenAIClient(LLMClient):
         http_client: Any = None,
         structured_output: bool = True,
         native_tools: bool = True,
+        json_mode: bool = True,
         prices: PriceTable | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -209,6 +230,9 @@ class OpenAIClient(LLMClient):
         self.base_url = base_url or os.environ.get(BASE_URL_ENV) or None
         self.supports_json_schema = structured_output
         self.supports_tools = native_tools
+        self.supports_json_object: bool | None = None if json_mode else False
+        self.dropped: set[str] = set() if json_mode else {"json_object"}
+        self.token_param: str | None = "max_tokens"
         self.max_retries = max_retries
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
@@ -235,20 +259,24 @@ class OpenAIClient(LLMClient):
         return f"{self.model} at {redact(self.base_url) if self.base_url else 'the OpenAI API'}"
 
     def send(self, request: LLMRequest) -> LLMResponse:
-        kwargs = request_to_openai(request)
         where = self.where
+        self._refuse_known(request, where)
         if self.connection_failures >= BREAKER_FAILURES:
             raise LLMServerUnreachable(f"{where} is not called any more: {self.connection_failures} "
                                   "consecutive connection failures")
         ends = time.monotonic() + self.deadline
-        for attempt in range(self.max_retries + 1):
+        attempt = 0
+        while True:
+            kwargs = request_to_openai(request, self.dropped, self.token_param)
             try:
                 completion = self._create(kwargs, max(0.001, min(self.timeout, ends - time.monotonic())))
                 response = self._to_response(request, completion)
                 self.connection_failures = 0
+                self._note_sent(request, kwargs)
                 return response
             except (openai.OpenAIError, BadReply) as exc:
-                self._note_unsupported(request, exc, where)
+                if self._negotiate(exc, kwargs, where):
+                    continue  # rewritten without the rejected feature: resent at once
                 self._count_connection_failure(exc, where)
                 if not (is_transient(exc) or isinstance(exc, BadReply)):
                     raise LLMRequestError(f"{where} rejected the request: {exc}") from exc
@@ -266,7 +294,7 @@ class OpenAIClient(LLMClient):
                     "LLM call to %s failed (%s); retry %d in %.1fs", where, exc, attempt + 1, delay
                 )
                 self._sleep(delay)
-        raise AssertionError("unreachable")  # the loop returns or raises
+                attempt += 1
 
     def _create(self, kwargs: dict[str, Any], timeout: float) -> Any:
         """One HTTP attempt; a 200 whose body is not JSON raises :class:`BadReply`."""
@@ -285,20 +313,74 @@ class OpenAIClient(LLMClient):
             log.warning("%s: %d consecutive connection failures; no more calls to it from this process "
                         "(the remaining requests fail at once and fall back)", where, BREAKER_FAILURES)
 
-    def _note_unsupported(self, request: LLMRequest, exc: Exception, where: str) -> None:
-        """A server that rejects a request with a schema or tools (400/422) does not have
-        that feature: stop sending it and raise :class:`LLMUnsupportedFeature`."""
-        if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 422):
-            return
+    def _refuse_known(self, request: LLMRequest, where: str) -> None:
+        """Raise :class:`LLMUnsupportedFeature`, without calling, for a feature this server
+        is known not to take."""
         params = request.params
-        if params.json_schema is None and not params.tools:
-            return
-        if params.json_schema is not None:
-            self.supports_json_schema = False
-        if params.tools:
-            self.supports_tools = False
-        log.warning("%s rejected structured output or tools (%s); using the prompt-based emulation", where, exc)
-        raise LLMUnsupportedFeature(f"{where} does not take structured output/tools: {exc}") from exc
+        known = {"json_schema": params.json_schema is not None and self.supports_json_schema is False,
+                 "tools": bool(params.tools) and self.supports_tools is False,
+                 "n": params.n != 1 and self.supports_n is False,
+                 "images": any(m.images for m in request.messages) and self.supports_images is False}
+        for feature, refused in known.items():
+            if refused:
+                if feature == "images":
+                    self.note_feature("images", "refused")
+                raise LLMUnsupportedFeature(f"{where} does not take {feature} (known from an earlier answer)", feature)
+
+    def _negotiate(self, exc: Exception, kwargs: dict[str, Any], where: str) -> bool:
+        """Read an error answer as a rejection of the request (see :mod:`vlnverse.llm.negotiate`).
+
+        Returns:
+            True when the request was rewritten without the rejected feature (resend it);
+            False when the answer is not a rejection (a fault: the retry policy decides).
+
+        Raises:
+            LLMUnsupportedFeature: the rejected feature is one the caller falls back from.
+            LLMRequestError: the request is rejected as a whole (not retried).
+        """
+        if not isinstance(exc, openai.APIStatusError):
+            return False
+        rejection = read_rejection(exc.status_code, _body_text(exc), kwargs)
+        if rejection is None:
+            return False
+        feature, said = rejection.feature, f"{rejection.status}: {rejection.message}"
+        if feature in CALLER_FEATURES:
+            setattr(self, {"json_schema": "supports_json_schema", "tools": "supports_tools", "n": "supports_n",
+                           "images": "supports_images"}[feature], False)
+            if feature == "images":
+                self.note_feature("images", "refused")
+            log.warning("%s does not take %s (%s); from now on: %s", where, feature, said, FALLBACKS[feature])
+            raise LLMUnsupportedFeature(f"{where} does not take {feature} ({said})", feature) from exc
+        if feature is not None and self._rewrite(feature):
+            log.warning("%s does not take %s (%s); from now on: %s", where, feature, said, FALLBACKS[feature])
+            return True
+        raise LLMRequestError(f"{where} rejected the request ({said})") from exc
+
+    def _rewrite(self, feature: str) -> bool:
+        """Stop sending ``feature`` (the token cap moves to ``max_completion_tokens``
+        first); False when it was already not sent."""
+        if feature == "max_tokens" and self.token_param == "max_tokens":
+            self.token_param = "max_completion_tokens"
+        elif feature in ("max_tokens", "max_completion_tokens") and self.token_param is not None:
+            self.token_param = None
+        elif feature in FALLBACKS and feature not in CALLER_FEATURES and feature not in self.dropped:
+            self.dropped.add(feature)
+            if feature == "json_object":
+                self.supports_json_object = False
+        else:
+            return False
+        return True
+
+    def _note_sent(self, request: LLMRequest, kwargs: dict[str, Any]) -> None:
+        """Record the features an answered request used (JSON mode, images)."""
+        sent = sent_features(kwargs)
+        if request.params.response_format == "json" and request.params.json_schema is None:
+            self.note_feature("json_mode", "json_object" if "json_object" in sent else "prompt")
+            if "json_object" in sent:
+                self.supports_json_object = True
+        if "images" in sent:
+            self.supports_images = True
+            self.note_feature("images", "native")
 
     def _to_response(self, request: LLMRequest, completion: Any) -> LLMResponse:
         """The response of a completion object.

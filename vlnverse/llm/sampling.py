@@ -42,11 +42,12 @@ def sample_n(client: LLMClient, messages: Messages, n: int, *, max_workers: int 
     if client.supports_n is not False:
         try:
             first = [client.complete(messages, n=n, **params)]
-        except LLMRequestError as exc:
+        except LLMRequestError as exc:  # LLMUnsupportedFeature: a server that does not take n
             log.warning("%s rejected n=%d (%s); asking for the samples one by one", client.model, n, exc)
         have = len(first[0].choices) if first else 0
         if have >= n:
             client.supports_n = True
+            client.note_feature("n", "native")
             return [_trim(first[0], n)]
         if first:
             log.warning("%s answered %d of n=%d choices; asking for the rest one by one", client.model, have, n)
@@ -55,6 +56,7 @@ def sample_n(client: LLMClient, messages: Messages, n: int, *, max_workers: int 
     base_seed = int(params.pop("seed", None) or 0)
     with ThreadPoolExecutor(max_workers=max(1, min(max_workers, n - have))) as pool:
         rest = list(pool.map(lambda i: client.complete(messages, seed=base_seed + i, **params), range(have, n)))
+    client.note_feature("n", "single_seeded")
     return first + [_trim(r, 1) for r in rest]
 
 

@@ -2,8 +2,9 @@
 
 - :func:`complete_structured`: a JSON answer that follows a JSON schema. A client whose
   server takes the schema (``supports_json_schema``: OpenAI structured outputs, vLLM's
-  guided decoding behind the same API) gets it as ``response_format``; any other gets the
-  schema in the prompt and JSON mode. Either way the answer is validated, and a
+  guided decoding behind the same API) gets it as ``response_format``; any other (or one
+  whose server rejects it) gets the schema in the prompt and JSON mode, and where JSON
+  mode is rejected too, the prompt alone (the client drops ``response_format``). Either way the answer is validated, and a
   failing one gets a bounded number of repair turns (the reply and what is wrong with
   it, then the request again).
 - :func:`complete_tools`: OpenAI-style tool calling. Clients with ``supports_tools`` send
@@ -81,13 +82,18 @@ def complete_structured(client: Any, messages: Any, schema: Mapping[str, Any], *
 
     def emulated(extra: list[ChatMessage]) -> LLMResponse:
         convo = [*_with_instruction(base, schema_instruction(schema)), *extra]
-        return client.complete(convo, **{**params, "response_format": "json"})
+        response = client.complete(convo, **{**params, "response_format": "json"})
+        json_mode = getattr(client, "supports_json_object", None) is not False
+        client.note_feature("structured", "json_object+schema_in_prompt" if json_mode else "schema_in_prompt")
+        return response
 
     def native(extra: list[ChatMessage]) -> LLMResponse:
         try:
-            return client.complete([*base, *extra], **{**params, "json_schema": dict(schema)})
+            response = client.complete([*base, *extra], **{**params, "json_schema": dict(schema)})
         except LLMUnsupportedFeature:
             return emulated(extra)
+        client.note_feature("structured", "json_schema")
+        return response
 
     ask = native if getattr(client, "supports_json_schema", False) else emulated
     extra: list[ChatMessage] = []
@@ -158,14 +164,17 @@ def complete_tools(client: Any, messages: Any, tools: Sequence[Mapping[str, Any]
     def emulated(extra: list[ChatMessage]) -> LLMResponse:
         convo = [*_with_instruction(base, tool_instruction(tools, tool_choice)), *extra]
         response = client.complete(convo, **params)
+        client.note_feature("tools", "emulated")
         call = parse_emulated_call(response.text, tools)
         return _replace_calls(response, (call,) if call else ())
 
     def native(extra: list[ChatMessage]) -> LLMResponse:
         try:
-            return client.complete([*base, *extra], **params, tools=tuple(tools), tool_choice=tool_choice)
+            response = client.complete([*base, *extra], **params, tools=tuple(tools), tool_choice=tool_choice)
         except LLMUnsupportedFeature:
             return emulated(extra)
+        client.note_feature("tools", "native")
+        return response
 
     ask = native if getattr(client, "supports_tools", False) else emulated
     extra: list[ChatMessage] = []
