@@ -64,7 +64,7 @@ from vlnverse.agents.waypoints import (
     predictor_named,
 )
 from vlnverse.config import config_from_mapping
-from vlnverse.errors import ConfigError, LLMBudgetExceeded
+from vlnverse.errors import ConfigError, LLMBudgetExceeded, LLMUnsupportedFeature
 from vlnverse.eval.agent import Agent, Ask, EpisodeInfo
 from vlnverse.llm.sampling import merge_responses, sample_n
 from vlnverse.llm.types import ChatMessage
@@ -206,7 +206,12 @@ class LLMWaypointAgent(Agent, abc.ABC):
         if self.config.prompt_variant == "json":
             params["response_format"] = "json"
         params.update(overrides)
-        return sample_n(self.llm, list(messages), params.pop("n"), **params)
+        try:
+            return sample_n(self.llm, list(messages), params.pop("n"), **params)
+        except LLMUnsupportedFeature as exc:
+            if exc.feature == "images":
+                raise refuse_vlm(self.name, exc) from None
+            raise
 
     def _check_cap(self) -> None:
         trace, cap = self.state.trace, self.config.max_tokens_per_episode
@@ -466,6 +471,12 @@ class LLMWaypointAgent(Agent, abc.ABC):
         if ASK in view.options:
             fields["question"] = "your question for the guide if the action is ASK, else empty"
         return fields
+
+
+def refuse_vlm(agent: str, exc: LLMUnsupportedFeature) -> LLMUnsupportedFeature:
+    """The one-line refusal of ``vlm`` perception where the model takes no image parts."""
+    return LLMUnsupportedFeature(f"agent {agent}: perception 'vlm' needs a model that takes images, and {exc}; "
+                                 "use perception: gt, or an image model", "images")
 
 
 def make_predictor(config: LLMAgentConfig) -> WaypointPredictor:

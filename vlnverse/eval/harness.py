@@ -5,7 +5,9 @@ The output folder holds:
 - ``episodes.jsonl`` — one record per (episode, physics mode), appended as episodes finish
   (:mod:`vlnverse.eval.store`); a re-run with the same settings skips finished ones;
 - ``run.json`` — the settings that decide the results (a re-run with other settings into
-  the same folder is refused, so records of two runs never mix);
+  the same folder is refused, so records of two runs never mix) and, after an LLM run,
+  ``llm_features``: how the endpoint served each capability (structured output, JSON
+  mode, tools, ``n``, images; see :mod:`vlnverse.llm.negotiate`);
 - ``summary.json`` / ``summary.md`` — Tables 5 and 6 (:mod:`vlnverse.eval.report`), with the
   run's LLM usage and trace metrics when there are any;
 - ``llm_budget.json`` — what the run has billed in this folder, over every invocation (a
@@ -293,6 +295,17 @@ def _previous_fingerprint(out: Path) -> Any:
         return None
 
 
+def llm_features(records: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """How the run's model calls were served, capability -> modes (the union of the records'
+    ``llm.features``; see :attr:`vlnverse.llm.LLMClient.features_used`)."""
+    out: dict[str, list[str]] = {}
+    for record in records:
+        for capability, modes in ((record.get("llm") or {}).get("features") or {}).items():
+            out.setdefault(capability, [])
+            out[capability] += [m for m in modes if m not in out[capability]]
+    return dict(sorted(out.items()))
+
+
 def _check_run_file(out: Path, fingerprint: dict[str, Any]) -> None:
     """Refuse ``out`` when it holds results of another run. A run file without results (a
     run that stopped before its first episode finished) blocks nothing."""
@@ -476,6 +489,10 @@ def _run(config: EvalConfig, spec: RunSpec, items: list[WorkItem], privileged: l
         run_items(spec, todo, collect, executor=config.executor, workers=config.workers,
                   ray_address=config.ray_address)
     records = [store.get(key) for key in (item.key for item in items) if key in store]
+    features = llm_features(records)
+    if features:
+        run["llm_features"] = features
+        write_json_atomic(out / RUN_FILE, {"fingerprint": fingerprint, "run": run})
     summary = write_reports(out, records, run, n_boot=config.bootstrap, seed=config.seed,
                             budget=ledger.report() if ledger is not None else None)
     return EvalResult(out, summary, records, len(timings), len(finished), timings,

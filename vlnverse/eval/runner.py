@@ -339,6 +339,8 @@ def run_episode(
     if refused is not None and refused.scope == "run":
         raise refused  # the agent went on after the refusal, but the run stops here
     llm = usage.summary() if usage is not None else None
+    if llm is not None and getattr(usage, "features_used", None):
+        llm["features"] = {k: list(v) for k, v in usage.features_used.items()}  # the worker's client so far
     if llm is not None and llm["calls"]:
         tokens: Any = {"prompt": llm["prompt_tokens"], "completion": llm["completion_tokens"]}
         cost = llm["cost_usd"]

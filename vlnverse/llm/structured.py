@@ -90,7 +90,9 @@ def complete_structured(client: Any, messages: Any, schema: Mapping[str, Any], *
     def native(extra: list[ChatMessage]) -> LLMResponse:
         try:
             response = client.complete([*base, *extra], **{**params, "json_schema": dict(schema)})
-        except LLMUnsupportedFeature:
+        except LLMUnsupportedFeature as exc:
+            if exc.feature not in ("json_schema", ""):
+                raise  # images or another feature: not this fallback's business
             return emulated(extra)
         client.note_feature("structured", "json_schema")
         return response
@@ -171,7 +173,9 @@ def complete_tools(client: Any, messages: Any, tools: Sequence[Mapping[str, Any]
     def native(extra: list[ChatMessage]) -> LLMResponse:
         try:
             response = client.complete([*base, *extra], **params, tools=tuple(tools), tool_choice=tool_choice)
-        except LLMUnsupportedFeature:
+        except LLMUnsupportedFeature as exc:
+            if exc.feature not in ("tools", ""):
+                raise
             return emulated(extra)
         client.note_feature("tools", "native")
         return response

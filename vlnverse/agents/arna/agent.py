@@ -80,10 +80,10 @@ from vlnverse.agents.arna.tools import (
     tool_specs,
 )
 from vlnverse.agents.arna.worldmodel import UNKNOWN_COST, OccupancyGrid, SceneMemoryGraph
-from vlnverse.agents.base import EpisodeState, LLMWaypointAgent, StepView
+from vlnverse.agents.base import EpisodeState, LLMWaypointAgent, StepView, refuse_vlm
 from vlnverse.agents.panorama import Panorama
 from vlnverse.agents.prompts import Prompt, describe_messages
-from vlnverse.errors import ConfigError, LLMAnswerError
+from vlnverse.errors import ConfigError, LLMAnswerError, LLMUnsupportedFeature
 from vlnverse.eval.agent import Answer, EpisodeInfo, Inconclusive
 from vlnverse.llm.base import WrapperClient
 from vlnverse.llm.types import ChatMessage
@@ -159,7 +159,12 @@ class _Meter(WrapperClient):
 
     def send(self, request: Any) -> Any:
         self.agent.before_call()
-        response = self.inner.send(request)
+        try:
+            response = self.inner.send(request)
+        except LLMUnsupportedFeature as exc:
+            if exc.feature == "images":
+                raise refuse_vlm(self.agent.name, exc) from None
+            raise
         state = self.agent.state
         state.trace.count_call(response, state.role)
         if response.cost_usd is None and not self.agent.config.max_tokens_per_episode:
