@@ -27,7 +27,8 @@ class Reply:
         content: the assistant message's text (None: no content, e.g. with tool calls).
         tool_calls: ``{"name", "arguments"}`` mappings answered as OpenAI tool calls.
         status: HTTP status; anything but 200 is sent as an API error body.
-        headers: extra response headers (e.g. ``Retry-After``).
+        headers: extra response headers (e.g. ``Retry-After``; a ``content-type`` replaces
+            the JSON one).
         delay_s: seconds to wait before answering.
         raw: a response body sent as is (overrides everything else but the status).
         choices: further choices' texts after ``content`` (a server honouring ``n``).
@@ -77,15 +78,18 @@ class LoopbackServer:
     Args:
         answer: maps a request body to a :class:`Reply` or a text.
         delay_s: seconds every answer waits (added to a reply's own delay).
+        models: the model names ``GET .../models`` lists.
 
     Attributes:
         url: the ``base_url`` to give a client (``http://127.0.0.1:PORT/v1``).
         requests: every request body received, in order.
     """
 
-    def __init__(self, answer: Callable[[dict[str, Any]], Reply | str], *, delay_s: float = 0.0) -> None:
+    def __init__(self, answer: Callable[[dict[str, Any]], Reply | str], *, delay_s: float = 0.0,
+                 models: Sequence[str] = ("loopback",)) -> None:
         self.answer = answer
         self.delay_s = delay_s
+        self.models = tuple(models)
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         server = self
@@ -93,12 +97,17 @@ class LoopbackServer:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
+            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+                self.reply(*server.list_models(self.path))
+
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 raw = self.rfile.read(int(self.headers.get("content-length", 0)))
-                status, headers, payload = server.respond(self.path, raw)
+                self.reply(*server.respond(self.path, raw))
+
+            def reply(self, status: int, headers: Mapping[str, str], payload: bytes) -> None:
                 self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(payload)))
+                headers = {"content-type": "application/json", **{k.lower(): v for k, v in headers.items()}}
+                headers["content-length"] = str(len(payload))
                 for key, value in headers.items():
                     self.send_header(key, value)
                 self.end_headers()
@@ -121,6 +130,13 @@ class LoopbackServer:
         """Requests received so far."""
         with self._lock:
             return len(self.requests)
+
+    def list_models(self, path: str) -> tuple[int, dict[str, str], bytes]:
+        """Status, headers and body answering ``GET``: the model list at ``.../models``."""
+        if not path.endswith("/models"):
+            return 404, {}, b'{"error": {"message": "not found"}}'
+        data = [{"id": name, "object": "model", "created": 1700000000, "owned_by": "loopback"} for name in self.models]
+        return 200, {}, json.dumps({"object": "list", "data": data}).encode()
 
     def respond(self, path: str, raw: bytes) -> tuple[int, dict[str, str], bytes]:
         """Status, headers and body answering one request."""

@@ -1,0 +1,232 @@
+"""Loopback stand-ins for the OpenAI-compatible servers people run, as they answer what
+they do not take (the compatibility matrix of issue 35).
+
+Each :class:`Profile` rejects exactly what its server rejects, with that server's status
+code and body; everything else is answered by :func:`model_answer`, a small scripted model
+that replies sensibly to every request our agents and the DVS generator make. Where each
+status and body comes from (read in the servers' source or in reports that quote them;
+only the behaviour is reproduced, in our own code):
+
+- **vLLM** (``vllm/entrypoints/openai/serving_chat.py``, ``create_error_response``: status
+  400, a flat ``{"object": "error", "message", "type": "BadRequestError", "param",
+  "code": 400}`` body): ``tool_choice = "required"`` is refused with
+  ``tool_choice = "required" is not supported!`` (releases before guided tool choice) and
+  ``auto`` without the server flags with ``"auto" tool choice requires
+  --enable-auto-tool-choice and --tool-call-parser to be set``; an image part sent to a
+  text-only model is refused with ``<model> is not a multimodal model`` (400, as quoted in
+  user reports). ``n``, JSON mode and ``json_schema`` are served.
+- **llama.cpp server** (``tools/server``: ``ex_wrapper`` turns a ``std::runtime_error``
+  from the request parser into **500** ``{"error": {"code": 500, "message", "type":
+  "server_error"}}``; ``utils.hpp``/``server-common.cpp``): ``n != 1`` → ``Only one completion
+  choice is allowed``; ``tools`` without ``--jinja`` → ``Unsupported param (--jinja mode
+  required for tool call): tools``; an image without a projector → ``image input is not
+  supported - hint: if this is unexpected, you may need to provide the mmproj``.
+- **llama-cpp-python** (``llama_cpp/server/errors.py``, ``RouteErrorHandler``: any
+  exception, the request's own validation error included, is answered **500**
+  ``{"error": {"message": str(exc), "type": "internal_server_error", "param": null,
+  "code": null}}``): ``response_format: json_schema`` fails pydantic's literal check of
+  ``'text' or 'json_object'`` (the message issue 35 quotes). ``n`` is answered with one
+  choice (our assumption of an ignored parameter; no status or body involved).
+- **Ollama** (``openai/openai.go`` wraps errors as ``{"error": {"message", "type":
+  "invalid_request_error", "param": null, "code": null}}``; ``server/routes.go`` answers 400
+  when the model lacks the ``tools`` capability: ``"<model>" does not support tools``).
+  ``n`` is not a field of its request type, so it is ignored (one choice); image parts
+  are not checked against the model's capabilities, so they are accepted.
+- **LM Studio**: ``response_format: json_object`` → 400 ``{"error": "'response_format.type'
+  must be 'json_schema' or 'text'"}`` (a string ``error``; quoted in many client
+  workarounds). ``n`` answered with one choice (our assumption, as for llama-cpp-python).
+- **TGI** (text-generation-inference, huggingface/text-generation-inference#2899): its
+  router's JSON extractor answers a ``response_format`` without a ``value`` field —
+  ``json_object``, and ``json_schema`` as OpenAI sends it — with **422** and a *plain-text*
+  body ``Failed to deserialize the JSON body into the target type: response_format:
+  missing field `value` at line 1 column N``.
+- **A hosted reasoning model** (OpenAI API, ``invalid_request_error`` with ``param`` and
+  ``code`` ``unsupported_parameter``/``unsupported_value``): ``max_tokens`` → ``Unsupported
+  parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens'
+  instead.``; a ``temperature`` other than 1 → ``Unsupported value: 'temperature' does not
+  support 0.0 with this model. Only the default (1) value is supported.``
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tests.agents.arna_script import DEFAULTS
+from vlnverse.llm.loopback import Reply
+
+MAX_REQUESTS = 2000
+"""A matrix cell that asks more than this is a bug (a retry or fallback loop)."""
+
+
+def _text(body: Mapping[str, Any]) -> str:
+    parts = []
+    for message in body.get("messages", ()):
+        content = message.get("content")
+        parts.append(content if isinstance(content, str) else " ".join(p.get("text", "") for p in content or ()))
+    return "\n".join(parts)
+
+
+def _has_images(body: Mapping[str, Any]) -> bool:
+    return any(isinstance(m.get("content"), list) and any(p.get("type") == "image_url" for p in m["content"])
+               for m in body.get("messages", ()))
+
+
+def _format(body: Mapping[str, Any]) -> str | None:
+    return (body.get("response_format") or {}).get("type")
+
+
+def openai_error(status: int, message: str, kind: str = "invalid_request_error", param: str | None = None,
+                 code: Any = None) -> Reply:
+    return Reply(status=status, raw=json.dumps({"error": {"message": message, "type": kind, "param": param,
+                                                          "code": code}}).encode())
+
+
+def vllm(body: Mapping[str, Any]) -> Reply | None:
+    def error(message: str) -> Reply:
+        return Reply(status=400, raw=json.dumps({"object": "error", "message": message, "type": "BadRequestError",
+                                                 "param": None, "code": 400}).encode())
+    if _has_images(body):
+        return error(f"{body['model']} is not a multimodal model")
+    if body.get("tools"):
+        if body.get("tool_choice") == "required":
+            return error('tool_choice = "required" is not supported!')
+        return error('"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set')
+    return None
+
+
+def llama_cpp(body: Mapping[str, Any]) -> Reply | None:
+    def error(message: str) -> Reply:
+        return Reply(status=500, raw=json.dumps({"error": {"code": 500, "message": message,
+                                                           "type": "server_error"}}).encode())
+    if body.get("tools"):
+        return error("Unsupported param (--jinja mode required for tool call): tools")
+    if body.get("n", 1) != 1:
+        return error("Only one completion choice is allowed")
+    if _has_images(body):
+        return error("image input is not supported - hint: if this is unexpected, you may need to provide the mmproj")
+    return None
+
+
+def llama_cpp_python(body: Mapping[str, Any]) -> Reply | None:
+    if _format(body) not in (None, "text", "json_object"):
+        detail = {"type": "literal_error", "loc": ("body", "response_format", "type"),
+                  "msg": "Input should be 'text' or 'json_object'", "input": _format(body),
+                  "ctx": {"expected": "'text' or 'json_object'"}}
+        return openai_error(500, f"1 validation error:\n  {detail}", "internal_server_error")
+    return None
+
+
+def ollama(body: Mapping[str, Any]) -> Reply | None:
+    if body.get("tools"):
+        return openai_error(400, f'"{body["model"]}" does not support tools')
+    return None
+
+
+def lmstudio(body: Mapping[str, Any]) -> Reply | None:
+    if _format(body) == "json_object":
+        return Reply(status=400, raw=json.dumps({"error": "'response_format.type' must be 'json_schema' or 'text'"}).encode())
+    return None
+
+
+def tgi(body: Mapping[str, Any]) -> Reply | None:
+    if _format(body) in ("json_object", "json_schema"):
+        column = len(json.dumps(body)) // 2
+        return Reply(status=422, headers={"content-type": "text/plain; charset=utf-8"}, raw=(
+            "Failed to deserialize the JSON body into the target type: response_format: missing field `value` "
+            f"at line 1 column {column}").encode())
+    return None
+
+
+def reasoning(body: Mapping[str, Any]) -> Reply | None:
+    if "max_tokens" in body:
+        return openai_error(400, "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
+                                 "'max_completion_tokens' instead.", param="max_tokens", code="unsupported_parameter")
+    if body.get("temperature", 1) != 1:
+        return openai_error(400, f"Unsupported value: 'temperature' does not support {body['temperature']} with this "
+                                 "model. Only the default (1) value is supported.", param="temperature",
+                            code="unsupported_value")
+    return None
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A server: what it rejects (``reject(body)`` → its error answer, or None) and whether
+    it answers ``n`` choices (else one)."""
+
+    name: str
+    reject: Callable[[Mapping[str, Any]], Reply | None]
+    honours_n: bool = True
+
+
+PROFILES = (Profile("vllm", vllm), Profile("llama.cpp", llama_cpp), Profile("llama-cpp-python", llama_cpp_python, False),
+            Profile("ollama", ollama, False), Profile("lmstudio", lmstudio, False), Profile("tgi", tgi, False),
+            Profile("reasoning", reasoning))
+
+# -- the scripted model ------------------------------------------------------------------
+
+WAYPOINT_FIELDS = {"thought": "I follow the instruction.", "summary": "Moving on.", "new_planning": "Keep going.",
+                   "thought_fusion": "Agreed.", "question": ""}
+DVS = {"describer": "A red cup stands on the wooden dining table.",
+       "verifier": {"instruction": "Go to the kitchen and find the red cup on the dining table."},
+       "synthesizer": {"formal": "Proceed to the kitchen and locate the red cup on the dining table.",
+                       "natural": "Could you go to the kitchen and find the red cup on the dining table?",
+                       "casual": "Kitchen. Red cup, on the table."}}
+
+
+def _dvs_stage(text: str) -> str | None:
+    if "Analyze the provided image" in text or "sequence of images" in text:
+        return "describer"
+    if "Fusion Rule" in text:
+        return "verifier"
+    if "formal" in text and "casual" in text and "natural" in text:
+        return "synthesizer"
+    return None
+
+
+def model_answer(body: Mapping[str, Any]) -> Reply | str:
+    """A sensible reply to any request our agents or the DVS generator make."""
+    text = _text(body)
+    if body.get("tools") or "You can call these tools:" in text:
+        name, arguments = DEFAULTS["tools"](None)
+        if body.get("tools"):
+            return Reply(content=None, tool_calls=[{"name": name, "arguments": arguments}])
+        return json.dumps({"tool": name, "arguments": arguments})
+    fmt = body.get("response_format") or {}
+    title = (fmt.get("json_schema", {}).get("name") if fmt.get("type") == "json_schema"
+             else next(iter(re.findall(r'"title": "(\w+)"', text)), None))
+    if title in DEFAULTS:
+        return json.dumps(DEFAULTS[title](None))
+    stage = _dvs_stage(text)
+    if stage is not None:
+        answer = DVS[stage]
+        return answer if isinstance(answer, str) else json.dumps(answer)
+    options = re.findall(r"exactly one of: ([A-Z0-9, ]+)\.", text)
+    if options:
+        choice = options[-1].split(", ")[0]
+        return json.dumps({**WAYPOINT_FIELDS, "action": choice})
+    return json.dumps({**WAYPOINT_FIELDS, "answer": "yes", "action": "STOP"})
+
+
+def server_answer(profile: Profile) -> Callable[[dict[str, Any]], Reply | str]:
+    """The loopback ``answer`` function of ``profile``: its rejections, else the model's
+    reply (with ``n`` choices when the server honours ``n``)."""
+    count = [0]
+
+    def answer(body: dict[str, Any]) -> Reply | str:
+        count[0] += 1
+        if count[0] > MAX_REQUESTS:
+            return Reply(status=400, raw=b'{"error": {"message": "request cap of the test server reached"}}')
+        rejected = profile.reject(body)
+        if rejected is not None:
+            return rejected
+        reply = model_answer(body)
+        n = body.get("n", 1)
+        if n > 1 and profile.honours_n and isinstance(reply, str):
+            return Reply(content=reply, choices=[reply] * (n - 1))
+        return reply
+
+    return answer
