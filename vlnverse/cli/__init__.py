@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "vlnverse.cli.eval",
     "vlnverse.cli.demo",
     "vlnverse.cli.train",
+    "vlnverse.cli.llm",
 )
 
 

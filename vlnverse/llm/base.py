@@ -160,6 +160,10 @@ class WrapperClient(LLMClient):
     def supports_tools(self) -> bool:  # type: ignore[override]
         return self.inner.supports_tools
 
+    @supports_tools.setter
+    def supports_tools(self, value: bool) -> None:
+        self.inner.supports_tools = value
+
     @property
     def supports_n(self) -> bool | None:  # type: ignore[override]
         return self.inner.supports_n

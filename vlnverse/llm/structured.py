@@ -12,7 +12,8 @@
   ``{"tool": NAME, "arguments": {...}}``, parsed back into the same
   :class:`~vlnverse.llm.types.ToolCall` values, so an agent (ARNA) is written once.
   Arguments are validated against each tool's ``parameters`` schema, with the same
-  bounded repair.
+  bounded repair. A server that rejects ``tools`` (or answers ``tool_choice: required``
+  with no call: it ignores them) gets the emulation from then on.
 """
 
 from __future__ import annotations
@@ -176,6 +177,9 @@ def complete_tools(client: Any, messages: Any, tools: Sequence[Mapping[str, Any]
         except LLMUnsupportedFeature as exc:
             if exc.feature not in ("tools", ""):
                 raise
+            return emulated(extra)
+        if tool_choice == "required" and not response.tool_calls:
+            client.supports_tools = False  # a server that ignores tools: "required" got no call
             return emulated(extra)
         client.note_feature("tools", "native")
         return response
