@@ -17,7 +17,7 @@ from vlnverse.eval.harness import EvalConfig, evaluate
 from vlnverse.llm.loopback import LoopbackServer
 
 AGENTS = ("text_history", "map_history_cot", "dscd_nav", "discussnav", "arna")
-GT = {**SMALL, "perception": "gt", "samples": 2}
+GT = {**SMALL, "perception": "gt", "samples": 2, "max_tokens_per_episode": 10**6}  # local models have no price
 CELL_SECONDS = 60
 
 
