@@ -5,9 +5,15 @@ Library code raises these; only the CLI prints them (one line) and exits non-zer
 
 from __future__ import annotations
 
+from vlnverse.redact import scrub
+
 
 class VLNVerseError(Exception):
-    """Base class of every error VLNVerse raises on purpose."""
+    """Base class of every error VLNVerse raises on purpose; known secret values in its
+    message are masked when it is made (:func:`vlnverse.redact.scrub`)."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(scrub(a) if isinstance(a, str) else a for a in args))
 
 
 class ConfigError(VLNVerseError, ValueError):

@@ -82,7 +82,8 @@ def test_a_dead_worker_is_one_line_naming_the_scene(corpus, tmp_path, monkeypatc
 
 
 class _BrokenServer:
-    """A loopback 'LLM server' that answers every request 200 with an HTML page."""
+    """A loopback 'LLM server' that answers every request 200 with an HTML page echoing the
+    request's Authorization header (the API key)."""
 
     def __init__(self) -> None:
         import threading
@@ -91,7 +92,7 @@ class _BrokenServer:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802
                 self.rfile.read(int(self.headers.get("content-length", 0)))
-                body = b"<html><body>502 Bad Gateway</body></html>"
+                body = f"<html><body>502 Bad Gateway, request from {self.headers.get('authorization')}".encode()
                 self.send_response(200)
                 self.send_header("content-type", "text/html")
                 self.send_header("content-length", str(len(body)))
@@ -127,7 +128,8 @@ def test_broken_llm_replies_fall_back_and_no_secret_is_written(corpus, tmp_path,
         monkeypatch.delenv(var, raising=False)
     server = _BrokenServer()
     try:
-        spec = (f"openai:gpt-4o?base_url=http://user:s3cretpw@127.0.0.1:{server.port}/v1&api_key_env=none"
+        monkeypatch.setenv("VLNVERSE_TEST_DATAGEN_KEY", "sk-s3cretkey-echoed")
+        spec = (f"openai:gpt-4o?base_url=http://127.0.0.1:{server.port}/v1&api_key_env=VLNVERSE_TEST_DATAGEN_KEY"
                 "&max_retries=1&backoff_base=0.01")
         out = tmp_path / "ds"
         code, stdout, err = run_cli(capsys, "datagen", "--scenes", corpus, "--out", out, "--per-scene", "1",
@@ -141,8 +143,14 @@ def test_broken_llm_replies_fall_back_and_no_secret_is_written(corpus, tmp_path,
     episodes = EpisodeDataset.open(out).all_episodes()
     assert all(e.provenance.instruction_source == "prior" and "not a chat completion" in e.provenance.fallback
                for e in episodes)
-    assert "s3cretpw" not in _all_text(out) + stdout + err
-    assert "user:***@127.0.0.1" not in manifest["generation"]["llm"] and "***@127.0.0.1" in manifest["generation"]["llm"]
+    assert "s3cret" not in _all_text(out) + stdout + err  # not even cut short by a message's length limit
+    assert any("Bearer ***" in e.provenance.fallback for e in episodes)  # the echo, masked
+
+    # credentials in the base URL are refused (the HTTP client would send and log them)
+    spec = "openai:gpt-4o?base_url=http://user:s3cretpw@127.0.0.1:9/v1&api_key_env=none"
+    code, stdout, err = run_cli(capsys, "datagen", "--scenes", corpus, "--out", tmp_path / "url", "--per-scene", "1",
+                                "--tasks", "coarse", "--render", "--llm", spec, "--no-progress")
+    assert code == 2 and "carries credentials (user:password@)" in err and "s3cretpw" not in stdout + err
 
     code, stdout, err = run_cli(capsys, "datagen", "--scenes", corpus, "--out", tmp_path / "other", "--per-scene", "1",
                                 "--tasks", "coarse", "--render", "--llm", "openai:gpt-4o?api_key=sk-s3cretkey")

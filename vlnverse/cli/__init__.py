@@ -12,10 +12,12 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from vlnverse import __version__
 from vlnverse.errors import VLNVerseError
 from vlnverse.fileio import describe_os_error
+from vlnverse.redact import scrub
 
 COMMAND_MODULES = (
     "vlnverse.cli.scenes",
@@ -72,16 +74,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except VLNVerseError as exc:
         if args.debug:
             raise
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {scrub(str(exc))}", file=sys.stderr)
         return 2
     except OSError as exc:  # a writer or reader the library does not wrap: still one line
         if args.debug:
             raise
-        print(f"error: {describe_os_error(exc)}", file=sys.stderr)
+        print(f"error: {scrub(describe_os_error(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def _scrubbed_excepthook(kind: type[BaseException], value: BaseException, tb: Any) -> None:
+    import traceback
+
+    sys.stderr.write(scrub("".join(traceback.format_exception(kind, value, tb))))
 
 
 def entry() -> None:
@@ -90,7 +98,9 @@ def entry() -> None:
     Our output is complete when the command returns; stdout's descriptor is then pointed
     at /dev/null so that C libraries flushing their own buffers at interpreter exit
     (PyBullet's build banner) cannot append stray lines to tables or ``--json`` output.
+    A traceback (``--debug``, or a bug) is printed with known secret values masked.
     """
+    sys.excepthook = _scrubbed_excepthook
     code = main()
     sys.stdout.flush()
     devnull = os.open(os.devnull, os.O_WRONLY)

@@ -22,6 +22,7 @@ import numpy as np
 
 from vlnverse.errors import DatasetError
 from vlnverse.fileio import write_bytes_atomic, write_failure
+from vlnverse.redact import scrub
 
 logger = logging.getLogger(__name__)
 
@@ -48,9 +49,10 @@ def json_safe(value: Any) -> Any:
 
 
 def dumps_record(record: Mapping[str, Any]) -> str:
-    """The canonical JSON line of a record (sorted keys, compact, no newline)."""
-    return json.dumps(json_safe(record), sort_keys=True, separators=(",", ":"), allow_nan=False,
-                      ensure_ascii=False)
+    """The canonical JSON line of a record (sorted keys, compact, no newline; known secret
+    values masked, :func:`vlnverse.redact.scrub`)."""
+    return scrub(json.dumps(json_safe(record), sort_keys=True, separators=(",", ":"), allow_nan=False,
+                            ensure_ascii=False))
 
 
 def record_key(record: Mapping[str, Any]) -> Key:

@@ -164,16 +164,24 @@ def check_llm_spec(spec: str) -> None:
 
 def check_llm_credentials(spec: str) -> None:
     """Fail now (before a run writes anything), not later in a worker, when an ``openai``
-    spec's API key variable is unset.
+    spec's API key variable is unset or its base URL carries credentials; the key becomes a
+    secret this process scrubs (:func:`vlnverse.redact.add_secret`).
 
     Raises:
-        ConfigError: the variable ``api_key_env`` names is not set.
+        ConfigError: the variable ``api_key_env`` names is not set, or the base URL has
+            ``user:password@``.
     """
     parsed = parse_spec(spec)
     if parsed is not None and parsed[0] == "openai":
-        from vlnverse.llm.openai_client import DEFAULT_API_KEY_ENV, require_api_key
+        from vlnverse.llm.openai_client import (
+            BASE_URL_ENV,
+            DEFAULT_API_KEY_ENV,
+            check_base_url,
+            require_api_key,
+        )
 
         require_api_key(parsed[2].get("api_key_env", DEFAULT_API_KEY_ENV))
+        check_base_url(parsed[2].get("base_url") or os.environ.get(BASE_URL_ENV))
 
 
 def describe_llm_spec(spec: str) -> dict[str, Any] | None:

@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import time
+import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
@@ -37,7 +38,7 @@ from vlnverse.llm.negotiate import CALLER_FEATURES, FALLBACKS, read_rejection, s
 from vlnverse.llm.pricing import PriceTable
 from vlnverse.llm.types import ChatMessage, LLMRequest, LLMResponse, ToolCall
 from vlnverse.llm.usage import reply_usage
-from vlnverse.redact import redact
+from vlnverse.redact import add_secret, redact, scrub
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +127,7 @@ def _describe_body(body: Any) -> str:
     """A short description of a reply body that is not a completion object."""
     if isinstance(body, (str, bytes)):
         text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
-        return f"body starts {' '.join(text.split())[:60]!r}"
+        return f"body starts {' '.join(scrub(text).split())[:60]!r}"  # masked before it is cut short
     return f"a {type(body).__name__} without the completion fields"
 
 
@@ -170,7 +171,20 @@ def require_api_key(api_key_env: str | None) -> str:
             f"the API key variable {api_key_env} is not set "
             "(set it, or choose another with api_key_env=...; api_key_env=none for keyless servers)"
         )
+    add_secret(api_key)  # masked in everything this process records or prints from now on
     return api_key
+
+
+def check_base_url(base_url: str | None) -> None:
+    """Refuse a base URL that carries credentials (``user:password@``): the HTTP client would
+    send them as Basic auth in place of the API key, and print them in its request logs.
+
+    Raises:
+        ConfigError: the URL has user info.
+    """
+    if base_url and urllib.parse.urlsplit(base_url).netloc.rpartition("@")[1]:
+        raise ConfigError(f"the base URL {redact(base_url)} carries credentials (user:password@); put the API "
+                          "key in the variable api_key_env names instead (it is sent as the Bearer token)")
 
 
 class OpenAIClient(LLMClient):
@@ -228,6 +242,7 @@ class OpenAIClient(LLMClient):
             )
         api_key = require_api_key(api_key_env)
         self.base_url = base_url or os.environ.get(BASE_URL_ENV) or None
+        check_base_url(self.base_url)
         self.supports_json_schema = structured_output
         self.supports_tools = native_tools
         self.supports_json_object: bool | None = None if json_mode else False

@@ -33,6 +33,7 @@ from vlnverse.llm.base import LLMClient, WrapperClient
 from vlnverse.llm.images import signature_distance
 from vlnverse.llm.pricing import PriceTable
 from vlnverse.llm.types import ROLES, GenerationParams, LLMRequest, LLMResponse, hash_described
+from vlnverse.redact import scrub
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +134,7 @@ def append_record(path: str | os.PathLike, record: Mapping[str, Any]) -> None:
     """Append one JSON line to ``path``, whole even with concurrent writers, and fsync it."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    line = json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n"
+    line = scrub(json.dumps(record, sort_keys=True, ensure_ascii=False)) + "\n"
     with open(target, "a", encoding="utf-8") as handle, _locked(handle):
         handle.write(line)
         handle.flush()

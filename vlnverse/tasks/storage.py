@@ -24,6 +24,7 @@ from typing import Any
 
 from vlnverse.errors import CorruptDataError, DatasetError
 from vlnverse.fileio import write_bytes_atomic, write_json_atomic
+from vlnverse.redact import scrub
 from vlnverse.tasks.episode import SPLITS, TASKS, Episode
 
 MANIFEST = "manifest.json"
@@ -32,8 +33,9 @@ FORMAT_VERSION = 1
 
 
 def dumps_episode(episode: Episode) -> str:
-    """One canonical JSON line (sorted keys, no spaces, no newline)."""
-    return json.dumps(episode.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """One canonical JSON line (sorted keys, no spaces, no newline; known secret values
+    masked, :func:`vlnverse.redact.scrub`)."""
+    return scrub(json.dumps(episode.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=False))
 
 
 def encode_jsonl(episodes: Iterable[Episode], *, compress: bool = True) -> bytes:
