@@ -103,3 +103,51 @@ def test_release_export_and_import_round_trip(dataset, corpus, capsys, tmp_path)
     code, _, err = run(capsys, "dataset", "import", tmp_path / "rel", "--format", "vlnverse",
                        "--scenes", tmp_path / "nowhere", "--out", tmp_path / "never")
     assert code == 2 and "nowhere does not exist" in err and not (tmp_path / "never").exists()
+
+
+def _vlnverse(*args):
+    import subprocess
+    import sys
+
+    from tests.bundled import REPO
+
+    return subprocess.run([sys.executable, "-m", "vlnverse", *map(str, args)], capture_output=True, text=True,
+                          cwd=REPO, timeout=300)
+
+
+def test_stats_verify_checks_the_manifest_and_the_scene_records(dataset, tmp_path):
+    """Files whose checksums are fine but that describe the shards wrongly: the manifest's
+    counts and totals, datagen's per-scene records (a real ``vlnverse`` process)."""
+    copy = tmp_path / "ds"
+    shutil.copytree(dataset, copy)
+    clean = _vlnverse("dataset", "stats", copy, "--verify")
+    assert clean.returncode == 0, clean.stderr
+    assert "checksums: ok" in clean.stdout and "manifest and records: ok" in clean.stdout
+
+    manifest = json.loads((copy / "manifest.json").read_text())
+    counts = manifest["shards"]["house_0"]["counts"]
+    counts[next(iter(counts))]["fine"] += 1
+    manifest["total_episodes"] += 5
+    del manifest["files"]["shards/house_2.jsonl.gz"]
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    record = json.loads((copy / "shards" / "house_1.json").read_text())
+    record["sha256"] = "0" * 64
+    (copy / "shards" / "house_1.json").write_text(json.dumps(record))
+    (copy / "shards" / "house_2.json").unlink()
+    result = _vlnverse("dataset", "stats", copy, "--verify", "--json")
+    assert result.returncode == 1, result.stderr
+    problems = json.loads(result.stdout)["problems"]
+    expected = ["manifest.json: shard house_0 counts",
+                "manifest.json: shard shards/house_2.jsonl.gz has no checksum in 'files'",
+                "manifest.json: 'splits' does not add up from the shards' counts",
+                "manifest.json: total_episodes is",
+                "shards/house_0.json: counts disagree(s) with manifest.json",
+                "shards/house_1.json: sha256 disagree(s) with manifest.json",
+                "shards/: no record of scene(s) house_2"]
+    assert len(problems) == len(expected) and all(p.startswith(e) for p, e in zip(problems, expected, strict=True))
+
+    manifest["shards"]["house_0"]["file"] = "../../elsewhere.jsonl.gz"
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    result = _vlnverse("dataset", "stats", copy, "--verify")
+    assert result.returncode == 2 and "'shards' must map each scene to" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -37,7 +37,9 @@ def register(subparsers) -> None:
                                          "length distributions (Figs. 2-3), vocabulary")
     stats.add_argument("dataset", type=Path, help="dataset folder or .jsonl(.gz) file")
     stats.add_argument("--report", type=Path, default=None, help="also write report.md + PNGs to this folder")
-    stats.add_argument("--verify", action="store_true", help="check file checksums against the manifest")
+    stats.add_argument("--verify", action="store_true",
+                       help="check every file the dataset's readers read: checksums, manifest.json's counts and "
+                            "totals, the per-scene records shards/*.json (exit 1 on any problem)")
     stats.add_argument("--json", action="store_true", help="print one JSON object")
     stats.set_defaults(handler=_stats)
 
@@ -112,20 +114,19 @@ def _stats(args) -> int:
     from vlnverse.errors import DatasetError
     from vlnverse.tasks.dataset import EpisodeDataset
     from vlnverse.tasks.report import TASK_LABELS, dataset_stats, write_report
-    from vlnverse.tasks.storage import iter_episodes, verify_dataset
+    from vlnverse.tasks.verify import verify_dataset_folder
 
     dataset = EpisodeDataset.open(args.dataset)
-    if args.verify:  # checksums first: a damaged file is listed, the others still counted
+    if args.verify:  # a damaged file is listed, the others still counted
         if not dataset.manifest:
             raise DatasetError("--verify needs a dataset folder with a manifest")
-        corrupt = verify_dataset(dataset.root)
-        damaged = {(dataset.root / rel).resolve() for rel in corrupt}
-        episodes = [e for f in dataset.files if f.resolve() not in damaged for e in iter_episodes(f)]
+        verified = verify_dataset_folder(dataset.root, dataset.manifest)
+        episodes = verified.episodes
     else:
         episodes = dataset.all_episodes()
     stats = dataset_stats(episodes)
     if args.verify:
-        stats["corrupt_files"] = corrupt
+        stats["corrupt_files"], stats["problems"] = verified.corrupt_files, verified.problems
     if args.report is not None:
         write_report(episodes, args.report, title=f"VLNVerse dataset {dataset.root.name}")
     if args.json:
@@ -149,7 +150,10 @@ def _stats(args) -> int:
         if args.verify:
             print("checksums: " + ("ok" if not stats["corrupt_files"] else f"{len(stats['corrupt_files'])} bad "
                                    "(left out of the counts above): " + ", ".join(stats["corrupt_files"][:5])))
-    return 1 if args.verify and stats["corrupt_files"] else 0
+            print("manifest and records: " + ("ok" if not stats["problems"] else f"{len(stats['problems'])} problem(s)"))
+            for problem in stats["problems"]:
+                print(f"  - {problem}")
+    return 1 if args.verify and (stats["corrupt_files"] or stats["problems"]) else 0
 
 
 def _dist(summary) -> str:

@@ -160,7 +160,17 @@ def read_manifest(root: str | Path) -> dict[str, Any]:
         raise DatasetError(f"cannot read {path}: {exc}") from exc
     if not isinstance(manifest, dict) or manifest.get("format") != "vlnverse-episodes":
         raise DatasetError(f"{path} is not a VLNVerse episode manifest")
+    shards, files = manifest.get("shards"), manifest.get("files", {})
+    if not isinstance(shards, dict) or not all(isinstance(r, dict) and _inside(r.get("file")) for r in shards.values()):
+        raise DatasetError(f"{path}: 'shards' must map each scene to {{'file': a path inside the dataset, ...}}")
+    if not isinstance(files, dict) or not all(_inside(k) and isinstance(v, str) for k, v in files.items()):
+        raise DatasetError(f"{path}: 'files' must map paths inside the dataset to SHA-256 checksums")
     return manifest
+
+
+def _inside(rel: Any) -> bool:
+    """Whether ``rel`` is a relative path that stays inside the dataset folder."""
+    return isinstance(rel, str) and bool(rel) and not Path(rel).is_absolute() and ".." not in Path(rel).parts
 
 
 def verify_dataset(root: str | Path) -> list[str]:
