@@ -83,16 +83,23 @@ def test_success_needs_the_instance_in_view(dataset):
     assert compute_episode_metrics(EpisodeRecord(**at_goal, stop_visible=(False,))).SR == 0.0
 
 
-def test_dscd_nav_verifies_a_stop_with_the_semantic_sensor(dataset):
+def test_dscd_nav_reads_goal_detections_as_evidence_and_vetoes_a_stop_only_when_asked(dataset):
+    """``stop_check: evidence`` (default): the semantic sensor's detections of the goal category
+    are in the prompt and STOP is executed; ``veto``: a STOP needs the target confirmed."""
     from tests.agents.test_agents_episodes import run
     from tests.agents.test_dscd_nav import DebateModel, answer
 
     model = DebateModel(lambda role, step, prompt: answer(role, 2, prompt))   # everyone says STOP
     record, episode = run(dataset, "dscd_nav", model, task="objectnav", max_steps=2)
+    prompt = record["agent_trace"]["steps"][0]["messages"][1]["content"]
+    assert f"Find a {episode.goals[0].category}" in prompt and "Detector evidence for the goal" in prompt
+    assert "stop_verification" not in record["agent_trace"]["debate"][0]
+    assert record["actions"][0] == [0, 0, 1]
+
+    model = DebateModel(lambda role, step, prompt: answer(role, 2, prompt))
+    record, _ = run(dataset, "dscd_nav", model, task="objectnav", max_steps=2, config={"stop_check": "veto"})
     check = record["agent_trace"]["debate"][0]["stop_verification"]
     assert check["by"] == "semantic" and "verify" not in model.roles
-    category = episode.goals[0].category
-    assert f"Find a {category}" in record["agent_trace"]["steps"][0]["messages"][1]["content"]
     assert (record["actions"][0] == [0, 0, 1]) == check["confirmed"]
 
 
@@ -111,7 +118,7 @@ def test_the_env_judges_objectnav_success_with_the_instance_in_view(dataset, mon
         outcomes = []
         for visible in (None, False):
             if visible is not None:
-                monkeypatch.setattr(objectnav, "instance_visible", lambda *args: visible)
+                monkeypatch.setattr(objectnav, "instance_visible", lambda *args, seen=visible: seen)
             env.reset(seed=0, options={"episode": at_goal})
             *_, info = env.step(0)
             outcomes.append(info["success"])
