@@ -87,3 +87,27 @@ def test_the_harness_gives_the_split_only_to_an_agent_that_declares_it(dataset, 
     _, run_file = evaluated(make_agent("text_history", SMALL, llm=ScriptedModel(lambda *_: reply("STOP"))), "default")
     assert run_file["privileged"] == [] and run_file["agent_settings"]["privileged_subgoals"] is False
     assert run_file["agent_settings"]["waypoint_predictor"] and "local_map" in run_file["agent_settings"]
+
+
+def test_run_json_records_the_effective_settings_and_a_changed_one_is_another_run(dataset, tmp_path):
+    import pytest
+
+    from vlnverse.errors import ConfigError
+
+    def evaluated(settings, llm="none"):
+        agent = make_agent("text_history", {**SMALL, **settings, "llm": llm},
+                           llm=ScriptedModel(lambda *_: reply("STOP")))
+        return evaluate(EvalConfig(dataset=str(dataset), out=str(tmp_path / "run"), agent="text_history",
+                                   task="coarse", episodes=1, physics=("tel_hop",), max_steps=4, plots=0,
+                                   bootstrap=10), agent=agent)
+
+    spec = "openai:m?base_url=http://user:secret@127.0.0.1:9/v1&api_key_env=none"
+    evaluated({}, spec)
+    run_file = json.loads((tmp_path / "run" / "run.json").read_text())
+    settings = run_file["run"]["agent_settings"]
+    assert settings["local_map"] is False and settings["panorama_images"] == 12 and settings["perception"] == "vlm"
+    assert run_file["fingerprint"]["agent_settings"]["local_map"] is False
+    assert "secret" not in json.dumps(run_file) and settings["llm"]["backend"] == "openai"
+    assert evaluated({}, spec).resumed == 1                     # the same settings continue the run
+    with pytest.raises(ConfigError, match="agent_settings"):
+        evaluated({"local_map": True}, spec)                    # same --agent-config keys, other agent

@@ -410,11 +410,15 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
 
 
 def agent_settings(agent: Any) -> dict[str, Any] | None:
-    """The agent's resolved settings, defaults included (None: it has no settings object)."""
+    """The agent's resolved settings, defaults included (None: it has no settings object);
+    a model spec among them is described as ``run.json`` describes ``llm`` (no secrets)."""
     config = getattr(agent, "config", None)
     if not dataclasses.is_dataclass(config) or isinstance(config, type):
         return None
-    return json.loads(json.dumps(dataclasses.asdict(config), sort_keys=True, default=str))
+    settings = json.loads(json.dumps(dataclasses.asdict(config), sort_keys=True, default=str))
+    if isinstance(settings.get("llm"), str):
+        settings["llm"] = describe_llm_spec(settings["llm"])
+    return settings
 
 
 def _run(config: EvalConfig, spec: RunSpec, items: list[WorkItem], privileged: list[str],
@@ -425,6 +429,10 @@ def _run(config: EvalConfig, spec: RunSpec, items: list[WorkItem], privileged: l
     out = Path(config.out)
     dataset_id = str(Path(config.dataset).resolve())
     fingerprint = config.fingerprint(dataset_id)
+    if settings is not None:  # what decides results, defaults included: a changed default is another run
+        fingerprint["agent_settings"] = {k: v for k, v in settings.items() if k != "llm"}
+    if privileged:
+        fingerprint["privileged"] = privileged
     _check_run_file(out, fingerprint)
     remove_stale_temp_files(out)
     ledger = None
