@@ -35,7 +35,7 @@ Ablations (Table 3): ``rounds``; ``tsu_only`` / ``sib_only`` (one stance decides
 ``nca: false`` (no judge: the agreed id, else TSU's final preference); ``micro_probing:
 false``; ``perception: vlm|gt``. The trace's ``debate`` (one entry per step: rounds,
 judge, override, consensus, mode, probe, stop verification) and ``debate_max_rounds``
-give DR, JOR and MPTR (:mod:`vlnverse.eval.trace_metrics`); ``waypoints`` gives AORI.
+give DR, JOR and MPTR (:mod:`vlnverse.eval.trace_metrics`); AORI comes from the recorded path.
 """
 
 from __future__ import annotations
