@@ -66,6 +66,43 @@ class HangingAgent(Agent):
         return 2
 
 
+class SleepingAgent(Agent):
+    """Turns left once, then sleeps for an hour inside one C call (as an agent blocked in a
+    socket read or a stuck native library does): no exception raised in its thread lands."""
+
+    sensors = ()
+
+    def reset(self, episode):
+        self.steps = 0
+
+    def act(self, observation):
+        import time
+
+        self.steps += 1
+        if self.steps > 1:
+            time.sleep(3600)
+        return 2
+
+
+class DeepTraceAgent(Agent):
+    """Stops at once, with a trace nested 3,000 levels deep (as a model's plan parsed
+    blindly would be): it can be neither written as JSON nor pickled."""
+
+    sensors = ()
+
+    def reset(self, episode):
+        pass
+
+    def act(self, observation):
+        return 0
+
+    def trace(self):
+        plan: list = []
+        for _ in range(3000):
+            plan = [plan]
+        return {"plan": plan}
+
+
 def turn_left(observation):
     """A plain policy function: always turn left."""
     return 2

@@ -10,13 +10,15 @@ executor: each episode's seed derives from the run seed and the episode alone.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import multiprocessing
 import os
-import queue
+import pickle
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from vlnverse.errors import WorkerError
@@ -26,6 +28,7 @@ from vlnverse.eval.worker import (
     RunSpec,
     WorkItem,
     WorkResult,
+    hard_limit,
     run_process_worker,
     run_serial_items,
 )
@@ -103,12 +106,13 @@ class AffinityScheduler:
 
 def dispatch(items: Sequence[WorkItem], workers: int, submit: Callable[[int, WorkItem], None],
              receive: Callable[[], tuple[int, WorkResult]], on_result: OnResult, *,
-             concurrency: int = 1) -> None:
+             concurrency: int = 1, queued: bool = True) -> None:
     """Run ``items`` on ``workers`` workers, keeping ``concurrency + 1`` of them in flight
-    on each (:data:`IN_FLIGHT_PER_WORKER` for one at a time): ``submit(worker, item)`` sends
-    one, ``receive()`` waits for the next ``(worker, result)``, and that worker gets its
-    next item before ``on_result`` runs. Once a result says the run's budget is spent,
-    nothing more is sent; the items in flight are waited for."""
+    on each (:data:`IN_FLIGHT_PER_WORKER` for one at a time; ``concurrency`` without
+    ``queued``): ``submit(worker, item)`` sends one, ``receive()`` waits for the next
+    ``(worker, result)``, and that worker gets its next item before ``on_result`` runs. Once
+    a result says the run's budget is spent, nothing more is sent; the items in flight are
+    waited for."""
     scheduler = AffinityScheduler(items)
     in_flight = 0
     stopped = False
@@ -120,7 +124,7 @@ def dispatch(items: Sequence[WorkItem], workers: int, submit: Callable[[int, Wor
             submit(worker, item)
             in_flight += 1
 
-    for _ in range(max(IN_FLIGHT_PER_WORKER, concurrency + 1)):
+    for _ in range(max(IN_FLIGHT_PER_WORKER, concurrency + 1) if queued else concurrency):
         for worker in range(workers):
             feed(worker)
     while in_flight:
@@ -140,115 +144,210 @@ def run_serial(spec: RunSpec, items: Sequence[WorkItem], on_result: OnResult) ->
         worker.close()
 
 
-def run_local_pool(spec: RunSpec, items: Sequence[WorkItem], on_result: OnResult, workers: int) -> None:
-    """Run items on ``workers`` processes, each with its own agent and envs.
+@dataclass
+class _Process:
+    """One worker process of the local pool: its inbox, its result connection, the items
+    sent to it (by key) and when each of them started."""
 
-    Each process has its own inbox and all share one results queue, so results come back
-    one episode at a time. Processes are forked on Linux (no re-import, scripts need no
-    ``__main__`` guard) unless this process's llvmpipe runs rasterizer threads (then
-    ``forkserver``), and spawned elsewhere (:func:`vlnverse.sim.gl.context.start_method`).
+    process: Any
+    inbox: Any
+    results: Any
+    in_flight: dict[tuple[str, str], WorkItem] = field(default_factory=dict)
+    started: dict[tuple[str, str], float] = field(default_factory=dict)
+
+
+class ProcessPool:
+    """The local pool: ``workers`` processes, each with its own agent and envs.
+
+    Each process has its own inbox and its own result connection, so results come back one
+    episode at a time and a process killed mid-message leaves no shared lock held. An
+    episode still running :func:`~vlnverse.eval.worker.hard_limit` seconds after it started
+    has its process killed and replaced: the new process records it (and any other episode
+    of the old one past its time limit) as timed out, without the agent, and runs the other
+    items the old one held again. Processes are forked on Linux (no
+    re-import, scripts need no ``__main__`` guard) unless this process's llvmpipe runs
+    rasterizer threads (then ``forkserver``), and spawned elsewhere
+    (:func:`vlnverse.sim.gl.context.start_method`).
+    """
+
+    def __init__(self, spec: RunSpec, workers: int) -> None:
+        from vlnverse.sim.gl.context import start_method
+
+        self.spec = spec
+        self.limit = hard_limit(spec.episode_timeout)
+        self.context = multiprocessing.get_context(start_method())
+        if self.context.get_start_method() == "forkserver":
+            self.context.set_forkserver_preload(["vlnverse.eval.worker"])
+        self.parent = os.getpid() if self.context.get_start_method() == "fork" else None  # None: the forkserver
+        self.workers: list[_Process] = []
+        try:
+            for worker in range(workers):
+                self.workers.append(self._start(worker))
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self, worker: int) -> _Process:
+        inbox = self.context.Queue()
+        results, sender = self.context.Pipe(duplex=False)
+        process = self.context.Process(target=run_process_worker, name=f"vlnverse-eval-{worker}",
+                                       args=(worker, self.spec, inbox, sender, self.parent))
+        process.start()
+        sender.close()  # the child's end: its death is then the connection's end
+        return _Process(process, inbox, results)
+
+    def submit(self, worker: int, item: WorkItem) -> None:
+        self.workers[worker].in_flight[item.key] = item
+        self.workers[worker].inbox.put(item)
+
+    def receive(self) -> tuple[int, WorkResult]:
+        """The next ``(worker, result)``; raises a worker's error, or a :class:`WorkerError`
+        naming the episode a worker process was running when it died (rather than waiting
+        for it forever)."""
+        from multiprocessing.connection import wait
+
+        while True:
+            ready = set(wait([w.results for w in self.workers], timeout=POLL_S))
+            for index, worker in enumerate(self.workers):
+                if worker.results not in ready:
+                    continue
+                try:
+                    kind, payload = pickle.loads(worker.results.recv_bytes())
+                except (EOFError, OSError):
+                    raise self._died(worker) from None
+                except Exception as exc:  # noqa: BLE001 - what the worker sent cannot be read here
+                    raise WorkerError(f"eval worker {worker.process.name} sent what cannot be read: "
+                                      f"{type(exc).__name__}: {exc}") from None
+                if kind == "started":
+                    worker.started[payload] = time.monotonic()
+                    continue
+                if kind == "error":
+                    raise payload
+                if payload.record is not None:
+                    key = record_key(payload.record)
+                    worker.in_flight.pop(key, None)
+                    worker.started.pop(key, None)
+                return index, payload
+            for index, worker in enumerate(self.workers):
+                if not ready and not worker.process.is_alive() and not worker.results.poll():
+                    raise self._died(worker)
+                self._check_limit(index)
+
+    def _check_limit(self, index: int) -> None:
+        """Kill and replace worker ``index`` if an episode of it ran past the hard limit."""
+        worker = self.workers[index]
+        if self.limit is None:
+            return
+        now = time.monotonic()
+        if not any(now - started > self.limit and not worker.in_flight[key].expired
+                   for key, started in worker.started.items()):
+            return
+        # the episodes past their own limit end with the worker; the others it held run again
+        expired = [key for key, started in worker.started.items() if now - started > self.spec.episode_timeout]
+        others = len(worker.in_flight) - len(expired)
+        logger.warning("episode(s) %s ran past the hard time limit (%g s): killing eval worker %s (pid %d) and "
+                       "replacing it%s", ", ".join(f"{k[0]} ({k[1]})" for k in expired), self.limit,
+                       worker.process.name, worker.process.pid,
+                       f"; {others} other episode(s) it held are run again" if others else "")
+        self._discard(worker)
+        self.workers[index] = self._start(index)
+        for key, item in worker.in_flight.items():
+            self.submit(index, dataclasses.replace(item, expired=True) if key in expired else item)
+
+    @staticmethod
+    def _discard(worker: _Process) -> None:
+        worker.process.kill()
+        worker.process.join()
+        worker.inbox.cancel_join_thread()  # nobody reads it any more: do not wait on it
+        worker.inbox.close()
+        worker.results.close()
+
+    @staticmethod
+    def _died(worker: _Process) -> WorkerError:
+        worker.process.join(POLL_S)
+        items = list(worker.in_flight.values())
+        running = f"episode {items[0].key[0]} ({items[0].key[1]})" if items else "no episode"
+        if len(items) > 1:
+            running += f" (and {len(items) - 1} more queued or running)"
+        return WorkerError(f"eval worker {worker.process.name} (pid {worker.process.pid}) died "
+                           f"({describe_exit(worker.process.exitcode)}) while running {running}; "
+                           "finished episodes are kept, re-run the command to resume")
+
+    def stop(self) -> None:
+        """Ask the worker processes to finish (closing their envs), then kill those still
+        running after :data:`STOP_TIMEOUT_S`."""
+        for worker in self.workers:
+            worker.inbox.put(None)
+            worker.inbox.cancel_join_thread()  # a dead worker leaves its inbox unread: do not wait on it
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        for worker in self.workers:
+            worker.process.join(max(0.0, deadline - time.monotonic()))
+        for worker in self.workers:
+            if worker.process.is_alive():
+                logger.warning("eval worker process %s did not stop; killing it", worker.process.name)
+            self._discard(worker)
+
+
+def run_local_pool(spec: RunSpec, items: Sequence[WorkItem], on_result: OnResult, workers: int) -> None:
+    """Run items on a :class:`ProcessPool` of ``workers`` processes.
 
     Raises:
         VLNVerseError: a worker's error (e.g. :class:`~vlnverse.errors.SceneError`), or a
             :class:`~vlnverse.errors.WorkerError` naming the episode a dead worker ran.
     """
-    from vlnverse.sim.gl.context import start_method
-
-    context = multiprocessing.get_context(start_method())
-    parent = os.getpid() if context.get_start_method() == "fork" else None  # None: the forkserver
-    results = context.Queue()
-    inboxes = [context.Queue() for _ in range(workers)]
-    processes: list[Any] = []
-    in_flight: list[dict[tuple[str, str], WorkItem]] = [{} for _ in range(workers)]
-
-    def submit(worker: int, item: WorkItem) -> None:
-        in_flight[worker][item.key] = item
-        inboxes[worker].put(item)
-
-    def receive() -> tuple[int, WorkResult]:
-        worker, result = receive_result(results, processes, in_flight)
-        if result.record is not None:
-            in_flight[worker].pop(record_key(result.record), None)
-        return worker, result
-
+    pool = ProcessPool(spec, workers)
     try:
-        for worker_id, inbox in enumerate(inboxes):
-            process = context.Process(target=run_process_worker, name=f"vlnverse-eval-{worker_id}",
-                                      args=(worker_id, spec, inbox, results, parent))
-            process.start()
-            processes.append(process)
-        dispatch(items, workers, submit, receive, on_result, concurrency=spec.concurrency)
+        dispatch(items, workers, pool.submit, pool.receive, on_result, concurrency=spec.concurrency)
     finally:
-        stop_processes(processes, inboxes)
-
-
-def receive_result(results: Any, processes: Sequence[Any],
-                   in_flight: Sequence[Mapping[tuple[str, str], WorkItem]]) -> tuple[int, WorkResult]:
-    """The next ``(worker id, result)`` of the local pool; raises a worker's error, or a
-    :class:`WorkerError` naming the episode a worker process was running when it died
-    (rather than waiting for it forever)."""
-    while True:
-        try:
-            worker_id, payload = results.get(timeout=POLL_S)
-        except queue.Empty:
-            dead = next((i for i, p in enumerate(processes) if not p.is_alive()), None)
-            if dead is None:
-                continue
-            try:  # what it sent last (its error) may have arrived meanwhile
-                worker_id, payload = results.get(timeout=POLL_S)
-            except queue.Empty:
-                raise _died(processes[dead], list(in_flight[dead].values())) from None
-        if isinstance(payload, Exception):
-            raise payload
-        return worker_id, payload
-
-
-def _died(process: Any, items: Sequence[WorkItem]) -> WorkerError:
-    running = f"episode {items[0].key[0]} ({items[0].key[1]})" if items else "no episode"
-    if len(items) > 1:
-        running += f" (and {len(items) - 1} more queued or running)"
-    return WorkerError(f"eval worker {process.name} (pid {process.pid}) died ({describe_exit(process.exitcode)}) "
-                       f"while running {running}; finished episodes are kept, re-run the command to resume")
-
-
-def stop_processes(processes: Sequence[Any], inboxes: Sequence[Any]) -> None:
-    """Ask the worker processes to finish (closing their envs), then terminate those still
-    running after :data:`STOP_TIMEOUT_S`."""
-    for inbox in inboxes:
-        inbox.put(None)
-        inbox.cancel_join_thread()  # a dead worker leaves its inbox unread: do not wait on it
-    deadline = time.monotonic() + STOP_TIMEOUT_S
-    for process in processes:
-        process.join(max(0.0, deadline - time.monotonic()))
-    for process in processes:
-        if process.is_alive():
-            logger.warning("eval worker process %s did not stop; terminating it", process.name)
-            process.terminate()
-            process.join()
+        pool.stop()
 
 
 def run_ray(spec: RunSpec, items: Sequence[WorkItem], on_result: OnResult, workers: int,
             address: str | None = None, init_kwargs: dict[str, Any] | None = None) -> None:
     """Run items on ``workers`` Ray actors (one agent and env cache each), fed by :func:`dispatch`.
 
+    With an episode time limit each actor holds only the items it runs, and one still
+    running :func:`~vlnverse.eval.worker.hard_limit` seconds after it was sent has its actor
+    killed and replaced (as in :class:`ProcessPool`).
+
     Args:
         address: Ray cluster address (``"auto"``, ``"ray://host:10001"``); ``None`` starts
             a local Ray instance. An already initialised Ray session is used as it is.
         init_kwargs: More ``ray.init`` arguments (e.g. ``runtime_env``).
     """
+    limit = hard_limit(spec.episode_timeout)
     with ray_session(workers, address, init_kwargs) as ray:
         actor_class = ray.remote(num_cpus=1, max_concurrency=spec.concurrency)(EvalWorker)
-        actors = [actor_class.remote(spec) for _ in range(workers)]
-        pending: dict[Any, int] = {}
+
+        def start() -> Any:
+            actor = actor_class.remote(spec)
+            ray.get(actor.pid.remote())  # built: the time limits count from here
+            return actor
+
+        actors = [start() for _ in range(workers)]
+        pending: dict[Any, tuple[int, WorkItem, float]] = {}
 
         def submit(worker: int, item: WorkItem) -> None:
-            pending[actors[worker].run.remote(item)] = worker
+            pending[actors[worker].run.remote(item)] = (worker, item, time.monotonic())
 
         def receive() -> tuple[int, WorkResult]:
-            done, _ = ray.wait(list(pending), num_returns=1)
-            return pending.pop(done[0]), ray.get(done[0])
+            while True:
+                done, _ = ray.wait(list(pending), num_returns=1, timeout=None if limit is None else POLL_S)
+                if done:
+                    return pending.pop(done[0])[0], ray.get(done[0])
+                now = time.monotonic()
+                for worker in sorted({w for w, item, sent in pending.values() if now - sent > limit and not item.expired}):
+                    held = {ref: (item, now - sent > spec.episode_timeout)
+                            for ref, (w, item, sent) in pending.items() if w == worker}
+                    logger.warning("an episode ran past the hard time limit (%g s): replacing Ray actor %d",
+                                   limit, worker)
+                    ray.kill(actors[worker])
+                    actors[worker] = start()
+                    for ref, (item, late) in held.items():
+                        del pending[ref]
+                        submit(worker, dataclasses.replace(item, expired=True) if late else item)
 
-        dispatch(items, workers, submit, receive, on_result, concurrency=spec.concurrency)
+        dispatch(items, workers, submit, receive, on_result, concurrency=spec.concurrency, queued=limit is None)
         ray.get([actor.close.remote() for actor in actors])
         for actor in actors:
             ray.kill(actor)
@@ -265,7 +364,27 @@ def run_items(spec: RunSpec, items: Sequence[WorkItem], on_result: OnResult, *, 
     check_executor(executor, workers)
     if executor == "ray":
         run_ray(spec, items, on_result, workers, ray_address)
-    elif workers == 1 or len(items) <= 1:
+    elif (workers == 1 or len(items) <= 1) and not _needs_process(spec):
         run_serial(spec, items, on_result)
     else:
         run_local_pool(spec, items, on_result, min(workers, len(items)))
+
+
+def _needs_process(spec: RunSpec) -> bool:
+    """Whether one worker runs in a process of its own: with an episode time limit, so that
+    an episode that does not stop can be killed; unless its agent object cannot be sent to
+    one (a process not forked needs it pickled), which then runs here under the limit of
+    :func:`~vlnverse.eval.runner.time_limit` alone."""
+    if spec.episode_timeout is None:
+        return False
+    from vlnverse.sim.gl.context import start_method
+
+    if start_method() == "fork":
+        return True
+    try:
+        pickle.dumps(spec)
+    except Exception as exc:  # noqa: BLE001 - any pickling failure
+        logger.warning("the agent cannot be sent to a worker process (%s: %s); it runs in this process, where an "
+                       "episode blocked in native code cannot be stopped", type(exc).__name__, exc)
+        return False
+    return True

@@ -42,7 +42,7 @@ from vlnverse.eval.html_index import write_index
 from vlnverse.eval.metrics import MetricsConfig
 from vlnverse.eval.registry import agent_factory, takes_llm
 from vlnverse.eval.report import summarize, summary_markdown
-from vlnverse.eval.store import ResultStore, json_safe, record_key
+from vlnverse.eval.store import ResultStore, error_record, json_safe, record_key
 from vlnverse.eval.verify import input_checksums
 from vlnverse.eval.viewer import VIEWER_DIR, write_episode_pages
 from vlnverse.eval.worker import RunSpec, WorkItem, WorkResult, build_agent
@@ -485,7 +485,11 @@ def _run(config: EvalConfig, spec: RunSpec, items: list[WorkItem], privileged: l
                 stopped.append(result.stopped)
                 logger.warning("stopping: %s", result.stopped)
             return
-        if store.append(result.record):
+        try:
+            appended = store.append(result.record)
+        except (TypeError, ValueError, RecursionError) as exc:  # this episode's error, not the run's end
+            appended = store.append(error_record(result.record, f"{type(exc).__name__}: {str(exc)[:200]}"))
+        if appended:
             t = result.timing
             timings.append({"env": t.env, "agent": t.agent, "total": t.total, "harness": t.harness})
             if on_result:

@@ -50,6 +50,7 @@ from vlnverse.errors import InvalidActionError, LLMBudgetExceeded, MetricsError
 from vlnverse.eval.agent import Agent, Answer, Ask, EpisodeInfo, Inconclusive
 from vlnverse.eval.eqa import episode_outcome, outcome_metrics
 from vlnverse.eval.metrics import EpisodeRecord, MetricsConfig, compute_episode_metrics
+from vlnverse.eval.store import unstorable
 from vlnverse.tasks.registry import task_family
 
 logger = logging.getLogger(__name__)
@@ -171,6 +172,7 @@ def run_episode(
     usage: Any = None,
     timeout: float | None = None,
     on_observation: Callable[[int, Mapping[str, Any]], None] | None = None,
+    timed_out: bool = False,
 ) -> tuple[dict[str, Any], EpisodeTiming]:
     """Run ``agent`` through ``episode`` in ``env`` and return its record and timing.
 
@@ -191,6 +193,8 @@ def run_episode(
             past it the episode ends with ``fail_reason = "timeout"``.
         on_observation: Called with (step index, observation) before the agent acts on it
             (the episode viewer captures panoramas so); not timed.
+        timed_out: The episode already ran past its time limit in a worker process that
+            was killed for it: record it as timed out from its start, without the agent.
 
     Returns:
         ``(record, timing)``; the record is JSON-ready (see :mod:`vlnverse.eval.store`).
@@ -319,10 +323,14 @@ def run_episode(
                     fail("agent", exc)
 
     try:
+        if timed_out:
+            raise EpisodeTimeout
         with time_limit(timeout):
             play()
     except EpisodeTimeout:
-        error, error_source, fail_reason = f"the episode ran longer than {timeout:g} s", "timeout", "timeout"
+        error, error_source, fail_reason = f"the episode ran longer than {timeout or 0:g} s", "timeout", "timeout"
+        if timed_out:
+            error += " (it did not stop, so its worker process was killed)"
         logger.warning("episode %s (%s): %s", episode.episode_id, physics, error)
     # a step interrupted between the env's answer and its bookkeeping is dropped whole
     steps = min(len(actions), len(collisions), len(poses) - 1, len(leg_distances) - 1)
@@ -331,10 +339,13 @@ def run_episode(
 
     trace = None
     try:
-        trace = agent.trace()
+        trace = None if timed_out else agent.trace()
     except Exception as exc:  # noqa: BLE001 - a broken trace loses the trace only
         logger.warning("episode %s: agent trace failed: %s", episode.episode_id, exc)
     trace = dict(trace) if isinstance(trace, Mapping) else None
+    if trace is not None and (problem := unstorable(trace)) is not None:  # fails this episode, not the run
+        fail("trace", MetricsError(f"the agent trace cannot be stored: {problem}"))
+        trace = None
     refused = getattr(usage, "refused", None)
     if refused is not None and refused.scope == "run":
         raise refused  # the agent went on after the refusal, but the run stops here

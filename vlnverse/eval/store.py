@@ -14,6 +14,7 @@ import json
 import logging
 import math
 import os
+import pickle
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,26 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, Path):
         return str(value)
     raise TypeError(f"cannot store {type(value).__name__} in episodes.jsonl")
+
+
+def unstorable(value: Any) -> str | None:
+    """Why ``value`` cannot go into ``episodes.jsonl`` or travel from a worker process (a
+    type JSON lacks, nesting too deep to write or pickle), or None when it can."""
+    try:
+        json.dumps(json_safe(value), allow_nan=False)
+        pickle.dumps(value)
+    except (TypeError, ValueError, RecursionError, pickle.PicklingError, AttributeError) as exc:
+        return f"{type(exc).__name__}: {str(exc)[:200]}"
+    return None
+
+
+def error_record(record: Mapping[str, Any], problem: str) -> dict[str, Any]:
+    """``record`` as an episode error (``error_source = "store"``) without its agent trace and
+    LLM usage, for a record that cannot be stored or sent; ``problem`` says why."""
+    out = {k: v for k, v in record.items() if k not in ("agent_trace", "llm")}
+    out.update(agent_trace=None, fail_reason="error", error_source="store",
+               error=f"the episode's record cannot be stored: {problem}")
+    return out
 
 
 def dumps_record(record: Mapping[str, Any]) -> str:

@@ -16,6 +16,7 @@ building envs) takes one lock, so it stays on one core.
 from __future__ import annotations
 
 import logging
+import os
 import pickle
 import threading
 import traceback
@@ -29,12 +30,28 @@ from vlnverse.errors import ConfigError, LLMBudgetExceeded, VLNVerseError, Worke
 from vlnverse.eval.agent import Agent, as_agent
 from vlnverse.eval.metrics import MetricsConfig
 from vlnverse.eval.runner import EpisodeTiming, run_episode
+from vlnverse.eval.store import error_record
 from vlnverse.processes import exit_with_parent
 
 logger = logging.getLogger(__name__)
 
 ENV_CACHE_SIZE = 2
 """Idle envs a worker keeps per concurrent episode (items arrive grouped, so 2 covers a switch)."""
+HARD_LIMIT_GRACE_S = (2.0, 60.0)
+"""Bounds of the time an episode gets past its limit (a quarter of the limit) to end by
+itself, for its env reset, scoring and plot, before its worker process is killed."""
+
+
+def hard_limit(timeout: float | None) -> float | None:
+    """Seconds after its start at which an episode that has not ended is stopped by killing
+    its worker process (None: no limit): ``timeout`` plus a grace of a quarter of it,
+    within :data:`HARD_LIMIT_GRACE_S`. Before that, the episode's own thread is
+    interrupted at ``timeout`` (:func:`vlnverse.eval.runner.time_limit`), which stops
+    agents looping in Python but not one blocked in native code."""
+    if timeout is None:
+        return None
+    low, high = HARD_LIMIT_GRACE_S
+    return timeout + min(high, max(low, timeout / 4))
 
 
 @dataclass(frozen=True)
@@ -95,6 +112,8 @@ class WorkItem:
         scene_file: Absolute path of the episode's USD scene.
         reference_image: Absolute path of the visual-reference image, if any.
         plot: Draw this episode's trajectory picture.
+        expired: The item already ran past its hard time limit in a worker process that
+            was killed for it; it is recorded as timed out without running the agent.
     """
 
     episode: Mapping[str, Any]
@@ -102,6 +121,7 @@ class WorkItem:
     scene_file: str
     reference_image: str | None = None
     plot: bool = False
+    expired: bool = False
 
     @property
     def key(self) -> tuple[str, str]:
@@ -272,9 +292,10 @@ class EvalWorker:
         with self.env_lock:
             self._close_idle()
 
-    def run(self, item: WorkItem) -> WorkResult:
+    def run(self, item: WorkItem, on_start: Any = None) -> WorkResult:
         """Evaluate one item (agent failures are recorded in the result, not raised);
-        safe to call from up to ``spec.concurrency`` threads at once."""
+        safe to call from up to ``spec.concurrency`` threads at once. ``on_start()`` is
+        called once its env is ready, as its episode starts."""
         from vlnverse.tasks.episode import Episode
 
         episode = Episode.from_dict(item.episode)
@@ -283,12 +304,14 @@ class EvalWorker:
         try:
             env = self._take_env(item)
             self._scene_map(item, env)
+            if on_start is not None:
+                on_start()
             try:
                 record, timing = run_episode(
                     env, slot.agent, episode, physics=item.physics, seed=self.spec.seed,
                     metrics=self.spec.metrics, reference_image=item.reference_image,
                     env_lock=self.env_lock, usage=slot.meter, timeout=self.spec.episode_timeout,
-                    on_observation=self._frames(item, env),
+                    on_observation=self._frames(item, env), timed_out=item.expired,
                 )
             except LLMBudgetExceeded as exc:
                 logger.info("episode %s (%s) left for later: %s", episode.episode_id, item.physics, exc)
@@ -361,6 +384,10 @@ class EvalWorker:
             return None
         return f"{Path(self.spec.plots_dir).name}/{name}"
 
+    def pid(self) -> int:
+        """The worker's process id (a Ray actor answers once it is built)."""
+        return os.getpid()
+
     def close(self) -> None:
         """Close the envs, the agents and the model client."""
         while self._idle_envs:
@@ -405,10 +432,13 @@ def _take(source: Any, n: int) -> list[Any]:
 
 
 def run_process_worker(worker_id: int, spec: RunSpec, inbox: Any, results: Any, parent_pid: int | None) -> None:
-    """Process main of the local pool: run the items from ``inbox`` until ``None``, putting
-    ``(worker_id, result)`` on ``results``. An error (the worker or an env cannot be built)
-    is put there instead, to be raised in the parent, and ends the process. The process
-    ends with its parent (``parent_pid``, or None: the process that forked it), however the parent dies."""
+    """Process main of the local pool: run the items from ``inbox`` until ``None``, sending
+    ``("started", key)`` as each episode starts and ``("result", result)`` as it ends on the
+    connection ``results`` (its own, so a killed worker leaves no shared lock held). An
+    error (the worker or an env cannot be built) is sent as ``("error", exc)``, to be raised
+    in the parent, and ends the process; so does a message that cannot be sent. The process
+    ends with its parent (``parent_pid``, or None: the process that forked it), however the
+    parent dies."""
     import concurrent.futures as cf
 
     from vlnverse.sim.gl.context import worker_setup
@@ -416,14 +446,31 @@ def run_process_worker(worker_id: int, spec: RunSpec, inbox: Any, results: Any, 
     exit_with_parent(parent_pid)
     worker_setup()
     worker = None
+    sending = threading.Lock()
+
+    def send(kind: str, payload: Any) -> None:
+        try:
+            data = pickle.dumps((kind, payload))
+        except Exception as exc:  # noqa: BLE001 - a result that cannot travel is this episode's error
+            if kind != "result" or payload.record is None:
+                raise
+            data = pickle.dumps((kind, WorkResult(error_record(payload.record, f"{type(exc).__name__}: {exc}"),
+                                                  payload.timing)))
+        with sending:
+            results.send_bytes(data)
+
     try:
         worker = EvalWorker(spec)
 
         def run_one(item: WorkItem) -> None:
             try:
-                results.put((worker_id, worker.run(item)))
-            except Exception as exc:  # noqa: BLE001 - raised again in the parent
-                results.put((worker_id, picklable_error(exc, item)))
+                try:
+                    send("result", worker.run(item, on_start=lambda: send("started", item.key)))
+                except Exception as exc:  # noqa: BLE001 - raised again in the parent
+                    send("error", picklable_error(exc, item))
+            except BaseException:  # noqa: BLE001 - the parent must not wait for a message that never comes
+                logger.exception("eval worker %d cannot send its result; exiting", worker_id)
+                os._exit(3)
 
         with cf.ThreadPoolExecutor(spec.concurrency, thread_name_prefix="vlnverse-episode") as pool:
             for item in iter(inbox.get, None):
@@ -431,7 +478,7 @@ def run_process_worker(worker_id: int, spec: RunSpec, inbox: Any, results: Any, 
     except KeyboardInterrupt:
         pass  # Ctrl-C reached the parent too, which stops the run
     except Exception as exc:  # noqa: BLE001 - raised again in the parent
-        results.put((worker_id, picklable_error(exc)))
+        send("error", picklable_error(exc))
     finally:
         if worker is not None:
             worker.close()
