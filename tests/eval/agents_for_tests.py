@@ -86,7 +86,7 @@ class SleepingAgent(Agent):
 
 class DeepTraceAgent(Agent):
     """Stops at once, with a trace nested 3,000 levels deep (as a model's plan parsed
-    blindly would be): it can be neither written as JSON nor pickled."""
+    blindly would be: neither JSON nor pickle can write it) and a 100 kB reply."""
 
     sensors = ()
 
@@ -100,7 +100,16 @@ class DeepTraceAgent(Agent):
         plan: list = []
         for _ in range(3000):
             plan = [plan]
-        return {"plan": plan}
+        return {"plan": plan, "reply": "x" * 100_000}
+
+
+class LockedTraceAgent(DeepTraceAgent):
+    """Stops at once, with a lock in its trace: a record that cannot be stored."""
+
+    def trace(self):
+        import threading
+
+        return {"lock": threading.Lock()}
 
 
 def turn_left(observation):

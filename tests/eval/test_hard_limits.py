@@ -49,12 +49,21 @@ def test_a_ray_actor_asleep_in_native_code_is_replaced(bundled_dataset, tmp_path
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("workers", ["1", "2"])
-def test_a_trace_that_cannot_be_stored_is_that_episodes_error(bundled_dataset, tmp_path, capsys, workers):
-    code = main(["eval", "--dataset", str(bundled_dataset), "--agent", "tests.eval.agents_for_tests:DeepTraceAgent",
-                 *ONE_SCENE, "--workers", workers, "--out", str(tmp_path)])
-    assert code == 0, capsys.readouterr().err
-    found = records(tmp_path)
-    assert len(found) == 2
-    for record in found:
-        assert record["fail_reason"] == "error" and record["error_source"] == "trace"
-        assert "cannot be stored: RecursionError" in record["error"] and record["agent_trace"] is None
+def test_a_trace_too_deep_or_long_is_cut_and_one_that_cannot_be_stored_is_that_episodes_error(
+        bundled_dataset, tmp_path, capsys, workers):
+    for agent in ("DeepTraceAgent", "LockedTraceAgent"):
+        out = tmp_path / agent
+        code = main(["eval", "--dataset", str(bundled_dataset), "--agent", f"tests.eval.agents_for_tests:{agent}",
+                     *ONE_SCENE, "--workers", workers, "--out", str(out)])
+        assert code == 0, capsys.readouterr().err
+        found = records(out)
+        assert len(found) == 2
+        for record in found:
+            if agent == "DeepTraceAgent":
+                trace = record["agent_trace"]
+                assert record["fail_reason"] == "stop" and trace["truncated"] == 2
+                assert len(trace["reply"]) < 17_000 and "100000 characters in all, sha256 " in trace["reply"]
+                assert json.dumps(trace).count("[") < 60
+            else:
+                assert record["fail_reason"] == "error" and record["error_source"] == "trace"
+                assert "cannot be stored: TypeError" in record["error"] and record["agent_trace"] is None

@@ -34,7 +34,6 @@ import logging
 import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -64,6 +63,7 @@ from vlnverse.agents.waypoints import (
     predictor_named,
 )
 from vlnverse.config import config_from_mapping
+from vlnverse.deadline import run_all
 from vlnverse.errors import ConfigError, LLMBudgetExceeded, LLMUnsupportedFeature
 from vlnverse.eval.agent import Agent, Ask, EpisodeInfo
 from vlnverse.llm.sampling import merge_responses, sample_n
@@ -321,12 +321,12 @@ class LLMWaypointAgent(Agent, abc.ABC):
     def consult_many(self, calls: Sequence[tuple[Sequence[ChatMessage], str]], *, workers: int = 4,
                      **params: Any) -> list[Any]:
         """:meth:`consult` for several independent calls, made concurrently (at most
-        ``workers`` at a time, one sample each unless ``n`` says otherwise); counted and
-        traced in the order given."""
+        ``workers`` at a time, one sample each unless ``n`` says otherwise, within the
+        episode's deadline: :func:`vlnverse.deadline.run_all`); counted and traced in the
+        order given."""
         params.setdefault("n", 1)
         self._check_cap()
-        with ThreadPoolExecutor(max_workers=max(1, min(workers, len(calls)))) as pool:
-            answered = list(pool.map(lambda call: self._request(call[0], **params), calls))
+        answered = run_all(lambda call: self._request(call[0], **params), calls, workers)
         responses = []
         for (messages, purpose), parts in zip(calls, answered, strict=True):
             response = self._count(parts, purpose)

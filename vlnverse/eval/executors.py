@@ -285,6 +285,9 @@ class ProcessPool:
         for worker in self.workers:
             if worker.process.is_alive():
                 logger.warning("eval worker process %s did not stop; killing it", worker.process.name)
+            elif worker.process.exitcode:
+                logger.warning("eval worker process %s ended badly (%s) after its work",
+                               worker.process.name, describe_exit(worker.process.exitcode))
             self._discard(worker)
 
 

@@ -42,7 +42,7 @@ from vlnverse.eval.html_index import write_index
 from vlnverse.eval.metrics import MetricsConfig
 from vlnverse.eval.registry import agent_factory, takes_llm
 from vlnverse.eval.report import summarize, summary_markdown
-from vlnverse.eval.store import ResultStore, error_record, json_safe, record_key
+from vlnverse.eval.store import TRACE_TEXT_CHARS, ResultStore, error_record, json_safe, record_key
 from vlnverse.eval.verify import input_checksums
 from vlnverse.eval.viewer import VIEWER_DIR, write_episode_pages
 from vlnverse.eval.worker import RunSpec, WorkItem, WorkResult, build_agent
@@ -107,7 +107,11 @@ class EvalConfig:
         metrics: Scoring settings other than ``success_distance`` (trace-metric
             parameters: AORI, the debate's ``R_max``).
         episode_timeout: Wall-clock limit of one episode in seconds (``None``: none); an
-            episode past it ends with ``fail_reason = "timeout"`` and the run goes on.
+            episode past it ends with ``fail_reason = "timeout"`` and the run goes on. One
+            that does not stop (blocked in native code) is stopped by killing its worker
+            process (:func:`vlnverse.eval.worker.hard_limit`).
+        trace_text_chars: The most characters of one text of an agent trace kept in the
+            record (a model's reply; longer ones are cut, with their length and hash).
         fallback_warning: Share of the agent's steps decided by its fallback move above
             which the run is flagged (:mod:`vlnverse.eval.health`).
         retry_errors: Run again the selection's episodes whose record ended in ``error``
@@ -145,6 +149,7 @@ class EvalConfig:
     episode_timeout: float | None = DEFAULT_EPISODE_TIMEOUT_S
     fallback_warning: float = DEFAULT_FALLBACK_WARNING
     retry_errors: bool = False
+    trace_text_chars: int = TRACE_TEXT_CHARS
 
     def __post_init__(self) -> None:
         physics = tuple(physics_mode(p) for p in self.physics)
@@ -179,6 +184,9 @@ class EvalConfig:
         if isinstance(self.fallback_warning, bool) or not isinstance(self.fallback_warning, (int, float)) \
                 or not 0 <= self.fallback_warning <= 1:
             raise ConfigError(f"fallback_warning must be a share in [0, 1], got {self.fallback_warning!r}")
+        if not isinstance(self.trace_text_chars, int) or isinstance(self.trace_text_chars, bool) \
+                or self.trace_text_chars < 256:
+            raise ConfigError(f"trace_text_chars must be an integer >= 256, got {self.trace_text_chars!r}")
         if self.budget_tokens is not None and (not isinstance(self.budget_tokens, int) or self.budget_tokens < 1):
             raise ConfigError(f"budget_tokens must be a positive integer, got {self.budget_tokens!r}")
         if self.budget_usd is not None and not (isinstance(self.budget_usd, (int, float))
@@ -384,7 +392,8 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
                    llm=config.model_spec() if agent is None else config.llm, llm_cache=llm_cache,
                    llm_record=config.llm_record,
                    concurrency=config.concurrency, oracle_llm=config.oracle_llm,
-                   instruction_view=config.instruction_view, episode_timeout=config.episode_timeout)
+                   instruction_view=config.instruction_view, episode_timeout=config.episode_timeout,
+                   trace_text_chars=config.trace_text_chars)
     if isinstance(spec.agent, str) and spec.llm is not None and not takes_llm(agent_factory(spec.agent)):
         raise ConfigError(f"agent {spec.agent} does not take a model; drop --llm")
     # The model client is built in the workers only, so the agent is checked without one.

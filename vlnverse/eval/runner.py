@@ -46,11 +46,12 @@ from typing import Any
 
 import numpy as np
 
+from vlnverse.deadline import EpisodeTimeout, within
 from vlnverse.errors import InvalidActionError, LLMBudgetExceeded, MetricsError
 from vlnverse.eval.agent import Agent, Answer, Ask, EpisodeInfo, Inconclusive
 from vlnverse.eval.eqa import episode_outcome, outcome_metrics
 from vlnverse.eval.metrics import EpisodeRecord, MetricsConfig, compute_episode_metrics
-from vlnverse.eval.store import unstorable
+from vlnverse.eval.store import TRACE_TEXT_CHARS, bounded, unstorable
 from vlnverse.tasks.registry import task_family
 
 logger = logging.getLogger(__name__)
@@ -77,18 +78,16 @@ class EpisodeTiming:
         return max(0.0, self.total - self.env - self.agent)
 
 
-class EpisodeTimeout(BaseException):
-    """The episode's time limit passed (a BaseException, so an agent's ``except Exception``
-    does not swallow it)."""
-
-
 @contextlib.contextmanager
 def time_limit(seconds: float | None) -> Iterator[None]:
     """Raise :class:`EpisodeTimeout` in this thread once ``seconds`` have passed.
 
     A watchdog timer raises it asynchronously in the episode's thread, so an agent that
     loops or polls forever is stopped at its next Python instruction; a call blocked
-    inside C code (a socket read without a timeout) is stopped only when it returns.
+    inside C code (a socket read without a timeout) is stopped only when it returns. Model
+    calls see the limit as their deadline (:mod:`vlnverse.deadline`), so they return in
+    time; what else blocks is stopped by killing its worker process
+    (:func:`vlnverse.eval.worker.hard_limit`).
     """
     if not seconds:
         yield
@@ -106,7 +105,8 @@ def time_limit(seconds: float | None) -> Iterator[None]:
     timer.daemon = True
     timer.start()
     try:
-        yield
+        with within(seconds):
+            yield
     finally:
         timer.cancel()
         with guard:
@@ -173,6 +173,7 @@ def run_episode(
     timeout: float | None = None,
     on_observation: Callable[[int, Mapping[str, Any]], None] | None = None,
     timed_out: bool = False,
+    trace_text_chars: int = TRACE_TEXT_CHARS,
 ) -> tuple[dict[str, Any], EpisodeTiming]:
     """Run ``agent`` through ``episode`` in ``env`` and return its record and timing.
 
@@ -195,6 +196,9 @@ def run_episode(
             (the episode viewer captures panoramas so); not timed.
         timed_out: The episode already ran past its time limit in a worker process that
             was killed for it: record it as timed out from its start, without the agent.
+        trace_text_chars: The most characters kept of one text of the agent's trace (a
+            model's reply); longer ones are cut and counted (``truncated``), as are
+            structures nested too deeply (:func:`vlnverse.eval.store.bounded`).
 
     Returns:
         ``(record, timing)``; the record is JSON-ready (see :mod:`vlnverse.eval.store`).
@@ -343,6 +347,11 @@ def run_episode(
     except Exception as exc:  # noqa: BLE001 - a broken trace loses the trace only
         logger.warning("episode %s: agent trace failed: %s", episode.episode_id, exc)
     trace = dict(trace) if isinstance(trace, Mapping) else None
+    if trace is not None:
+        trace, cut = bounded(trace, trace_text_chars)
+        if cut:
+            trace["truncated"] = cut
+            logger.warning("episode %s: %d text(s) or structure(s) of the agent trace cut to fit", episode.episode_id, cut)
     if trace is not None and (problem := unstorable(trace)) is not None:  # fails this episode, not the run
         fail("trace", MetricsError(f"the agent trace cannot be stored: {problem}"))
         trace = None

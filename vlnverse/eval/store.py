@@ -10,6 +10,7 @@ their episodes run again (``--retry-errors``).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -47,6 +48,38 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, Path):
         return str(value)
     raise TypeError(f"cannot store {type(value).__name__} in episodes.jsonl")
+
+
+TRACE_TEXT_CHARS = 16 * 1024
+"""Default of the most characters kept of one text of an agent trace (a model's reply)."""
+TRACE_DEPTH = 48
+"""Nesting levels of an agent trace that are kept (a model's plan parsed as it came)."""
+
+
+def bounded(value: Any, max_chars: int = TRACE_TEXT_CHARS, max_depth: int = TRACE_DEPTH) -> tuple[Any, int]:
+    """``value`` (an agent trace) with every text longer than ``max_chars`` cut there (its
+    length and SHA-256 appended) and containers nested deeper than ``max_depth`` replaced
+    by a note; returns it and how many texts and containers were cut."""
+    cut = 0
+
+    def walk(item: Any, depth: int) -> Any:
+        nonlocal cut
+        if isinstance(item, str):
+            if len(item) <= max_chars:
+                return item
+            cut += 1
+            digest = hashlib.sha256(item.encode("utf-8", "replace")).hexdigest()
+            return f"{item[:max_chars]} [cut: {len(item)} characters in all, sha256 {digest}]"
+        if isinstance(item, (Mapping, list, tuple)):
+            if depth >= max_depth:
+                cut += 1
+                return f"[cut: nested deeper than {max_depth} levels]"
+            if isinstance(item, Mapping):
+                return {key: walk(v, depth + 1) for key, v in item.items()}
+            return [walk(v, depth + 1) for v in item]
+        return item
+
+    return walk(value, 0), cut
 
 
 def unstorable(value: Any) -> str | None:

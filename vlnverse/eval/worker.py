@@ -30,7 +30,7 @@ from vlnverse.errors import ConfigError, LLMBudgetExceeded, VLNVerseError, Worke
 from vlnverse.eval.agent import Agent, as_agent
 from vlnverse.eval.metrics import MetricsConfig
 from vlnverse.eval.runner import EpisodeTiming, run_episode
-from vlnverse.eval.store import error_record
+from vlnverse.eval.store import TRACE_TEXT_CHARS, error_record
 from vlnverse.processes import exit_with_parent
 
 logger = logging.getLogger(__name__)
@@ -80,6 +80,7 @@ class RunSpec:
         concurrency: Episodes a worker runs at once.
         oracle_llm: The dialogue oracle's model spec (None: the template oracle).
         episode_timeout: Wall-clock limit of one episode (s; ``None``: none).
+        trace_text_chars: The most characters of one text of an agent trace kept.
     """
 
     agent: Any
@@ -100,6 +101,7 @@ class RunSpec:
     concurrency: int = 1
     oracle_llm: str | None = None
     episode_timeout: float | None = None
+    trace_text_chars: int = TRACE_TEXT_CHARS
 
 
 @dataclass(frozen=True)
@@ -312,6 +314,7 @@ class EvalWorker:
                     metrics=self.spec.metrics, reference_image=item.reference_image,
                     env_lock=self.env_lock, usage=slot.meter, timeout=self.spec.episode_timeout,
                     on_observation=self._frames(item, env), timed_out=item.expired,
+                    trace_text_chars=self.spec.trace_text_chars,
                 )
             except LLMBudgetExceeded as exc:
                 logger.info("episode %s (%s) left for later: %s", episode.episode_id, item.physics, exc)

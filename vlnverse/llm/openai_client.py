@@ -27,6 +27,7 @@ from typing import Any
 
 import openai
 
+from vlnverse import deadline as episode
 from vlnverse.errors import (
     ConfigError,
     LLMRequestError,
@@ -52,6 +53,23 @@ stops calling the server for the rest of its life."""
 
 class BadReply(Exception):
     """A 200 reply whose body is not a chat completion (retried like a 5xx)."""
+
+
+class _Fields(dict):
+    """A JSON object of a reply whose fields read as attributes (None when absent), as
+    the SDK's objects do."""
+
+    def __getattr__(self, name: str) -> Any:
+        return self.get(name)
+
+
+def _content(value: Any) -> str:
+    """A message's text (None: empty); anything else is not a chat completion."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise TypeError(f"message content is a {type(value).__name__}")
+    return value
 
 
 def message_to_openai(message: ChatMessage) -> dict[str, Any]:
@@ -115,7 +133,7 @@ def _tool_calls(message: Any) -> tuple[ToolCall, ...]:
             continue
         try:
             arguments = json.loads(function.arguments or "{}")
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):
             arguments = None
         if not isinstance(arguments, dict):
             arguments = {"_raw": function.arguments}
@@ -199,7 +217,10 @@ class OpenAIClient(LLMClient):
         max_retries: retries after the first attempt for transient failures.
         backoff_base: first backoff delay in seconds (doubles each retry).
         backoff_max: cap on one delay, also on a server's ``Retry-After``.
-        deadline: seconds one call may take in all, attempts and backoff included.
+        deadline: seconds one call may take in all, attempts and backoff included (less
+            when the episode's deadline, :mod:`vlnverse.deadline`, comes first).
+        max_reply_bytes: the most of a reply body read; a longer one is a bad reply
+            (retried like a 5xx), so a huge reply costs neither memory nor time.
         http_client: an ``httpx.Client`` to use (tests pass one with a mock transport).
         structured_output: send JSON schemas as the API's structured output (set false
             for servers without it; a server that rejects one also turns it off).
@@ -222,6 +243,7 @@ class OpenAIClient(LLMClient):
         backoff_base: float = 1.0,
         backoff_max: float = 30.0,
         deadline: float = 300.0,
+        max_reply_bytes: int = 64 * 1024,
         http_client: Any = None,
         structured_output: bool = True,
         native_tools: bool = True,
@@ -236,6 +258,8 @@ class OpenAIClient(LLMClient):
             raise ConfigError(f"max_retries must be >= 0, got {max_retries}")
         if not deadline > 0:
             raise ConfigError(f"deadline must be > 0 seconds, got {deadline}")
+        if not isinstance(max_reply_bytes, int) or max_reply_bytes < 1024:
+            raise ConfigError(f"max_reply_bytes must be an integer >= 1024, got {max_reply_bytes!r}")
         if backoff_base < 0 or backoff_max < backoff_base:
             raise ConfigError(
                 f"need 0 <= backoff_base <= backoff_max, got {backoff_base}, {backoff_max}"
@@ -253,6 +277,7 @@ class OpenAIClient(LLMClient):
         self.backoff_max = backoff_max
         self.timeout = timeout
         self.deadline = deadline
+        self.max_reply_bytes = max_reply_bytes
         self.connection_failures = 0
         self._sleep = sleep
         self._client = openai.OpenAI(
@@ -279,17 +304,19 @@ class OpenAIClient(LLMClient):
         if self.connection_failures >= BREAKER_FAILURES:
             raise LLMServerUnreachable(f"{where} is not called any more: {self.connection_failures} "
                                   "consecutive connection failures")
-        ends = time.monotonic() + self.deadline
+        ends = time.monotonic() + episode.bound(self.deadline)
         attempt = 0
         while True:
             kwargs = request_to_openai(request, self.dropped, self.token_param)
             try:
-                completion = self._create(kwargs, max(0.001, min(self.timeout, ends - time.monotonic())))
+                timeout = episode.bound(max(0.001, min(self.timeout, ends - time.monotonic())))
+                completion = self._create(kwargs, timeout, ends)
                 response = self._to_response(request, completion)
                 self.connection_failures = 0
                 self._note_sent(request, kwargs)
                 return response
             except (openai.OpenAIError, BadReply) as exc:
+                episode.check()  # the episode's time is up: that ends the call, not this failure
                 if self._negotiate(exc, kwargs, where):
                     continue  # rewritten without the rejected feature: resent at once
                 self._count_connection_failure(exc, where)
@@ -311,12 +338,32 @@ class OpenAIClient(LLMClient):
                 self._sleep(delay)
                 attempt += 1
 
-    def _create(self, kwargs: dict[str, Any], timeout: float) -> Any:
-        """One HTTP attempt; a 200 whose body is not JSON raises :class:`BadReply`."""
+    def _create(self, kwargs: dict[str, Any], timeout: float, ends: float) -> Any:
+        """One HTTP attempt: its body, read up to :attr:`max_reply_bytes` by ``ends`` (a
+        server that drips bytes is cut off), as JSON objects with attribute access.
+
+        Raises:
+            BadReply: a 200 whose body is too large, late, broken off, or not JSON (invalid
+                UTF-8 is replaced, JSON nested too deeply is not JSON).
+        """
+        body = bytearray()
+        with self._client.chat.completions.with_streaming_response.create(**kwargs, timeout=timeout) as response:
+            try:
+                for chunk in response.iter_bytes():
+                    body += chunk
+                    if len(body) > self.max_reply_bytes:
+                        raise BadReply(f"the reply is larger than {self.max_reply_bytes} bytes")
+                    if time.monotonic() > ends:
+                        raise BadReply(f"the reply did not arrive within the {self.deadline:g} s deadline")
+            except BadReply:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the transport's errors (httpx or httpx2) mid-body
+                raise BadReply(f"the reply broke off: {type(exc).__name__}: {exc}") from exc
+        text = body.decode("utf-8", errors="replace")
         try:
-            return self._client.chat.completions.create(**kwargs, timeout=timeout)
-        except json.JSONDecodeError as exc:
-            raise BadReply(f"the reply is not JSON ({exc})") from exc
+            return json.loads(text, object_hook=_Fields)
+        except (ValueError, RecursionError) as exc:
+            raise BadReply(f"the reply is not JSON ({_describe_body(text)})") from exc
 
     def _count_connection_failure(self, exc: Exception, where: str) -> None:
         """Count consecutive connection failures; at :data:`BREAKER_FAILURES` say, once,
@@ -406,19 +453,19 @@ class OpenAIClient(LLMClient):
         """
         try:
             return self._parse_completion(request, completion)
-        except (AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:
+        except (AttributeError, TypeError, KeyError, IndexError, ValueError, OverflowError, RecursionError) as exc:
             raise BadReply(f"the reply is not a chat completion ({_describe_body(completion)})") from exc
 
     def _parse_completion(self, request: LLMRequest, completion: Any) -> LLMResponse:
         if not completion.choices:
             raise ValueError("no choices")
-        texts = tuple(choice.message.content or "" for choice in completion.choices)
+        texts = tuple(_content(choice.message.content) for choice in completion.choices)
         tool_calls = _tool_calls(completion.choices[0].message)
         try:
             usage = reply_usage(completion.usage, request, texts, tool_calls)  # checked, or estimated
         except ValueError as exc:  # BadReply is no ValueError: it passes _to_response as it is
             raise BadReply(f"the reply's token usage is unusable: {exc}") from exc
-        answered_by = completion.model or self.model
+        answered_by = str(completion.model or self.model)
         return LLMResponse(
             text=texts[0],
             model=answered_by,

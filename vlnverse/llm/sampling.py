@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
+from vlnverse.deadline import run_all
 from vlnverse.errors import ConfigError, LLMRequestError
 from vlnverse.llm.base import LLMClient, Messages
 from vlnverse.llm.types import LLMResponse, Usage
@@ -54,8 +54,7 @@ def sample_n(client: LLMClient, messages: Messages, n: int, *, max_workers: int 
         client.supports_n = False
     have = len(first[0].choices) if first else 0
     base_seed = int(params.pop("seed", None) or 0)
-    with ThreadPoolExecutor(max_workers=max(1, min(max_workers, n - have))) as pool:
-        rest = list(pool.map(lambda i: client.complete(messages, seed=base_seed + i, **params), range(have, n)))
+    rest = run_all(lambda i: client.complete(messages, seed=base_seed + i, **params), range(have, n), max_workers)
     client.note_feature("n", "single_seeded")
     return first + [_trim(r, 1) for r in rest]
 
