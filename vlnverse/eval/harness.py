@@ -494,15 +494,17 @@ def _run(config: EvalConfig, spec: RunSpec, items: list[WorkItem], privileged: l
                 stopped.append(result.stopped)
                 logger.warning("stopping: %s", result.stopped)
             return
+        record = result.record
         try:
-            appended = store.append(result.record)
+            appended = store.append(record)
         except (TypeError, ValueError, RecursionError) as exc:  # this episode's error, not the run's end
-            appended = store.append(error_record(result.record, f"{type(exc).__name__}: {str(exc)[:200]}"))
+            record = error_record(record, f"{type(exc).__name__}: {str(exc)[:200]}")
+            appended = store.append(record)
         if appended:
             t = result.timing
             timings.append({"env": t.env, "agent": t.agent, "total": t.total, "harness": t.harness})
             if on_result:
-                on_result(result.record)
+                on_result(record)
 
     if todo:
         logger.info("evaluating %d item(s) (%d already finished) with %s x%d", len(todo), len(finished),

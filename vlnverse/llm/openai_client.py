@@ -303,7 +303,7 @@ class OpenAIClient(LLMClient):
         self._refuse_known(request, where)
         if self.connection_failures >= BREAKER_FAILURES:
             raise LLMServerUnreachable(f"{where} is not called any more: {self.connection_failures} "
-                                  "consecutive connection failures")
+                                       "consecutive connection failures")
         ends = time.monotonic() + episode.bound(self.deadline)
         attempt = 0
         while True:
