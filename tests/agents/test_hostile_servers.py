@@ -41,13 +41,14 @@ def test_a_server_that_never_answers_ends_episodes_at_their_time_limit(dataset, 
 
 
 def _peak_rss_mb(command):
-    """Peak resident memory (MiB) of the largest process of ``command``'s tree."""
-    probe = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL,"
-             " stderr=subprocess.DEVNULL); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    """Exit status of ``command`` and the peak resident memory (MiB) of the largest process of its tree."""
+    probe = ("import resource, subprocess, sys; code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL,"
+             " stderr=subprocess.DEVNULL).returncode; print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
     done = subprocess.run([sys.executable, "-c", probe, *command], capture_output=True, text=True, cwd=REPO,
                           timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    return int(done.stdout) / 1024
+    code, peak = done.stdout.split()
+    return int(code), int(peak) / 1024
 
 
 @pytest.mark.timeout(600)
@@ -62,7 +63,7 @@ def test_a_5_MB_reply_costs_no_memory(dataset, tmp_path, monkeypatch):
     for kind, answer in (("small", lambda r: reply("STOP")), ("huge", lambda r: Reply(raw=huge))):
         with LoopbackServer(answer) as server:
             out = tmp_path / kind
-            peaks[kind] = _peak_rss_mb([
+            code, peaks[kind] = _peak_rss_mb([
                 sys.executable, "-m", "vlnverse", "eval", "--dataset", str(dataset), "--agent", "text_history",
                 "--agent-config", str(config), "--task", "coarse",
                 "--episodes", "1", "--physics", "tel_hop", "--max-steps", "6", "--plots", "0", "--no-progress",
@@ -70,7 +71,8 @@ def test_a_5_MB_reply_costs_no_memory(dataset, tmp_path, monkeypatch):
             calls = server.calls
         record = json.loads((out / "episodes.jsonl").read_text().splitlines()[0])
         if kind == "small":
-            assert record["fail_reason"] == "step_budget" and calls >= 6
-        else:  # a reply past the read cap is a failed call, as a server error is
-            assert record["fail_reason"] == "error" and "larger than 65536 bytes" in record["error"] and calls == 1
+            assert code == 0 and record["fail_reason"] == "step_budget" and calls >= 6
+        else:  # a reply past the read cap is a failed call, as a server error is (4: every episode errored)
+            assert code == 4 and record["fail_reason"] == "error" and "larger than 65536 bytes" in record["error"]
+            assert calls == 1
     assert peaks["huge"] < peaks["small"] + 60, peaks

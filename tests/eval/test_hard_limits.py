@@ -55,7 +55,7 @@ def test_a_trace_too_deep_or_long_is_cut_and_one_that_cannot_be_stored_is_that_e
         out = tmp_path / agent
         code = main(["eval", "--dataset", str(bundled_dataset), "--agent", f"tests.eval.agents_for_tests:{agent}",
                      *ONE_SCENE, "--workers", workers, "--out", str(out)])
-        assert code == 0, capsys.readouterr().err
+        assert code == (0 if agent == "DeepTraceAgent" else 4), capsys.readouterr().err  # 4: every episode errored
         found = records(out)
         assert len(found) == 2
         for record in found:

@@ -391,9 +391,11 @@ class EvalWorker:
         """The worker's process id (a Ray actor answers once it is built)."""
         return os.getpid()
 
-    def close(self) -> None:
-        """Close the envs, the agents and the model client."""
-        while self._idle_envs:
+    def close(self, envs: bool = True) -> None:
+        """Close the envs (unless ``envs`` is false: a worker process about to end leaves
+        them to the system, as releasing GL objects in a process forked after its parent
+        rendered crashes Mesa), the agents and the model client."""
+        while envs and self._idle_envs:
             _, (_, env) = self._idle_envs.popitem()
             env.close()
         for slot in self._all_slots:
@@ -484,7 +486,7 @@ def run_process_worker(worker_id: int, spec: RunSpec, inbox: Any, results: Any, 
         send("error", picklable_error(exc))
     finally:
         if worker is not None:
-            worker.close()
+            worker.close(envs=False)  # the process ends: its envs go with it (see EvalWorker.close)
 
 
 def picklable_error(error: Exception, item: WorkItem | None = None) -> Exception:
