@@ -69,7 +69,7 @@ def test_a_5_MB_reply_is_not_read_whole(client_for):
 
 @pytest.mark.parametrize("raw, problem", [
     (json.dumps(body(usage={"prompt_tokens": 1, "completion_tokens": 1})).replace('1}}', '1e999}}').encode(),
-     "not a chat completion"),
+     "token usage is unusable"),
     (b'{"choices": ' + b"[" * 30_000 + b"]" * 30_000 + b"}", "not JSON"),
     (b"\xff\xfe not json at all \xc3\x28", "not JSON"),
 ])
