@@ -48,7 +48,7 @@ def test_every_parser_reads_100_kB_of_hostile_text_fast(parser):
         except (ReplyError, LLMAnswerError):
             pass  # a bad reply, reported as one
         took = time.perf_counter() - started
-        assert took < 1.0, f"{parser} took {took:.1f} s on {kind}"
+        assert took < 5.0, f"{parser} took {took:.1f} s on {kind}"  # minutes when a regex backtracks
 
 
 def test_landmarks_text_form_still_reads_names_and_types():
