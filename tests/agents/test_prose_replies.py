@@ -57,11 +57,11 @@ class ProsePanel(Panel):
     """A panel whose decision tester answers in prose; the navigator's step-0 samples are prose too."""
 
     def answer(self, system, user, n, seed):
-        texts = super().answer(system, user, n, seed)
         role = ROLES.get(system.split(".")[0], "navigator")
-        if role == "decision_testing":
-            minority = re.findall(r"Prediction: (\w+)", user)[-1]
+        if role == "decision_testing":                 # its first answer and its repair
+            minority = (re.findall(r"Prediction: (\w+)", user) or ["STOP"])[-1]
             return [json.dumps({"thought": "t", "action": f"STOP is not appropriate, choose {minority}"})]
+        texts = super().answer(system, user, n, seed)
         if role == "navigator" and not re.search(r"^\[Step \d+\]", user, re.M):
             return [json.dumps({"thought": "t", "action": p}) for p in TABLE[:len(texts)]]
         return texts
@@ -74,6 +74,7 @@ def test_discussnav_navigator_and_decision_tester_count_prose(dataset):
     first, second = (s["discussion"] for s in trace["steps"])
     assert trace["steps"][0]["fallback"] and first["decision"] is None    # 5 prose samples, 5 prose repairs
     assert second["testing"]["error"] == "malformed"                      # the tester's prose is not STOP
-    assert second["decision"] == trace["steps"][1]["options"][0]          # the majority instead
-    assert trace["failures"] == {"malformed": 5 + 5 + 1}
+    assert second["decision"] == trace["steps"][1]["options"][0]          # the majority after one repair
+    assert trace["failures"] == {"malformed": 5 + 5 + 2} and trace["repairs"] == 2
+    assert trace["roles"]["decision_testing"]["calls"] == 2
     assert all(a[2] == 0.0 for a in record["actions"])

@@ -337,16 +337,27 @@ class DiscussNavAgent(LLMWaypointAgent):
                 + output_format(self.config.prompt_variant, fields, list(groups)))
         (verdict,) = self.ask([("decision_testing", test)], json=self.config.prompt_variant == "json")
         talk["fused"] = [{"prediction": a, "thought": fused[a]} for a in groups]
-        try:
-            chosen = parse_reply(verdict, list(groups))
+        messages = [ChatMessage.system(EXPERTS["decision_testing"]), ChatMessage.user(test)]
+        for attempt in range(2):
+            try:
+                chosen = parse_reply(verdict, list(groups))
+            except ReplyError as exc:  # counted like any unusable reply: one repair, then the majority decides
+                self.state.trace.failures[exc.kind] += 1
+                talk["testing"] = {"question": test.splitlines()[0], "answer": verdict, "error": exc.kind}
+                if attempt:
+                    return majority(decisions)
+                self.state.trace.repairs += 1
+                messages += [ChatMessage.assistant(verdict or "(empty reply)"), ChatMessage.user(
+                    f"Your reply could not be used ({exc}). " + output_format(self.config.prompt_variant, fields,
+                                                                                list(groups)))]
+                verdict = self.consult(messages, "decision_testing", temperature=self.config.expert_temperature,
+                                       response_format="json" if self.config.prompt_variant == "json" else "text").text
+                continue
             talk["testing"] = {"question": test.splitlines()[0], "answer": verdict, "prediction": chosen.action}
             first = next(d for d in decisions if d.action == chosen.action)
             thought = chosen.fields.get("thought") or fused[chosen.action]
             return Decision(first.action, first.question, {**first.fields, "thought": thought})
-        except ReplyError as exc:  # counted like any unusable reply; the majority decides instead
-            self.state.trace.failures[exc.kind] += 1
-            talk["testing"] = {"question": test.splitlines()[0], "answer": verdict, "error": exc.kind}
-            return majority(decisions)
+        return majority(decisions)  # not reached: the second attempt returns
 
     # -- the navigator's prompt and memory ----------------------------------------------
 
