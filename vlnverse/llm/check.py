@@ -121,7 +121,7 @@ def agent_plan(report: dict[str, dict[str, Any]]) -> dict[str, str]:
     samples = "n choices in one request" if _yes(report, "n") else "samples as seeded single requests"
     vlm = "vlm perception (images)" if _yes(report, "images") else "perception: gt only (vlm refused: no images)"
     structured = ("json_schema structured output" if _yes(report, "json_schema") else
-                  f"schema in the prompt with {json_mode}")
+                  "schema in the prompt" + (" with JSON mode" if _yes(report, "json_mode") else ""))
     tools = "native tool calls" if _yes(report, "tools") else "tool calls emulated by prompt"
     caption = "describer captions from images" if _yes(report, "images") else "no describer (the prior is verified alone)"
     return {
