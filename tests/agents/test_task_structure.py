@@ -53,31 +53,34 @@ def test_arna_reads_no_sub_goal_split_by_default(dataset):
 
 
 class Recorder(Agent):
-    """STOPs at once; keeps the sub-goals its EpisodeInfo held."""
+    """STOPs at once; its trace holds the sub-goals its EpisodeInfo held."""
 
     action_space = "waypoint"
     sensors = ()
-    seen: list = []
 
     def __init__(self, privileged=()):
         self.privileged = privileged
 
     def reset(self, episode):
-        self.seen.append(episode.subgoal_instructions)
+        self.seen = list(episode.subgoal_instructions)
 
     def act(self, observation):
         return np.array([0.0, 0.0, 1.0], dtype=np.float32)
 
+    def trace(self):
+        return {"subgoals_seen": self.seen}
+
 
 def test_the_harness_gives_the_split_only_to_an_agent_that_declares_it(dataset, tmp_path):
     def evaluated(agent, out):
-        Recorder.seen = []
-        evaluate(EvalConfig(dataset=str(dataset), out=str(tmp_path / out), agent=out, task="long_horizon",
-                            episodes=1, physics=("tel_hop",), max_steps=4, plots=0, bootstrap=10), agent=agent)
-        return Recorder.seen, json.loads((tmp_path / out / "run.json").read_text())["run"]
+        result = evaluate(EvalConfig(dataset=str(dataset), out=str(tmp_path / out), agent=out, task="long_horizon",
+                                     episodes=1, physics=("tel_hop",), max_steps=4, plots=0, bootstrap=10),
+                          agent=agent)
+        seen = [(r["agent_trace"] or {}).get("subgoals_seen") for r in result.records]
+        return seen, json.loads((tmp_path / out / "run.json").read_text())["run"]
 
     seen, run_file = evaluated(Recorder(), "fair")
-    assert seen == [()] and run_file["privileged"] == []
+    assert seen == [[]] and run_file["privileged"] == []
     seen, run_file = evaluated(Recorder(("subgoal_instructions",)), "told")
     assert len(seen[0]) > 1 and run_file["privileged"] == ["subgoal_instructions"]
 
