@@ -59,9 +59,11 @@ def test_any_agent_gets_frames_the_map_and_what_it_hit(bundled_dataset, tmp_path
     name = f"{record['episode_id']}__slide"
     folder = result.out / "viewer" / name
     page = (result.out / "viewer" / f"{name}.html").read_text()
-    assert json.loads((folder / "frames.json").read_text())["source"] == "render"
+    frames = json.loads((folder / "frames.json").read_text())
+    assert frames["source"] == "render" and frames["span_deg"] == 90.0  # a discrete agent: the view ahead
     assert len(list(folder.glob("step_*.jpg"))) == len(record["actions"]) == 30
-    assert page.count('<span class="act">FORWARD 0.25 m</span>') == 30 and "the agent itself has no" in page
+    assert page.count('<span class="act">FORWARD 0.25 m</span>') == 30
+    assert "the 90° ahead of the agent, rendered for this page from its pose: the agent itself has no" in page
     assert record["action_space"] == "discrete" and sum(record["collisions"]) > 0
     hit = next(k for k, c in enumerate(record["collisions"]) if c)
     assert record["hits"][str(hit)] and f"collision: hit {', '.join(record['hits'][str(hit)])}" in page
@@ -84,6 +86,18 @@ def test_frames_stop_at_their_budget_and_the_page_says_so(tmp_path):
               "goals": [], "metrics": {}}
     page = render_episode_page(record, {k: f"x/step_{k:03d}.jpg" for k in range(kept)}, frames)
     assert f"frames stopped at step {kept}" in page
+
+
+def test_rendered_frames_stop_at_their_count(tmp_path):
+    import numpy as np
+
+    from vlnverse.eval.viewer import FrameRecorder
+
+    recorder = FrameRecorder(tmp_path, render=lambda: (np.zeros((30, 40, 3), np.uint8), 90.0), max_rendered=3)
+    for step in range(6):
+        recorder(step, {"depth": np.zeros((4, 4, 1))})  # no RGB: rendered for people
+    frames = json.loads((tmp_path / "frames.json").read_text())
+    assert len(list(tmp_path.glob("step_*.jpg"))) == 3 and frames["stopped_at"] == 3 and frames["max_rendered"] == 3
 
 
 def test_actions_in_words():

@@ -34,10 +34,14 @@ VIEWER_DIR = "viewer"
 STRIP_HEIGHT = 160
 FRAME_BUDGET_BYTES = 8 * 2**20
 """Most bytes of JPEG frames one episode's page gets (about 200 panorama strips or 800 views)."""
+RENDERED_FRAMES = 60
+"""Most frames rendered for people per episode, for agents without an RGB camera: each costs a
+render the agent did not ask for (about 8 ms of CPU), so a 500-step wanderer stays cheap."""
 FRAMES_FILE = "frames.json"
-VIEW_CAMERA = {"width": 192, "height": 192, "hfov_deg": 90.0}
-"""The camera rendered for the page of an agent that has no RGB camera of its own: four
-views 90° apart make a 360° strip (:func:`rendered_strip`)."""
+VIEW_CAMERA = {"width": 160, "height": 120, "hfov_deg": 90.0}
+"""The camera rendered for the page of an agent that has no RGB camera of its own: the view
+ahead, or, for waypoint agents (which choose among candidates all around), four views 90°
+apart making a 360° strip (:func:`rendered_strip`)."""
 DISCRETE_WORDS = {0: "STOP", 1: "FORWARD 0.25 m", 2: "LEFT 15°", 3: "RIGHT 15°"}
 _STYLE = """
 body{font-family:system-ui,sans-serif;margin:1.2em;color:#222;max-width:80em}
@@ -137,37 +141,47 @@ class FrameRecorder:
     """Writes one episode's frames (``step_NNN.jpg``) and ``frames.json`` into ``folder``.
 
     Called with (step, observation) before the agent acts: the agent's own RGB views when it
-    has them, else ``render()`` (a 360° strip from its pose, for people). Frames stop once
-    the next one would pass ``budget`` bytes. ``frames.json`` says where the frames came from
-    and how wide they are (``span_deg``: 360 for a panorama, else the camera's field of view).
+    has them, else ``render()``, which returns a view rendered from the agent's pose for people
+    and its width in degrees. Frames stop once the next one would pass ``budget`` bytes or
+    ``max_rendered`` rendered frames. ``frames.json`` says where the frames came from, how wide
+    they are (``span_deg``: 360 for a panorama strip) and where they stopped.
     """
 
     def __init__(self, folder: Path, render: Any = None, budget: int = FRAME_BUDGET_BYTES,
-                 camera_hfov_deg: float = 90.0) -> None:
+                 camera_hfov_deg: float = 90.0, max_rendered: int = RENDERED_FRAMES) -> None:
         self.folder, self.render, self.budget, self.hfov = Path(folder), render, budget, camera_hfov_deg
-        self.used, self.source, self.stopped_at = 0, None, None
+        self.max_rendered, self.rendered = max_rendered, 0
+        self.used, self.source, self.span, self.stopped_at = 0, None, None, None
 
     def __call__(self, step: int, observation: Mapping[str, Any]) -> None:
         if self.stopped_at is not None:
             return
         strip, source = panorama_strip(observation), "agent"
+        span = 360.0 if any(k.startswith("rgb_pano_") for k in observation) else self.hfov
         if strip is None:
             if self.render is None:
                 return
-            strip, source = self.render(), "render"
+            if self.rendered >= self.max_rendered:
+                self._write_info(stopped_at=step)
+                return
+            (image, span), source = self.render(), "render"
+            strip = scale_to_strip(image)
+            self.rendered += 1
         data = jpeg(strip)
         if self.used + len(data) > self.budget:
-            self.stopped_at = step
-        else:
-            write_bytes_atomic(self.folder / f"step_{step:03d}.jpg", data)
-            self.used += len(data)
-            if source == self.source:
-                return
-            self.source = source
-        panoramic = self.source == "render" or any(k.startswith("rgb_pano_") for k in observation)
+            self._write_info(stopped_at=step)
+            return
+        write_bytes_atomic(self.folder / f"step_{step:03d}.jpg", data)
+        self.used += len(data)
+        if (source, span) != (self.source, self.span):
+            self.source, self.span = source, span
+            self._write_info()
+
+    def _write_info(self, stopped_at: int | None = None) -> None:
+        self.stopped_at = stopped_at
         write_text_atomic(self.folder / FRAMES_FILE, json.dumps(
-            {"source": self.source, "span_deg": 360.0 if panoramic else self.hfov, "budget_bytes": self.budget,
-             "stopped_at": self.stopped_at}))
+            {"source": self.source, "span_deg": self.span, "budget_bytes": self.budget,
+             "max_rendered": self.max_rendered, "stopped_at": stopped_at}))
 
 
 def _bev_svg(record: Mapping[str, Any], upto: int | None, scene_map: Mapping[str, Any] | None = None,
@@ -288,12 +302,14 @@ def _frame_html(strip: str | None, step: Mapping[str, Any], index: int, frames: 
         stopped = frames.get("stopped_at")
         if stopped is not None and index >= stopped:
             return (f'<p class="meta">(no frame: this episode\'s frames stopped at step {stopped}, where they reached '
-                    f"the frame budget of {frames.get('budget_bytes', 0) / 2**20:.0f} MB)</p>")
+                    f"the frame budget: {frames.get('budget_bytes', 0) / 2**20:.0f} MB, or "
+                    f"{frames.get('max_rendered')} frames rendered for people)</p>")
         return '<p class="meta">(no frame for this step)</p>'
     rendered = frames is not None and frames.get("source") == "render"
-    note = ('<p class="meta">360° around the agent (ahead in the middle), rendered for this page from its pose: '
-            "the agent itself has no RGB camera</p>") if rendered else ""
-    span = float((frames or {}).get("span_deg", 360.0))
+    span = float((frames or {}).get("span_deg") or 360.0)
+    what = "360° around the agent (ahead in the middle)" if span >= 360.0 else f"the {span:g}° ahead of the agent"
+    note = (f'<p class="meta">{what}, rendered for this page from its pose: the agent itself has no RGB '
+            "camera</p>") if rendered else ""
     chosen = _chosen_id(step)
     marks = []
     for cand in step.get("candidates") or []:

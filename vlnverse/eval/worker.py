@@ -345,12 +345,15 @@ class EvalWorker:
 
         folder = Path(self.spec.plots_dir).parent / VIEWER_DIR / page_name(
             {"episode_id": item.episode["episode_id"], "physics": item.physics})
-        cameras = [RGBSensor(**VIEW_CAMERA, yaw_deg=90.0 * i) for i in range(4)]
-        own = env.sim.rig["rgb"] if "rgb" in env.sim.rig else None
+        around = env.action_spec.name == "waypoint"  # candidates all around: a 360° strip
+        cameras = [RGBSensor(**VIEW_CAMERA, yaw_deg=90.0 * i) for i in range(4 if around else 1)]
+        rig = env.sim.rig if env.sim is not None else {}
+        own = rig["rgb"] if "rgb" in rig else None
 
-        def render() -> Any:
+        def render() -> tuple[Any, float]:
             with self.env_lock:
-                return rendered_strip([env.sim.view(camera) for camera in cameras])
+                views = [env.sim.view(camera) for camera in cameras]
+            return (rendered_strip(views), 360.0) if around else (views[0], VIEW_CAMERA["hfov_deg"])
 
         recorder = FrameRecorder(folder, render, camera_hfov_deg=getattr(own, "hfov_deg", 90.0))
 
