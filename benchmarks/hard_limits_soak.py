@@ -130,8 +130,9 @@ def main() -> None:
                        "--episode-timeout", str(args.episode_timeout), "--out", str(out),
                        "--llm", f"openai:gpt-4o?base_url={server.url}&api_key_env={KEY_ENV}&max_retries=1"]
             started = time.monotonic()
-            process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                       text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+            log = (folder / "eval.log").open("w")  # a file: a pipe nobody reads would block the run's logging
+            process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=log,
+                                       env={**os.environ, "PYTHONPATH": str(REPO)})
             peaks: dict[int, float] = {}
             while process.poll() is None:
                 for pid in tree(process.pid) - {process.pid}:
@@ -140,7 +141,8 @@ def main() -> None:
                         peaks[pid] = max(peaks.get(pid, 0.0), peak)
                 time.sleep(0.5)
             wall = time.monotonic() - started
-            err = process.stderr.read()
+            log.close()
+            err = (folder / "eval.log").read_text()
             calls = server.calls
         hung = [pid for pid in peaks if alive(pid)]
         lines = (out / "episodes.jsonl").read_bytes().splitlines() if (out / "episodes.jsonl").is_file() else []
