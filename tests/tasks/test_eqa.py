@@ -187,6 +187,15 @@ def test_inconclusive_reasons_and_a_bad_answer_index(dataset, tmp_path):
     assert "inconclusive (step_limit)" in (tmp_path / "f" / "index.html").read_text()   # the episode list says so
 
 
+@pytest.mark.timeout(120)
+def test_an_agent_that_never_returns_is_inconclusive_by_time_limit(dataset, tmp_path):
+    hung = _evaluate(dataset, tmp_path / "t", "tests.eval.agents_for_tests:SleepingAgent", episodes=1,
+                     episode_timeout=1)   # asleep in native code: its worker process is killed
+    record = hung.records[0]
+    assert (record["outcome"], record["outcome_reason"]) == ("inconclusive", "time_limit")
+    assert record["fail_reason"] == "timeout" and "worker process was killed" in record["error"]
+
+
 def cost_limit(observation):
     return Inconclusive("cost_limit")
 
