@@ -13,7 +13,11 @@ Figures (printed as ``BENCH <name> <value> <unit> target <op> <value>``):
   thread, so CPU time is wall time on an idle machine and stays meaningful on a busy,
   shared one); ``..._wall`` is the same ratio in wall-clock time.
 - ``sim.steps_per_s`` (renderer in use), ``sim.steps_per_s_tiny``: the envs' absolute rates;
-  ``sim.panorama_obs_per_s``: observations/s of the paper's 12-view RGB rig.
+  ``sim.panorama_obs_per_s``: observations/s of the paper's 12-view RGB-D rig drawn in one
+  pass (``panorama="one_pass"``), ``..._direct`` view by view.
+- ``sim.panorama_time_vs_single_view``: the time of one 12-view RGB-D observation over one
+  single-view RGB-D observation (224×224, same renderer and pose; median of interleaved
+  rounds), one pass; ``..._direct`` view by view.
 - ``sim.vector_scaling_2proc``: ``async_vector_env`` (gymnasium's ``AsyncVectorEnv``, workers
   set up for the renderer) throughput with 2 processes over 1: the
   median over ``--vector-rounds`` back-to-back pairs of runs (the VM's speed drifts).
@@ -39,6 +43,7 @@ import numpy as np
 from vlnverse.envs.nav_env import NavEnv
 from vlnverse.envs.vector import async_vector_env
 from vlnverse.sim import DepthSensor, RGBSensor, SensorRig, Simulator
+from vlnverse.sim.gl.panorama import PANORAMA_MODES
 from vlnverse.sim.types import CameraRequest, Pose
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,6 +121,42 @@ def timed(render, env: NavEnv, cameras: list[Camera]) -> tuple[float, float]:
     return (time.perf_counter() - wall) / len(cameras), (time.process_time() - cpu) / len(cameras)
 
 
+def observe_time(sim: Simulator, count: int) -> float:
+    """Seconds per fresh observation (every sensor rendered) at the simulator's pose."""
+    start = time.perf_counter()
+    for _ in range(count):
+        sim._cache.clear()
+        sim.observe()
+    return (time.perf_counter() - start) / count
+
+
+def panorama_figures(env: NavEnv, renderer: str, rounds: int) -> tuple[dict, dict]:
+    """Observations/s of the 12-view RGB-D panorama per panorama mode, and its time over one
+    single-view RGB-D observation (same renderer, same pose), median of interleaved rounds."""
+    pose = Pose(*env.sim.pose.as_array())
+    sims = {mode: Simulator(env.scene, sensors=SensorRig.panoramic(kinds=("rgb", "depth")), occupancy=env.occupancy,
+                            pose=pose, renderer=renderer, panorama=mode) for mode in PANORAMA_MODES}
+    single = Simulator(env.scene, sensors=CAMERA, occupancy=env.occupancy, pose=pose, renderer=renderer)
+    try:
+        times: dict[str, list[float]] = {mode: [] for mode in PANORAMA_MODES}
+        ratios: dict[str, list[float]] = {mode: [] for mode in PANORAMA_MODES}
+        for sim in (*sims.values(), single):
+            observe_time(sim, 1)
+        for _ in range(rounds):
+            one_view = observe_time(single, 10)
+            for mode, sim in sims.items():
+                seconds = observe_time(sim, 3)
+                times[mode].append(seconds)
+                ratios[mode].append(seconds / one_view)
+        print(f"panorama (12 RGB-D views) vs one RGB-D view, per round: "
+              f"{ {mode: np.round(r, 2).tolist() for mode, r in ratios.items()} }")
+        return ({mode: 1.0 / statistics.median(t) for mode, t in times.items()},
+                {mode: statistics.median(r) for mode, r in ratios.items()})
+    finally:
+        for sim in (*sims.values(), single):
+            sim.close()
+
+
 def vector_rate(scene: str, processes: int, steps: int, renderer: str) -> float:
     envs = async_vector_env([functools.partial(make_env, scene, renderer)] * processes)
     try:
@@ -169,15 +210,7 @@ def main() -> None:
               "the rest at the full physics rate")
         if speedups:
             print(f"gl over tiny, same views: CPU {np.round(speedups, 2).tolist()}, wall {np.round(wall_speedups, 2).tolist()}")
-        panorama = Simulator(env.scene, sensors=SensorRig.panoramic(), occupancy=env.occupancy,
-                             pose=Pose(*env.sim.pose.as_array()), renderer=args.renderer)
-        panorama.observe()
-        start = time.perf_counter()
-        for _ in range(3):
-            panorama.observe()
-            panorama._cache.clear()
-        panorama_rate = 3 / (time.perf_counter() - start)
-        panorama.close()
+        panorama_rates, panorama_ratios = panorama_figures(env, args.renderer, args.rounds)
         env.close()
         tiny_env.close()
         pairs = [(vector_rate(scene, 1, args.steps, args.renderer), vector_rate(scene, 2, args.steps, args.renderer))
@@ -192,7 +225,11 @@ def main() -> None:
             print(f"BENCH sim.render_gl_speedup_vs_tiny_wall {statistics.median(wall_speedups):.2f} x target >= 0")
         print(f"BENCH sim.steps_per_s {steps_per_s:.1f} steps/s target >= 0")
         print(f"BENCH sim.steps_per_s_tiny {statistics.median(tiny_rates):.1f} steps/s target >= 0")
-        print(f"BENCH sim.panorama_obs_per_s {panorama_rate:.2f} obs/s target >= 0")
+        for mode in PANORAMA_MODES:
+            suffix = "" if mode == "one_pass" else f"_{mode}"
+            print(f"BENCH sim.panorama_obs_per_s{suffix} {panorama_rates[mode]:.2f} obs/s target >= 0")
+            print(f"BENCH sim.panorama_time_vs_single_view{suffix} {panorama_ratios[mode]:.2f} x target <= "
+                  f"{4 if mode == 'one_pass' else 100}")
         print(f"BENCH sim.vector_scaling_2proc {scaling:.2f} x target >= 1.7")
         print(f"BENCH sim.rss_mb {memory:.0f} MB target <= 1024")
 

@@ -53,6 +53,7 @@ from vlnverse.sim.actions import make_action_space
 from vlnverse.sim.agent import AgentSpec
 from vlnverse.sim.backend import resolve_backend
 from vlnverse.sim.gl.context import RENDERERS
+from vlnverse.sim.gl.panorama import PANORAMA_MODES
 from vlnverse.sim.rig import SensorRig
 from vlnverse.sim.sensors import RGBSensor, SensorSpec, pose_space
 from vlnverse.sim.simulator import Simulator
@@ -96,6 +97,8 @@ class NavEnv(gym.Env):
         occupancy_resolution: Grid resolution of the navigation map (metres).
         renderer: Camera renderer of the embedded backend: ``auto``, ``gl`` or ``tiny`` (see
             :class:`vlnverse.sim.Simulator`).
+        panorama: How the GL renderer draws the 12-view panorama: ``direct`` (default) or
+            ``one_pass`` (see :class:`vlnverse.sim.Simulator`).
         render_mode: ``None`` or ``"rgb_array"``.
         instruction_view: Long-horizon: ``"full"`` (default, the paper's) observes the
             whole chained instruction, ``"leg"`` the active leg's sub-instruction.
@@ -109,6 +112,7 @@ class NavEnv(gym.Env):
         *,
         backend: str = "bullet",
         renderer: str = "auto",
+        panorama: str = "direct",
         physics: Any = "strict",
         action_space: Any = "discrete",
         sensors: Any = ("rgb", "depth"),
@@ -146,6 +150,9 @@ class NavEnv(gym.Env):
         if renderer not in RENDERERS:
             raise ConfigError(f"unknown renderer {renderer!r}; valid: {', '.join(RENDERERS)}")
         self._renderer = renderer
+        if panorama not in PANORAMA_MODES:
+            raise ConfigError(f"unknown panorama mode {panorama!r}; valid: {', '.join(PANORAMA_MODES)}")
+        self._panorama = panorama
         if render_mode not in (None, "rgb_array"):
             raise ConfigError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         self.render_mode = render_mode
@@ -229,7 +236,7 @@ class NavEnv(gym.Env):
             self.sim.close()
             self.sim = None
         sim = Simulator(loaded, agent=spec, sensors=rig, physics=self.physics, backend=self._backend_name,
-                        renderer=self._renderer, occupancy=occupancy, pose=Pose(*occupancy.sample_navigable(np.random.default_rng(0), 1)[0], 0.0))
+                        renderer=self._renderer, panorama=self._panorama, occupancy=occupancy, pose=Pose(*occupancy.sample_navigable(np.random.default_rng(0), 1)[0], 0.0))
         if self.sim is not None:
             self.sim.close()
             logger.info("switched scene to %s", key)

@@ -189,16 +189,19 @@ def require_backend(name: str) -> str:
     return resolved
 
 
-def create_backend(name: str, physics: PhysicsConfig, renderer: str = "auto") -> Backend:
+def create_backend(name: str, physics: PhysicsConfig, renderer: str = "auto", panorama: str = "direct") -> Backend:
     """Instantiate the backend ``name`` (or ``"auto"``) with ``physics`` settings.
 
     ``renderer`` (``"auto"``, ``"gl"``, ``"tiny"``) picks the embedded backend's camera
-    renderer; other backends have their own and accept only ``"auto"``.
+    renderer and ``panorama`` (``"direct"``, ``"one_pass"``) how its GL renderer draws a
+    level camera rig (see :mod:`vlnverse.sim.gl.panorama`); other backends have their own
+    renderer and accept only the defaults.
     """
     resolved = require_backend(name)
     cls = backend_class(resolved)
     if resolved == "bullet":
-        return cls(physics, renderer=renderer)
-    if renderer != "auto":
-        raise ConfigError(f"renderer={renderer!r} applies to the 'bullet' backend; {resolved!r} renders itself")
+        return cls(physics, renderer=renderer, panorama=panorama)
+    if renderer != "auto" or panorama != "direct":
+        raise ConfigError(f"renderer={renderer!r}, panorama={panorama!r} apply to the 'bullet' backend; "
+                          f"{resolved!r} renders itself")
     return cls(physics)

@@ -61,6 +61,9 @@ class Simulator:
         renderer: The embedded backend's camera renderer: ``"gl"`` (textured, lit OpenGL on
             the CPU), ``"tiny"`` (PyBullet's TinyRenderer) or ``"auto"`` (gl where headless
             EGL works, else tiny; see :mod:`vlnverse.sim.gl`).
+        panorama: How the GL renderer draws a level rig of cameras at one eye (the 12-view
+            panorama): ``"direct"`` (each view its own pass) or ``"one_pass"`` (wide views
+            drawn once and resampled, see :mod:`vlnverse.sim.gl.panorama`).
         occupancy: The scene's occupancy map for this agent; built on first need
             (Tel-Hop snapping) when not given.
         pose: Initial agent pose (default: centre of the scene at its lowest floor).
@@ -75,6 +78,7 @@ class Simulator:
         physics: PhysicsConfig | None = None,
         backend: str = "bullet",
         renderer: str = "auto",
+        panorama: str = "direct",
         occupancy: Any = None,
         pose: Pose | None = None,
     ) -> None:
@@ -93,7 +97,7 @@ class Simulator:
         self._groups_version = -1
         self._groups: list[tuple[CameraRequest, list[tuple[str, CameraSpec]]]] = []
         self._lidar_dirs: dict[str, np.ndarray] = {}
-        self._backend: Backend | None = create_backend(self.backend_name, self.physics, renderer)
+        self._backend: Backend | None = create_backend(self.backend_name, self.physics, renderer, panorama)
         try:
             self._backend.load_scene(scene)
             self._backend.spawn_agent(self.agent, pose or self._default_pose())

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from vlnverse.errors import DependencyNotInstalled, SimulationError
+from vlnverse.errors import ConfigError, DependencyNotInstalled, SimulationError
 from vlnverse.scene.types import Scene
 from vlnverse.sim.agent import AgentSpec
 from vlnverse.sim.backend import MoveResult
@@ -123,10 +123,14 @@ class BulletBackend:
 
     name = "bullet"
 
-    def __init__(self, physics: PhysicsConfig | None = None, renderer: str = "auto") -> None:
+    def __init__(self, physics: PhysicsConfig | None = None, renderer: str = "auto", panorama: str = "direct") -> None:
         from vlnverse.sim.gl.context import resolve_renderer
+        from vlnverse.sim.gl.panorama import PANORAMA_MODES
 
+        if panorama not in PANORAMA_MODES:
+            raise ConfigError(f"unknown panorama mode {panorama!r}; valid: {', '.join(PANORAMA_MODES)}")
         self.renderer = resolve_renderer(renderer)
+        self.panorama = panorama
         self._p = _pybullet()
         self.physics = physics or PhysicsConfig()
         self._client = self._p.connect(self._p.DIRECT)
@@ -189,7 +193,8 @@ class BulletBackend:
         if self.renderer == "gl":
             from vlnverse.sim.gl.renderer import GLRenderer
 
-            self._gl = GLRenderer(scene, [(scene.prims[b.prim].object_index, b.centre) for b in plan.movables])
+            self._gl = GLRenderer(scene, [(scene.prims[b.prim].object_index, b.centre) for b in plan.movables],
+                                  panorama=self.panorama)
             self._gl_bodies = list(self._world.movable)
             self._gl_matrices = np.tile(np.eye(4), (len(self._gl_bodies), 1, 1))
             self._gl_stale = np.ones(len(self._gl_bodies), dtype=bool)

@@ -1,5 +1,8 @@
 """The OpenGL scene renderer: RGB, metric depth and prim ids in one pass per camera.
 
+A level rig of cameras at one eye (the 12-view panorama) is drawn once through a few wide
+views and resampled (:mod:`vlnverse.sim.gl.panorama`) with ``panorama="one_pass"``.
+
 The whole scene is uploaded once (one vertex buffer, one draw call); a camera is a view
 matrix, a movable object a row of the ``poses`` texture. Depth is the depth buffer
 linearised to metres (distance to the image plane); ids are ``prim index + 1`` written to
@@ -13,11 +16,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from vlnverse.errors import ConfigError
 from vlnverse.scene.types import Scene
 from vlnverse.sim.backends.bullet import view_matrix
 from vlnverse.sim.gl import shaders
 from vlnverse.sim.gl.context import current_context
 from vlnverse.sim.gl.lighting import LIGHT_SOFTNESS, room_lighting
+from vlnverse.sim.gl.panorama import PANORAMA_MODES, RigRenderer, rig_key, worth_it
 from vlnverse.sim.gl.textures import MATERIALS, TILE_METRES, prim_materials, texture_layers
 from vlnverse.sim.types import CameraFrame, CameraRequest
 
@@ -89,12 +94,18 @@ class GLRenderer:
     Args:
         scene: The scene to draw.
         bodies: Movable bodies as ``(object index, centre)`` (see :func:`vertex_data`).
+        panorama: ``direct`` (default): every camera its own pass; ``one_pass``: a level rig
+            of cameras at one eye drawn through wide views and resampled (:mod:`vlnverse.sim.gl.panorama`).
     """
 
-    def __init__(self, scene: Scene, bodies: Sequence[tuple[int, np.ndarray]]) -> None:
+    def __init__(self, scene: Scene, bodies: Sequence[tuple[int, np.ndarray]], panorama: str = "direct") -> None:
+        if panorama not in PANORAMA_MODES:
+            raise ConfigError(f"unknown panorama mode {panorama!r}; valid: {', '.join(PANORAMA_MODES)}")
+        self.panorama = panorama
         with current_context() as ctx:
             self._ctx = ctx
             self._upload(scene, bodies)
+            self._rigs = RigRenderer(ctx)
         self._targets: dict[tuple[int, int], tuple] = {}
 
     def _upload(self, scene: Scene, bodies: Sequence[tuple[int, np.ndarray]]) -> None:
@@ -161,7 +172,8 @@ class GLRenderer:
         return target
 
     def render(self, requests: Sequence[CameraRequest]) -> list[CameraFrame]:
-        """One pass per request; buffers not asked for are not read back."""
+        """Frames of ``requests``: one pass per request, or per level rig (see ``panorama``);
+        buffers not asked for are not read back."""
         with current_context():
             return self._render(requests)
 
@@ -176,18 +188,45 @@ class GLRenderer:
         self._materials.use(0)
         self._rooms.use(1)
         self._poses.use(2)
-        frames = []
-        for request in requests:
+        frames: list[CameraFrame | None] = [None] * len(requests)
+        for indices in self._batches(requests):
+            if len(indices) > 1:
+                rig = self._rigs.render([requests[i] for i in indices], self._draw, BACKGROUND)
+                for i, frame in zip(indices, rig, strict=True):
+                    frames[i] = frame
+                continue
+            request = requests[indices[0]]
             fbo, id_fbo = self._target(request.width, request.height)[:2]
             fbo.clear(*BACKGROUND, 1.0, depth=1.0)
             id_fbo.clear(0.0, 0.0, 0.0, 0.0)
             fbo.use()
-            view = np.array(view_matrix(request.position, request.yaw, request.pitch)).reshape(4, 4).T
-            self._program["view_proj"].write((projection_matrix(request) @ view).T.astype(np.float32).tobytes())
-            self._program["eye"].value = tuple(float(v) for v in request.position)
-            self._vao.render(moderngl.TRIANGLES)
-            frames.append(self._read(fbo, request))
+            self._draw(request)
+            frames[indices[0]] = self._read(fbo, request)
         return frames
+
+    def _batches(self, requests: Sequence[CameraRequest]) -> list[list[int]]:
+        """Request indices drawn together: each level rig worth one pass, else one by one."""
+        if self.panorama == "direct":
+            return [[i] for i in range(len(requests))]
+        rigs: dict[tuple, list[int]] = {}
+        for i, request in enumerate(requests):
+            rigs.setdefault(rig_key(request), []).append(i)
+        batches = []
+        for indices in rigs.values():
+            if worth_it([requests[i] for i in indices]):
+                batches.append(indices)
+            else:
+                batches.extend([i] for i in indices)
+        return batches
+
+    def _draw(self, request: CameraRequest) -> None:
+        """The scene from ``request``'s camera, into the bound framebuffer's viewport."""
+        import moderngl
+
+        view = np.array(view_matrix(request.position, request.yaw, request.pitch)).reshape(4, 4).T
+        self._program["view_proj"].write((projection_matrix(request) @ view).T.astype(np.float32).tobytes())
+        self._program["eye"].value = tuple(float(v) for v in request.position)
+        self._vao.render(moderngl.TRIANGLES)
 
     @staticmethod
     def _read(fbo, request: CameraRequest) -> CameraFrame:
@@ -211,6 +250,7 @@ class GLRenderer:
                 for item in target:
                     item.release()
             self._targets.clear()
+            self._rigs.release()
             for name in ("_vao", "_buffer", "_program", "_materials", "_rooms", "_poses"):
                 resource = self.__dict__.pop(name, None)
                 if resource is not None:
