@@ -81,6 +81,7 @@ def test_summary_has_both_physics_modes_side_by_side(oracle_run):
     assert "SR_All" in md and "SR_Ordered" in md
     run = json.loads((oracle_run.out / "run.json").read_text())
     assert run["run"]["instruction_view"] == run["fingerprint"]["instruction_view"] == "full"
+    assert run["run"]["physics_hz"] == run["fingerprint"]["physics_hz"] == 60.0  # Isaac Sim's 1/60 s
     plots = sorted((oracle_run.out / "plots").glob("*.png"))
     assert len(plots) == 5 * 2  # 1 per (task, physics)
     assert all(p.stat().st_size > 10_000 for p in plots)

@@ -114,3 +114,12 @@ def test_scene_parallel_workers_write_what_one_process_writes(fine_dataset, tmp_
     assert len({e.scene_id for e in a.episodes}) == 2
     for index in range(len(a)):
         np.testing.assert_array_equal(a.episode(index)["rgb"], b.episode(index)["rgb"])
+
+
+def test_the_physics_rate_is_in_the_fingerprint_where_physics_moves_the_frames(tmp_path):
+    from vlnverse.learning.prerender import PrerenderConfig
+
+    (tmp_path / "manifest.json").write_text("{}")
+    slide = PrerenderConfig(dataset=str(tmp_path), out=str(tmp_path / "frames"), physics="slide")
+    assert slide.fingerprint()["physics_hz"] == 60.0
+    assert "physics_hz" not in dataclasses.replace(slide, physics="tel_hop").fingerprint()  # teleports

@@ -48,8 +48,9 @@ def test_driving_head_on_into_a_wall_is_a_collision(scene, mode):
     (0.25, 0.10, True),  # 0.101 m short: the paper's 0.1 m is reached
     (0.25, 0.11, False),  # the same push under a larger configured threshold
 ])
-def test_strict_counts_a_collision_from_the_threshold_on(scene, forward, threshold, collision):
-    physics = PhysicsConfig(mode="strict", collision_threshold=threshold)
+@pytest.mark.parametrize("rate", [60.0, 120.0])
+def test_strict_counts_a_collision_from_the_threshold_on(scene, forward, threshold, collision, rate):
+    physics = PhysicsConfig(mode="strict", collision_threshold=threshold, physics_hz=rate)
     with Simulator(scene, sensors=(), physics=physics, pose=Pose(5.55, 3.0, 0.0, 0.0)) as sim:
         report = sim.execute(Displacement(forward=forward))  # the wall stops the agent at x = 5.70
         assert report.displacement == pytest.approx(forward - 0.15, abs=0.003)
@@ -238,11 +239,25 @@ def test_no_coarse_ticks_while_a_movable_is_awake(scene):
         assert coarse == 0 and not _dormant(sim, "crate_0")
 
 
+def test_physics_steps_at_isaac_sims_60_hz_by_default_and_120_hz_stays_available(scene):
+    assert PhysicsConfig().physics_hz == 60.0 and PhysicsConfig().substeps == 2
+    for rate, substeps in ((60.0, 2), (120.0, 4)):
+        physics = PhysicsConfig(mode="strict", physics_hz=rate)
+        with Simulator(scene, sensors=(), physics=physics, pose=Pose(5.55, 3.0, 0.0, 0.0)) as sim:
+            p, client = sim.backend._p, sim.backend.client_id
+            parameters = p.getPhysicsEngineParameters(physicsClientId=client)
+            assert parameters["numSubSteps"] == substeps and parameters["fixedTimeStep"] == pytest.approx(1 / 30)
+            report = sim.execute(Displacement(forward=0.25))  # into the wall: stopped at x = 5.70
+            assert report.reached_pose.x == pytest.approx(5.70, abs=0.01) and report.collision
+
+
 @pytest.mark.parametrize("mode", ["strict", "slide"])
-def test_slow_pushes_against_a_wall_accumulate_into_a_collision(scene, mode):
+@pytest.mark.parametrize("rate", [60.0, 120.0])
+def test_slow_pushes_against_a_wall_accumulate_into_a_collision(scene, mode, rate):
     """0.15 m/s for 0.5 s is 0.075 m per action: no single action reaches 0.1 m, but the
     obstacle has displaced the agent by 0.15 m after the second consecutive push."""
-    with make_sim(scene, mode, Pose(5.70, 3.0, 0.0, 0.0)) as sim:  # touching the wall at x = 6
+    physics = PhysicsConfig(mode=mode, physics_hz=rate)
+    with Simulator(scene, sensors=(), physics=physics, pose=Pose(5.70, 3.0, 0.0, 0.0)) as sim:  # at the wall x = 6
         first = sim.execute(VelocityCommand(0.15, 0.0, 0.5))
         assert not first.collision and first.displacement < 0.1
         second = sim.execute(VelocityCommand(0.15, 0.0, 0.5))

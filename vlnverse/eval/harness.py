@@ -55,7 +55,7 @@ from vlnverse.fileio import (
 )
 from vlnverse.llm.factory import check_llm_credentials, check_llm_spec, describe_llm_spec
 from vlnverse.parallel import EXECUTORS, import_ray
-from vlnverse.sim.physics import physics_mode
+from vlnverse.sim.physics import PhysicsConfig, physics_mode
 
 logger = logging.getLogger(__name__)
 
@@ -204,7 +204,14 @@ class EvalConfig:
         return {"dataset": dataset_id, "agent": self.agent, "agent_config": json.loads(
             json.dumps(dict(self.agent_config), sort_keys=True, default=str)), "seed": self.seed,
             "max_steps": self.max_steps, "success_distance": float(self.success_distance),
-            "backend": self.backend, "instruction_view": self.instruction_view, "vlnverse": __version__, **self._extra_fingerprint()}
+            "backend": self.backend, "instruction_view": self.instruction_view, "vlnverse": __version__,
+            **self._physics_rate(), **self._extra_fingerprint()}
+
+    def _physics_rate(self) -> dict[str, Any]:
+        """The physics rate episodes run at, where a mode steps physics (Tel-Hop does not)."""
+        if all(PhysicsConfig(mode=mode).teleports for mode in self.physics):
+            return {}
+        return {"physics_hz": PhysicsConfig().physics_hz}
 
     def model_spec(self) -> str | None:
         """The run's model: ``llm``, else the agent config's ``llm`` (None: no model)."""
@@ -454,6 +461,7 @@ def _run(config: EvalConfig, spec: RunSpec, items: list[WorkItem], privileged: l
         ledger.spent()  # a damaged ledger is refused here, in one line
     run = {"agent": config.agent, "agent_config": fingerprint["agent_config"], "dataset": dataset_id,
            "split": config.split, "task": config.task, "physics": list(config.physics),
+           "physics_hz": PhysicsConfig().physics_hz,
            "episodes": config.episodes, "seed": config.seed, "max_steps": config.max_steps,
            "success_distance": float(config.success_distance), "backend": config.backend,
            "instruction_view": config.instruction_view, "concurrency": config.concurrency,

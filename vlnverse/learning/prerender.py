@@ -43,6 +43,7 @@ from vlnverse.config import config_to_dict
 from vlnverse.errors import ConfigError, DatasetError
 from vlnverse.fileio import write_bytes_atomic, write_json_atomic
 from vlnverse.sim.gl.context import start_method, worker_setup
+from vlnverse.sim.physics import PhysicsConfig
 from vlnverse.sim.types import Pose
 
 log = logging.getLogger(__name__)
@@ -137,6 +138,9 @@ class PrerenderConfig:
             data.pop(name)
         data["dataset_id"] = _dataset_id(self.dataset)
         data["vlnverse"] = __version__
+        physics = PhysicsConfig(mode=self.physics)
+        if not physics.teleports:  # the physics rate moves the frames of a walk with contacts
+            data["physics_hz"] = physics.physics_hz
         return data
 
     @property

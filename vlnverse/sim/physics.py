@@ -41,7 +41,9 @@ class PhysicsConfig:
     Attributes:
         mode: ``"strict"``, ``"slide"`` or ``"tel_hop"`` (any spelling :func:`physics_mode` takes).
         collision_threshold: Displacement (metres) that makes a collision event (0.10 in the paper).
-        physics_hz: Physics sub-steps per simulated second.
+        physics_hz: Physics steps per simulated second: 60 by default, Isaac Sim's
+            ``physics_dt = 1/60``, so both backends step at the same rate (120 and other
+            multiples of ``control_hz`` remain available).
         control_hz: Controller updates per simulated second (divides ``physics_hz``).
         gravity: Gravitational acceleration in m/s² (acts on movable objects).
         contact_tolerance: Penetration (metres) below which a touch is not a contact.
@@ -49,7 +51,7 @@ class PhysicsConfig:
 
     mode: str = "strict"
     collision_threshold: float = 0.10
-    physics_hz: float = 120.0
+    physics_hz: float = 60.0
     control_hz: float = 30.0
     gravity: float = 9.81
     contact_tolerance: float = 0.002
