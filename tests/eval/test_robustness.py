@@ -49,7 +49,11 @@ def test_a_full_disk_stops_the_run_and_it_resumes_once_there_is_room(bundled_dat
     code, _, err = run_cli(capsys, *args, "--out", reference)
     assert code == 0, err
     total = len((reference / "episodes.jsonl").read_bytes().splitlines())
-    with small_disk(tmp_path / "disk", 8) as grow:
+    # room for what is written before the first record (run.json, the viewer's scene maps) and
+    # about half the records: tmpfs hands out whole 4 KiB pages
+    pages = [-(-path.stat().st_size // 4096) for path in (reference / "run.json", *(reference / "viewer" / "maps").iterdir())]
+    records_pages = -(-(reference / "episodes.jsonl").stat().st_size // 4096)
+    with small_disk(tmp_path / "disk", 4 * (sum(pages) + max(1, records_pages // 2))) as grow:
         out = tmp_path / "disk" / "run"
         code, _, err = run_cli(capsys, *args, "--out", out)
         assert code == 2
@@ -79,13 +83,13 @@ def test_a_failed_start_writes_nothing_and_blocks_nothing(bundled_dataset, tmp_p
 
 
 @pytest.mark.parametrize(("agent", "message"), [
-    ("nosuchmod:X", "error: entry point 'nosuchmod:X': cannot import nosuchmod (no module named 'nosuchmod')"),
+    ("nosuchmod:X", "error: entry point 'nosuchmod:X': no module named 'nosuchmod'; looked in the current folder"),
     ("tests.eval.agents_for_tests:NOT_AN_AGENT",
      "error: agent tests.eval.agents_for_tests:NOT_AN_AGENT is a int, not an agent, a policy or a factory"),
 ])
 def test_bad_agent_paths_are_one_line(bundled_dataset, tmp_path, capsys, agent, message):
     code, _, err = run_cli(capsys, "eval", "--dataset", bundled_dataset, "--agent", agent, "--out", tmp_path, *SMALL)
-    assert code == 2 and one_error_line(err) == message
+    assert code == 2 and one_error_line(err).startswith(message)
 
 
 def test_a_plain_policy_function_is_an_agent(bundled_dataset, tmp_path, capsys):
