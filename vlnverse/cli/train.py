@@ -23,11 +23,15 @@ def register(subparsers) -> None:
     parser.add_argument("model", choices=MODELS, help="model to train")
     parser.add_argument("--dataset", required=True, type=Path, help="dataset folder")
     parser.add_argument("--split", default="train", help="training split (default: train)")
-    parser.add_argument("--task", default=None, help="only this task (default: every task of the split)")
+    parser.add_argument("--task", default=None,
+                        help="only these tasks, comma-separated, e.g. fine,coarse (default: every task of the split)")
     parser.add_argument("--out", required=True, type=Path, help="output folder")
-    parser.add_argument("--preset", choices=("smoke", "paper"), default="smoke",
-                        help="smoke (CPU minutes) or paper (the paper's settings); default smoke")
+    parser.add_argument("--preset", choices=("smoke", "cpu", "paper"), default="smoke",
+                        help="smoke (CPU minutes), cpu (the smoke models to convergence, early stopping) or "
+                             "paper (the paper's settings); default smoke")
     parser.add_argument("--epochs", type=int, default=None, help="epochs (default: the preset's)")
+    parser.add_argument("--patience", type=int, default=None,
+                        help="stop after N epochs without a better val SR (default: the preset's; 0: never)")
     parser.add_argument("--batch-size", type=int, default=None, help="episodes per batch (default: the preset's)")
     parser.add_argument("--lr", type=float, default=None, help="AdamW learning rate (default: the preset's)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto (default: cpu)")
@@ -82,6 +86,10 @@ def build_config(args: argparse.Namespace):
         value = getattr(args, name)
         if value is not None:
             data[name] = str(value) if isinstance(value, Path) else value
+    if args.patience is not None:
+        data["patience"] = args.patience or None
+    elif data["val_split"] is None:  # the preset's early stopping needs validation; --val-split none drops it
+        data.pop("patience", None)
     return config_from_mapping(ImitationConfig, data, where="train")
 
 
@@ -180,13 +188,15 @@ def _train(args: argparse.Namespace) -> int:
             for e in result.history]
     summary = {"out": str(result.out), "agent_config": str(result.agent_config),
                "best_epoch": result.best.epoch if result.best else None,
-               "samples_per_second": round(result.samples_per_second, 2),
+               "samples_per_second": round(result.samples_per_second, 2), "stopped_early": result.stopped_early,
                "history": [e.__dict__ for e in result.history]}
     if args.json:
         print_json(summary)
         return 0
     print_table(f"{config.kind} imitation → {result.out}", ("epoch", "loss", "step acc", "val SR %", "val SPL %",
                                                             "samples/s"), rows)
+    if result.stopped_early:
+        print(f"stopped early after epoch {result.history[-1].epoch}: no better val SR in {config.patience} epochs")
     print(f"best epoch {summary['best_epoch']}; evaluate it with: vlnverse eval --dataset {config.dataset} "
           f"--agent {config.kind} --agent-config {result.agent_config} --out OUT")
     return 0

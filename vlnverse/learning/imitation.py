@@ -1,7 +1,8 @@
 """Offline imitation of the oracle (paper §5.2): teacher forcing on pre-rendered frames.
 
 ``train_imitation`` pre-renders the training split if needed (resumable), then trains for
-``epochs`` epochs with AdamW (and ``epochs`` more per DAgger round, if any). After every epoch it writes ``checkpoints/epoch_NNN.pt`` and
+``epochs`` epochs with AdamW (and ``epochs`` more per DAgger round, if any; with ``patience``,
+it stops once validation SR has not improved for that many epochs). After every epoch it writes ``checkpoints/epoch_NNN.pt`` and
 ``checkpoints/latest.pt`` (model, optimizer, RNG states, history), validates the epoch's
 checkpoint through the evaluation harness (SR/SPL on ``val_split``), and refreshes the
 learning curves (``curves.png``, TensorBoard events in ``tb/``), ``history.json`` and
@@ -48,11 +49,13 @@ class ImitationConfig:
         dataset: Dataset folder.
         out: Output folder.
         split: Training split.
-        task: Task to train on (``None``: every task of the split).
+        task: Task(s) to train on, e.g. ``fine`` or ``fine,coarse`` (``None``: every task of the split).
         frames: A pre-rendered frames folder to train on as it is (its resolution wins over
             ``rgb_size``/``depth_size``). ``None``: the split is pre-rendered into ``OUT/frames``
             at ``rgb_size``/``depth_size`` (resuming what is there).
         epochs: Training epochs.
+        patience: Early stopping: stop when ``patience`` epochs in a row did not beat the best
+            validation (SR, then SPL) so far (``None``: train every epoch; needs ``val_split``).
         batch_size: Episodes per batch (paper: 2).
         lr: AdamW learning rate (paper: 1e-4).
         weight_decay: AdamW weight decay.
@@ -89,6 +92,7 @@ class ImitationConfig:
     task: str | None = None
     frames: str | None = None
     epochs: int = 10
+    patience: int | None = None
     batch_size: int = 2
     lr: float = 1e-4
     weight_decay: float = 0.01
@@ -117,6 +121,11 @@ class ImitationConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        if self.patience is not None:
+            if not isinstance(self.patience, int) or isinstance(self.patience, bool) or self.patience < 1:
+                raise ConfigError(f"patience must be a positive integer, got {self.patience!r}")
+            if not self.val_split:
+                raise ConfigError("patience needs a validation split (val_split)")
         if not self.lr > 0:
             raise ConfigError(f"lr must be positive, got {self.lr!r}")
         if not isinstance(self.dagger_rounds, int) or self.dagger_rounds < 0 or not 0.0 <= self.dagger_p <= 1.0:
@@ -144,7 +153,7 @@ class ImitationConfig:
         if not self.dagger_rounds:
             data.pop("epochs")
         for name in ("out", "frames", "device", "loader_workers", "workers", "val_episodes",
-                     "val_split", "val_physics", "amp", "data_parallel", "threads"):
+                     "val_split", "val_physics", "amp", "data_parallel", "threads", "patience"):
             data.pop(name)
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -171,6 +180,7 @@ class ImitationResult:
     history: list[EpochStats]
     best: EpochStats | None
     agent_config: Path
+    stopped_early: bool = False
 
     @property
     def samples_per_second(self) -> float:
@@ -250,6 +260,8 @@ def _train(config: ImitationConfig, group: Any, device: Any, progress: Callable[
     logger = _CurveLogger(out, len(history)) if group.main else None
     try:
         for epoch in range(len(history) + 1, config.total_epochs + 1):
+            if stalled(history, config.patience):
+                break
             dagger_round = (epoch - 1) // config.epochs
             while len(datasets) <= dagger_round:  # DAgger: aggregate the current policy's walks
                 collected = collect_dagger(config, len(datasets), Path(history[-1].checkpoint), frames, group)
@@ -285,7 +297,8 @@ def _train(config: ImitationConfig, group: Any, device: Any, progress: Callable[
         if logger:
             logger.close()
     best = best_epoch(history)
-    return ImitationResult(out, history, best, out / "agent.yaml")
+    return ImitationResult(out, history, best, out / "agent.yaml",
+                           stopped_early=len(history) < config.total_epochs)
 
 
 def collect_dagger(config: ImitationConfig, round_index: int, checkpoint: Path, frames: dict[str, Any],
@@ -361,6 +374,14 @@ def validate(config: ImitationConfig, checkpoint: Path, epoch: int) -> tuple[flo
     if not rows:
         return 0.0, 0.0
     return (sum(float(r["SR"]) for r in rows) / len(rows), sum(float(r["SPL"]) for r in rows) / len(rows))
+
+
+def stalled(history: list[EpochStats], patience: int | None) -> bool:
+    """Whether the last ``patience`` epochs all failed to beat the best validation (SR, SPL) before them."""
+    if patience is None or len(history) <= patience:
+        return False
+    best = max((e.val_sr or 0.0, e.val_spl or 0.0) for e in history[:-patience])
+    return all((e.val_sr or 0.0, e.val_spl or 0.0) <= best for e in history[-patience:])
 
 
 def best_epoch(history: list[EpochStats]) -> EpochStats | None:

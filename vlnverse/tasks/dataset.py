@@ -76,17 +76,19 @@ class EpisodeDataset:
             yield from iter_episodes(file)
 
     def episodes(self, split: str | None = None, task: str | None = None) -> list[Episode]:
-        """Episodes of ``split`` and ``task`` (None: any).
+        """Episodes of ``split`` and ``task`` (None: any; ``"fine,coarse"``: either of those).
 
         Raises:
             DatasetError: unknown split/task, or no episode matches.
         """
         if split is not None and split not in SPLITS:
             raise DatasetError(f"unknown split {split!r}; valid: {', '.join(SPLITS)}")
-        if task is not None and task not in TASKS:
-            raise DatasetError(f"unknown task {task!r}; valid: {', '.join(TASKS)}")
+        tasks = None if task is None else {t.strip() for t in task.split(",")}
+        for name in tasks or ():
+            if name not in TASKS:
+                raise DatasetError(f"unknown task {name!r}; valid: {', '.join(TASKS)}")
         chosen = [e for e in self.all_episodes()
-                  if (split is None or e.split == split) and (task is None or e.task == task)]
+                  if (split is None or e.split == split) and (tasks is None or e.task in tasks)]
         if not chosen:
             have = sorted({(e.split, e.task) for e in self.all_episodes()})
             listing = ", ".join(f"{s}/{t}" for s, t in have) or "none"
