@@ -210,3 +210,57 @@ def test_cli_refuses_amp_in_one_line_where_the_cpu_lacks_bfloat16_kernels(fine_d
     assert code == 2 and len(err.splitlines()) == 1
     assert "--amp: this CPU cannot train the model in bfloat16: LSTM" in err and "without --amp" in err
     assert not (tmp_path / "run").exists()
+
+
+def test_stalled_counts_epochs_without_a_better_validation():
+    from vlnverse.learning.imitation import EpochStats, stalled
+
+    def history(*srs):
+        return [EpochStats(i + 1, 1.0, 0.5, 10, 1.0, val_sr=sr, val_spl=sr / 2) for i, sr in enumerate(srs)]
+
+    assert not stalled(history(0.2, 0.1), None)
+    assert not stalled(history(0.2, 0.1), 2)  # two epochs: nothing before the window to beat
+    assert stalled(history(0.2, 0.1, 0.2), 2)  # a tie is no improvement
+    assert not stalled(history(0.2, 0.1, 0.3), 2)
+    assert stalled(history(0.0, 0.2, 0.1), 1) and not stalled(history(0.0, 0.1, 0.2), 1)
+
+
+def test_patience_stops_training_on_a_stalled_validation_and_a_rerun_keeps_it_stopped(
+        train_frames, fine_dataset, tmp_path, monkeypatch):
+    import vlnverse.learning.imitation as imitation
+
+    scripted = iter([(0.5, 0.4), (0.4, 0.4), (0.5, 0.3), (0.9, 0.9), (0.9, 0.9), (0.9, 0.9)])
+    monkeypatch.setattr(imitation, "validate", lambda config, path, epoch: next(scripted))
+    run = config(train_frames, fine_dataset, tmp_path / "run", epochs=6, patience=2, val_split="val_unseen")
+    result = train_imitation(run)
+    assert [e.epoch for e in result.history] == [1, 2, 3] and result.stopped_early
+    assert result.best.epoch == 1
+    assert "epoch_001.pt" in (tmp_path / "run" / "agent.yaml").read_text()
+    again = train_imitation(run)  # resuming a stopped run trains nothing more
+    assert [e.epoch for e in again.history] == [1, 2, 3] and again.stopped_early
+    more = train_imitation(dataclasses.replace(run, patience=None))  # patience is not part of the weights
+    assert [e.epoch for e in more.history] == [1, 2, 3, 4, 5, 6] and not more.stopped_early
+    assert more.best.epoch == 6
+
+
+def test_fine_and_coarse_train_in_one_run(tmp_path_factory):
+    from tests.bundled import bundled_dataset
+    from vlnverse.errors import DatasetError
+    from vlnverse.learning.frames import FrameStore
+    from vlnverse.learning.prerender import PrerenderConfig, prerender
+    from vlnverse.tasks.dataset import EpisodeDataset
+
+    dataset = bundled_dataset(tmp_path_factory.mktemp("both"), tasks=("fine", "coarse", "visual_reference"),
+                              per_scene=2)
+    episodes = EpisodeDataset.open(str(dataset))
+    wanted = episodes.episodes("train", "fine,coarse")
+    assert {e.task for e in wanted} == {"fine", "coarse"}
+    assert len(episodes.episodes("val_unseen,test", "fine")) == len(episodes.episodes("val_unseen", "fine")) + len(
+        episodes.episodes("test", "fine"))
+    with pytest.raises(DatasetError, match="unknown task 'fin'"):
+        episodes.episodes("train", "fine,fin")
+    frames = PrerenderConfig(dataset=str(dataset), out=str(tmp_path_factory.mktemp("frames")), split="train",
+                             task="fine,coarse", rgb_size=16, depth_size=16)
+    prerender(frames)
+    assert sorted(e.episode_id for e in FrameStore(frames.out, "train").episodes) == sorted(
+        e.episode_id for e in wanted)

@@ -7,6 +7,7 @@ import pytest
 pytest.importorskip("torch")
 
 from vlnverse.cli import build_parser  # noqa: E402
+from vlnverse.errors import ConfigError  # noqa: E402
 from vlnverse.cli.train import build_config, build_online_config  # noqa: E402
 
 
@@ -35,3 +36,16 @@ def test_executor_ray_puts_the_sub_envs_on_ray():
     config = build_online_config(parse("waypoint_bert", "--online", "--executor", "ray", "--ray-address", "auto"))
     assert (config.vector, config.ray_address) == ("ray", "auto")
     assert build_online_config(parse("waypoint_bert", "--online", "--vector", "sync")).vector == "sync"
+
+
+def test_cpu_preset_trains_the_smoke_models_to_convergence_with_early_stopping():
+    config = build_config(parse("cma", "--preset", "cpu", "--task", "fine,coarse"))
+    assert (config.rgb_size, config.depth_size, config.batch_size, config.epochs) == (64, 64, 4, 30)
+    assert (config.patience, config.val_split, config.val_episodes, config.task) == (5, "val_unseen", 40, "fine,coarse")
+    assert config.model == build_config(parse("cma", "--preset", "smoke")).model
+    assert build_config(parse("cma", "--preset", "cpu", "--patience", "2")).patience == 2
+    assert build_config(parse("cma", "--preset", "cpu", "--patience", "0")).patience is None
+    # without validation there is nothing to stop on: the preset's patience goes, an explicit one is refused
+    assert build_config(parse("cma", "--preset", "cpu", "--val-split", "none")).patience is None
+    with pytest.raises(ConfigError, match="patience needs a validation split"):
+        build_config(parse("cma", "--preset", "cpu", "--val-split", "none", "--patience", "3"))

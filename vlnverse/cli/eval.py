@@ -94,8 +94,8 @@ def register(subparsers) -> None:
     parser.add_argument("--no-progress", action="store_true", help="do not draw the progress bar")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.set_defaults(handler=_eval, eval_parser=parser)
-    tools = parser.add_subparsers(dest="eval_tool", metavar="{verify,bundle}",
-                                  help="check or package an evaluation folder instead of running one")
+    tools = parser.add_subparsers(dest="eval_tool", metavar="{verify,bundle,table}",
+                                  help="check, package or tabulate evaluation folders instead of running one")
     verify = tools.add_parser("verify", help="re-score an evaluation folder from its records and the dataset",
                               description="Check an evaluation folder: the dataset and scene checksums recorded "
                                           "in run.json, every record against its dataset episode, a "
@@ -119,6 +119,16 @@ def register(subparsers) -> None:
     bundle.add_argument("--to", required=True, type=Path, metavar="FILE.tar.gz", help="archive to write")
     bundle.add_argument("--json", action="store_true", help="print the archive and its members as JSON")
     bundle.set_defaults(handler=_bundle)
+    table = tools.add_parser("table", help="Table 3: evaluation folders side by side with 95 % CIs",
+                             description="One table per task (fine, coarse) and split (val_seen, val_unseen, "
+                                         "test): a row per folder and physics mode (Strict, Tel-Hop), columns "
+                                         "TL NE SR OSR SPL nDTW CR as mean [95 % bootstrap CI], and the "
+                                         "paper's Table 3 SR / SPL in a separate column for the agents it lists.")
+    table.add_argument("folders", nargs="+", metavar="[LABEL=]FOLDER",
+                       help="evaluation folders (labelled by their agent unless LABEL= is given)")
+    table.add_argument("--to", type=Path, default=None, metavar="FILE.md", help="also write the tables here")
+    table.add_argument("--json", action="store_true", help="print the rows as one JSON object")
+    table.set_defaults(handler=_table)
 
 
 VERIFY_MISMATCH_EXIT = 1
@@ -154,6 +164,21 @@ def _bundle(args: argparse.Namespace) -> int:
         print_json({"archive": str(args.to), "members": members})
     else:
         print(f"wrote {args.to} ({len(members)} files: {', '.join(members)})")
+    return 0
+
+
+def _table(args: argparse.Namespace) -> int:
+    from vlnverse.fileio import write_text_atomic
+    from vlnverse.release.table3 import SPLITS, TASKS, load_runs, rows, table3_markdown
+
+    runs = load_runs(args.folders)
+    text = table3_markdown(runs)
+    if args.to:
+        write_text_atomic(args.to, text + "\n")
+    if args.json:
+        print_json({f"{task}/{split}": rows(runs, task, split) for task in TASKS for split in SPLITS})
+    else:
+        print(text)
     return 0
 
 

@@ -76,19 +76,15 @@ class EpisodeDataset:
             yield from iter_episodes(file)
 
     def episodes(self, split: str | None = None, task: str | None = None) -> list[Episode]:
-        """Episodes of ``split`` and ``task`` (None: any; ``"fine,coarse"``: either of those).
+        """Episodes of ``split`` and ``task`` (None: any; a comma-separated list such as
+        ``"fine,coarse"``: any of those).
 
         Raises:
             DatasetError: unknown split/task, or no episode matches.
         """
-        if split is not None and split not in SPLITS:
-            raise DatasetError(f"unknown split {split!r}; valid: {', '.join(SPLITS)}")
-        tasks = None if task is None else {t.strip() for t in task.split(",")}
-        for name in tasks or ():
-            if name not in TASKS:
-                raise DatasetError(f"unknown task {name!r}; valid: {', '.join(TASKS)}")
+        splits, tasks = _names(split, SPLITS, "split"), _names(task, TASKS, "task")
         chosen = [e for e in self.all_episodes()
-                  if (split is None or e.split == split) and (tasks is None or e.task in tasks)]
+                  if (splits is None or e.split in splits) and (tasks is None or e.task in tasks)]
         if not chosen:
             have = sorted({(e.split, e.task) for e in self.all_episodes()})
             listing = ", ".join(f"{s}/{t}" for s, t in have) or "none"
@@ -183,3 +179,14 @@ class EpisodeIterator:
         episode = self.episodes[int(self._order[self._pos])]
         self._pos += 1
         return episode
+
+
+def _names(text: str | None, valid: tuple[str, ...], what: str) -> set[str] | None:
+    """The names of a comma-separated list, each checked against ``valid`` (``None``: any)."""
+    if text is None:
+        return None
+    names = {name.strip() for name in text.split(",")}
+    for name in names:
+        if name not in valid:
+            raise DatasetError(f"unknown {what} {name!r}; valid: {', '.join(valid)}")
+    return names

@@ -1,0 +1,98 @@
+"""Table 3 on our benchmark: learned baselines beside random, forward and the oracle.
+
+One table per task (fine, coarse) and split (val_seen, val_unseen, test): a row per agent
+and physics mode (Strict, Tel-Hop), the columns TL, NE, SR, OSR, SPL, nDTW and CR, each
+``mean [95 % bootstrap CI]`` from the evaluation folders' ``summary.json``. The paper's
+reported SR / SPL (its Table 3: other scenes, another renderer, no physics modes) sit in a
+separate, labelled column, never mixed with our figures.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from vlnverse.errors import ConfigError
+from vlnverse.eval.report import ARROWS, COLUMNS, PHYSICS_TITLES, TASK_TITLES, _is_percent
+
+TASKS = ("fine", "coarse")
+SPLITS = ("val_seen", "val_unseen", "test")
+PHYSICS = ("strict", "tel_hop")
+
+#: The paper's Table 3 (SR, SPL in %) per method, task and split; its "Ours" is GAMA.
+PAPER_TABLE3: dict[str, dict[str, dict[str, tuple[float, float]]]] = {
+    "cma": {"fine": {"val_seen": (37.35, 33.36), "val_unseen": (31.15, 27.92), "test": (28.83, 25.54)},
+            "coarse": {"val_seen": (32.15, 29.06), "val_unseen": (35.52, 32.48), "test": (31.85, 28.67)}},
+    "seq2seq": {"fine": {"val_seen": (32.62, 30.39), "val_unseen": (35.03, 33.37), "test": (30.19, 28.15)},
+                "coarse": {"val_seen": (31.91, 29.68), "val_unseen": (33.09, 31.00), "test": (27.17, 25.53)}},
+    "gama": {"fine": {"val_seen": (38.25, 34.84), "val_unseen": (38.69, 34.38), "test": (37.72, 33.85)},
+             "coarse": {"val_seen": (42.45, 38.89), "val_unseen": (48.30, 41.50), "test": (37.20, 31.02)}},
+}
+PAPER_COLUMN = "Paper's SR / SPL (their scenes, renderer; no physics modes)"
+
+
+def load_runs(specs: Sequence[str]) -> list[tuple[str, str, Mapping[str, Any]]]:
+    """``(label, agent, summary)`` of each evaluation folder, given as ``FOLDER`` (labelled
+    by its agent) or ``LABEL=FOLDER``.
+
+    Raises:
+        ConfigError: a folder without ``summary.json``.
+    """
+    runs = []
+    for spec in specs:
+        label, _, folder = spec.rpartition("=") if "=" in spec else ("", "", spec)
+        path = Path(folder) / "summary.json"
+        if not path.is_file():
+            raise ConfigError(f"{folder} is not an evaluation folder (no summary.json); run `vlnverse eval` first")
+        summary = json.loads(path.read_text(encoding="utf-8"))
+        agent = str(summary.get("run", {}).get("agent", "agent"))
+        runs.append((label or agent, agent, summary))
+    return runs
+
+
+def _cell(metric: Mapping[str, Any] | None, name: str) -> str:
+    if not metric or metric.get("mean") is None:
+        return "-"
+    scale = 100.0 if _is_percent(name) else 1.0
+    return f"{metric['mean'] * scale:.1f} [{metric['ci_low'] * scale:.1f}, {metric['ci_high'] * scale:.1f}]"
+
+
+def rows(runs: Sequence[tuple[str, str, Mapping[str, Any]]], task: str, split: str) -> list[dict[str, Any]]:
+    """The rows of one task × split table: agent, physics, n, each column's cell, the paper's."""
+    out = []
+    for label, agent, summary in runs:
+        groups = {g["physics"]: g for g in summary.get("groups", []) if g["task"] == task and g["split"] == split}
+        for physics in PHYSICS:
+            group = groups.get(physics)
+            if group is None:
+                continue
+            paper = PAPER_TABLE3.get(agent, {}).get(task, {}).get(split)
+            out.append({"agent": label, "physics": physics, "n": group.get("n_episodes", 0),
+                        "cells": {c: _cell(group["metrics"].get(c), c) for c in COLUMNS},
+                        "metrics": {c: group["metrics"].get(c) for c in COLUMNS},
+                        "paper": None if paper is None else {"SR": paper[0], "SPL": paper[1]}})
+    return out
+
+
+def table3_markdown(runs: Sequence[tuple[str, str, Mapping[str, Any]]]) -> str:
+    """Every task × split table the runs cover, as Markdown."""
+    lines = ["Rates in %, TL and NE in metres; each cell: mean [95 % bootstrap CI]. The last column is the "
+             "paper's Table 3, reported on its own scenes and renderer: context, not a comparison.", ""]
+    header = ["Agent", "Physics", *[f"{c}{ARROWS.get(c, '')}" for c in COLUMNS], "n", PAPER_COLUMN]
+    for task in TASKS:
+        for split in SPLITS:
+            body = rows(runs, task, split)
+            if not body:
+                continue
+            lines += [f"#### {TASK_TITLES[task]} · {split}", "", "| " + " | ".join(header) + " |",
+                      "|" + "---|" * len(header)]
+            for row in body:
+                paper = row["paper"]
+                lines.append("| " + " | ".join([row["agent"], PHYSICS_TITLES[row["physics"]],
+                                                 *row["cells"].values(), str(row["n"]),
+                                                 "-" if paper is None else f"{paper['SR']:.2f} / {paper['SPL']:.2f}"])
+                             + " |")
+            lines.append("")
+    return "\n".join(lines)
