@@ -7,8 +7,8 @@ import pytest
 pytest.importorskip("torch")
 
 from vlnverse.cli import build_parser  # noqa: E402
-from vlnverse.errors import ConfigError  # noqa: E402
 from vlnverse.cli.train import build_config, build_online_config  # noqa: E402
+from vlnverse.errors import ConfigError  # noqa: E402
 
 
 def parse(*args: str):
