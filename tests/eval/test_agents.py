@@ -146,3 +146,16 @@ def test_oracle_agent_reaches_the_goal_and_needs_info(env_factory):
         if terminated or truncated:
             break
     assert info["success"]
+
+
+def test_a_relative_checkpoint_in_an_agent_config_is_relative_to_the_file(tmp_path, monkeypatch):
+    folder = tmp_path / "agents" / "cma"
+    folder.mkdir(parents=True)
+    config = folder / "agent.yaml"
+    config.write_text("checkpoint: cma.pt\nwaypoint_checkpoint: ../w.pt\ndevice: cpu\n")
+    monkeypatch.chdir(tmp_path)
+    loaded = load_agent_config("agents/cma/agent.yaml")
+    assert loaded == {"checkpoint": str(folder / "cma.pt"), "waypoint_checkpoint": str(tmp_path / "agents" / "w.pt"),
+                      "device": "cpu"}
+    config.write_text(f"checkpoint: {tmp_path / 'abs.pt'}\n")
+    assert load_agent_config(config) == {"checkpoint": str(tmp_path / "abs.pt")}

@@ -107,11 +107,18 @@ def takes_llm(factory: Any) -> bool:
 
 
 def load_agent_config(path: str | Path | None) -> dict[str, Any]:
-    """The agent config mapping of a YAML or JSON file (``{}`` for ``None``).
+    """The agent config mapping of a YAML or JSON file (``{}`` for ``None``). A relative path
+    under a ``checkpoint`` or ``*_checkpoint`` key is relative to the file's folder (so a
+    shipped ``agent.yaml`` works from any clone and any current folder).
 
     Raises:
         ConfigError: unreadable file, invalid YAML/JSON, or not a mapping.
     """
     if path is None:
         return {}
-    return read_config_mapping(path, "agent config")
+    data = read_config_mapping(path, "agent config")
+    for key, value in data.items():
+        if (key == "checkpoint" or key.endswith("_checkpoint")) and isinstance(value, str) \
+                and not Path(value).expanduser().is_absolute():
+            data[key] = str((Path(path).resolve().parent / value).resolve())
+    return data
