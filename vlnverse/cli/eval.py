@@ -119,7 +119,7 @@ def register(subparsers) -> None:
     bundle.add_argument("--to", required=True, type=Path, metavar="FILE.tar.gz", help="archive to write")
     bundle.add_argument("--json", action="store_true", help="print the archive and its members as JSON")
     bundle.set_defaults(handler=_bundle)
-    table = tools.add_parser("table", help="Table 3: evaluation folders side by side with 95 % CIs",
+    table = tools.add_parser("table", help="Table 3: evaluation folders side by side with 95 %% CIs",
                              description="One table per task (fine, coarse) and split (val_seen, val_unseen, "
                                          "test): a row per folder and physics mode (Strict, Tel-Hop), columns "
                                          "TL NE SR OSR SPL nDTW CR as mean [95 % bootstrap CI], and the "
