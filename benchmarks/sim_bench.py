@@ -228,8 +228,8 @@ def main() -> None:
         for mode in PANORAMA_MODES:
             suffix = "" if mode == "one_pass" else f"_{mode}"
             print(f"BENCH sim.panorama_obs_per_s{suffix} {panorama_rates[mode]:.2f} obs/s target >= 0")
-            print(f"BENCH sim.panorama_time_vs_single_view{suffix} {panorama_ratios[mode]:.2f} x target <= "
-                  f"{4 if mode == 'one_pass' else 100}")
+            target = "<= 4" if mode == "one_pass" else ">= 0"  # the direct render: context
+            print(f"BENCH sim.panorama_time_vs_single_view{suffix} {panorama_ratios[mode]:.2f} x target {target}")
         print(f"BENCH sim.vector_scaling_2proc {scaling:.2f} x target >= 1.7")
         print(f"BENCH sim.rss_mb {memory:.0f} MB target <= 1024")
 
