@@ -15,6 +15,11 @@ Figures (``BENCH <name> <value> <unit> target <op> <value>``):
 - ``train.prerender_frames_per_s``: the pre-render's absolute rate.
 - ``train.seq2seq_samples_per_s`` / ``train.cma_samples_per_s``: teacher-forced training
   steps (frames) per second of the smoke preset's models on the pre-rendered frames.
+- ``train.cma_cpu_preset_samples_per_s``: the same for CMA at the ``cpu`` preset (the
+  shipped checkpoint's settings).
+- ``train.eval_cma_episodes_per_s``: episodes/s of ``vlnverse eval`` with the shipped CMA
+  checkpoint (``assets/agents/cma``) over the whole val_unseen split of the benchmark's
+  dataset under Strict and Tel-Hop (200-step cap, one worker), model loading included.
 - ``train.online_vector_scaling_2env``: env steps/s of online rollouts (the oracle's
   waypoint choices, 12-view panoramas, batches of 4 episodes) with 2 async sub-envs over 1,
   median of pairs.
@@ -112,18 +117,32 @@ def prerender_round(dataset: Path, work: Path, size: int, episodes: int, index: 
     return summary.frames_per_second, raw, raw_cpu / main, raw_cpu / (process + planner)
 
 
-def training_rate(frames: Path, kind: str) -> float:
+def training_rate(frames: Path, kind: str, preset_name: str = "smoke") -> float:
     from vlnverse.learning.imitation import ImitationConfig, train_imitation
     from vlnverse.learning.models import ModelConfig
     from vlnverse.learning.presets import preset
 
-    data = preset("smoke")
+    data = preset(preset_name)
     model = ModelConfig(**data.pop("model"))
+    data.pop("patience", None)
     data.update(epochs=1, val_split=None, val_episodes=None)
     with tempfile.TemporaryDirectory() as out:
         config = ImitationConfig(kind=kind, dataset=str(frames.parent / "subset"), out=out, frames=str(frames),
                                  model=model, **data)
         return train_imitation(config).samples_per_second
+
+
+def eval_rate(dataset: Path) -> float:
+    """Episodes/s of the shipped CMA over the dataset's val_unseen split, Strict and Tel-Hop."""
+    from vlnverse.eval.harness import EvalConfig, evaluate
+    from vlnverse.eval.registry import load_agent_config
+
+    agent = load_agent_config(ROOT / "assets" / "agents" / "cma" / "agent.yaml")
+    with tempfile.TemporaryDirectory() as out:
+        started = time.perf_counter()
+        result = evaluate(EvalConfig(dataset=str(dataset), out=out, agent="cma", agent_config=agent, split="val_unseen",
+                                     max_steps=200, plots=0))
+        return result.evaluated / (time.perf_counter() - started)
 
 
 def _online_setup(dataset: Path) -> tuple[int, dict[str, int], Any]:
@@ -254,6 +273,8 @@ def main() -> None:
         prerender(dataclasses.replace(PrerenderConfig(dataset=str(work / "subset"), out=str(small)), rgb_size=64,
                                       depth_size=64))
         rates = {kind: training_rate(small, kind) for kind in ("seq2seq", "cma")}
+        rates["cma_cpu_preset"] = training_rate(small, "cma", "cpu")
+        episodes_per_s = eval_rate(dataset)
         # Each pair is followed by the machine's own 2-process scaling, so a pair's figure is
         # compared with the ceiling of the same minute of a shared machine.
         pairs, ceilings = [], []
@@ -271,6 +292,7 @@ def main() -> None:
         print(f"BENCH train.prerender_frames_per_s {statistics.median(r[0] for r in rounds):.1f} frames/s target >= 0")
         for kind, rate in rates.items():
             print(f"BENCH train.{kind}_samples_per_s {rate:.1f} samples/s target >= 0")
+        print(f"BENCH train.eval_cma_episodes_per_s {episodes_per_s:.3f} episodes/s target >= 0")
         print(f"BENCH train.online_vector_scaling_2env {statistics.median(b / a for a, b in pairs):.2f} x target >= 1.6")
         print(f"BENCH train.online_lockstep_bound_2env {bound:.2f} x target >= 0")
         print(f"BENCH train.cpu_scaling_2proc {capacity:.2f} x target >= 0")
