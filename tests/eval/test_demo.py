@@ -1,4 +1,5 @@
-"""``vlnverse demo``: bundled scenes → dataset → three agents under Strict and Tel-Hop → report."""
+"""``vlnverse demo``: bundled scenes → dataset → three baselines and the shipped CMA under Strict and
+Tel-Hop → report."""
 
 from __future__ import annotations
 
@@ -28,6 +29,12 @@ def test_demo_runs_end_to_end(tmp_path):
         assert summary["episodes"] == 2 * manifest["total_episodes"]
         records = [json.loads(line) for line in (out / "eval" / agent / "episodes.jsonl").read_text().splitlines()]
         assert sorted(index_rows(out / "eval" / agent / "index.html")) == sorted(r["episode_id"] for r in records)
+    # the shipped CMA checkpoint, on the tasks it was trained on
+    fine_coarse = sum(split.get(t, {}).get("episodes", 0) for split in manifest["splits"].values()
+                      for t in ("fine", "coarse"))
+    cma = json.loads((out / "eval" / "cma" / "summary.json").read_text())
+    assert cma["episodes"] == 2 * fine_coarse and cma["errors"]["count"] == 0
+    assert "| cma | Tel-Hop |" in report
     oracle = json.loads((out / "eval" / "oracle" / "summary.json").read_text())
     assert all(g["metrics"]["SR"]["mean"] == 1.0 for g in oracle["overall"] if g["physics"] == "tel_hop")
     assert "Coarse-grained task" in result.stdout and "Long-horizon" in result.stdout

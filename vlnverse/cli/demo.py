@@ -1,8 +1,9 @@
 """``vlnverse demo``: the main job end to end on the embedded backend, in a few minutes.
 
 Bundled scenes → inspection and bird's-eye views → a small dataset of every task type with
-prior (template) instructions → the ``oracle``, ``random`` and ``forward`` agents under
-Strict and Tel-Hop physics → the tables printed and a report written. Re-running with the
+prior (template) instructions → the ``oracle``, ``random`` and ``forward`` agents and the
+shipped CMA checkpoint (``assets/agents/cma``, on the fine and coarse episodes; skipped
+without torch) under Strict and Tel-Hop physics → the tables printed and a report written. Re-running with the
 same ``--out`` reuses what is already there.
 """
 
@@ -15,6 +16,8 @@ from pathlib import Path
 from vlnverse.errors import ConfigError
 
 DEMO_AGENTS = ("oracle", "random", "forward")
+SHIPPED_CMA_TASKS = "fine,coarse"
+"""The tasks the shipped CMA was trained on, the ones the demo evaluates it on."""
 
 
 def default_scenes() -> Path:
@@ -22,9 +25,32 @@ def default_scenes() -> Path:
     return Path(__file__).resolve().parents[2] / "assets" / "scenes"
 
 
+def shipped_agent(name: str) -> Path:
+    """``assets/agents/NAME/agent.yaml`` of the source tree this package runs from."""
+    return Path(__file__).resolve().parents[2] / "assets" / "agents" / name / "agent.yaml"
+
+
+def demo_agents(console) -> list[tuple[str, str, dict]]:
+    """``(agent, task, agent config)`` of each demo run: the baselines, and the shipped CMA
+    where its checkpoint and torch are there."""
+    import importlib.util
+
+    from vlnverse.eval.registry import load_agent_config
+
+    runs = [(agent, "all", {}) for agent in DEMO_AGENTS]
+    cma = shipped_agent("cma")
+    if not cma.is_file():
+        console.print(f"no shipped CMA checkpoint at {cma}; skipping it")
+    elif importlib.util.find_spec("torch") is None:
+        console.print("torch is not installed (pip install 'vlnverse[train]'); skipping the shipped CMA")
+    else:
+        runs.append(("cma", SHIPPED_CMA_TASKS, load_agent_config(cma)))
+    return runs
+
+
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "demo", help="bundled scenes → dataset → evaluate oracle/random/forward under Strict and Tel-Hop")
+        "demo", help="bundled scenes → dataset → evaluate oracle/random/forward and the shipped CMA under Strict and Tel-Hop")
     parser.add_argument("--out", type=Path, default=Path("demo_out"), help="output folder (default: demo_out)")
     parser.add_argument("--scenes", type=Path, default=None, help="scene corpus (default: the bundled assets/scenes)")
     parser.add_argument("--per-scene", type=int, default=2, help="coarse trajectories per scene (default: 2)")
@@ -79,7 +105,7 @@ def _demo(args: argparse.Namespace) -> int:
 
     console.rule("3/4 evaluation: Strict and Tel-Hop")
     runs = []
-    for agent in DEMO_AGENTS:
+    for agent, task, agent_config in demo_agents(console):
         progress: list[RunProgress] = []
 
         def on_start(total: int, finished: list, agent: str = agent, progress: list = progress) -> None:
@@ -91,8 +117,8 @@ def _demo(args: argparse.Namespace) -> int:
 
         try:
             result = evaluate(EvalConfig(dataset=str(dataset), out=str(out / "eval" / agent), agent=agent,
-                                         workers=args.workers, seed=args.seed, max_steps=args.max_steps,
-                                         plots=2),
+                                         agent_config=agent_config, task=task, workers=args.workers,
+                                         seed=args.seed, max_steps=args.max_steps, plots=2),
                               on_start=on_start, on_result=on_result)
         finally:
             if progress:
