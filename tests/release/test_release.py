@@ -43,8 +43,9 @@ def ray_instance():
 
 
 def _card_rows(card: str) -> dict[tuple[str, str], int]:
-    labels = {"Fine-grained": "fine", "Coarse-grained": "coarse", "Visual reference": "visual_reference",
-              "Long horizon": "long_horizon", "Dialogue": "dialogue", "ObjectNav": "objectnav", "EQA": "eqa"}
+    from vlnverse.tasks.report import TASK_LABELS
+
+    labels = {label: task for task, label in TASK_LABELS.items()}  # every registered family, PointNav included
     rows = {}
     for line in card.splitlines():
         cells = [c.strip() for c in line.strip("|").split("|")]

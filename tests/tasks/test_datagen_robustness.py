@@ -141,7 +141,7 @@ def test_broken_llm_replies_fall_back_and_no_secret_is_written(corpus, tmp_path,
     assert manifest["total_episodes"] == 3 and manifest["fallbacks"] == 3
     assert "3 instruction(s) kept the prior text" in stdout
     episodes = EpisodeDataset.open(out).all_episodes()
-    assert all(e.provenance.instruction_source == "prior" and "not a chat completion" in e.provenance.fallback
+    assert all(e.provenance.instruction_source == "prior" and "the reply is not JSON" in e.provenance.fallback
                for e in episodes)
     assert "s3cret" not in _all_text(out) + stdout + err  # not even cut short by a message's length limit
     assert any("Bearer ***" in e.provenance.fallback for e in episodes)  # the echo, masked
