@@ -1,7 +1,7 @@
 # VLNVerse: `make demo` runs the main job, `make test` the tests, `make bench` the benchmarks.
 # Each target creates .venv and installs the project (with EXTRAS) when needed.
 PYTHON ?= python3
-# The extras `make test` needs: dev (pytest, ruff, ray), hf (CPU torch, transformers), train (tensorboard).
+# The extras `make test` needs: dev (pytest, ruff, ray, mkdocs), hf (CPU torch, transformers), train (tensorboard).
 EXTRAS ?= dev,hf,train
 VENV := .venv
 BIN := $(VENV)/bin
@@ -12,7 +12,7 @@ DEMO_OUT ?= demo_out
 # are root with apt-get, else renderer "auto" falls back to PyBullet's TinyRenderer.
 EGL_PACKAGES := libegl1 libegl-mesa0 libgl1 libgl1-mesa-dri
 
-.PHONY: demo test bench install clean egl
+.PHONY: demo test bench docs install clean egl
 
 install: $(STAMP)
 
@@ -33,6 +33,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# The documentation site (MkDocs Material + mkdocstrings), built strictly into _build/site.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict
 
 bench: $(STAMP)
 	@set -e; for script in benchmarks/*_bench.py; do \

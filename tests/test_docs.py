@@ -1,0 +1,118 @@
+"""The documentation: the site builds strictly, and every code block of the README and the
+pages runs (see :mod:`tests.docs_blocks` for how blocks are run or marked)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.bundled import REPO
+from tests.docs_blocks import LANGUAGES, Block, code_blocks, indented_code
+
+DOCS = REPO / "docs"
+PAGES = [REPO / "README.md", *sorted(DOCS.rglob("*.md"))]
+#: The dataset every page's examples use, made once as the Getting started page makes it.
+DATASET_COMMAND = "vlnverse datagen --scenes assets/scenes --out data/ds --per-scene 2"
+SHELL_TIMEOUT_S = 300
+
+
+def test_the_site_builds_strictly(tmp_path):
+    """``make docs``: broken links, missing pages or anchors and unresolved API references fail."""
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+                          cwd=REPO, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert done.returncode == 0, done.stderr
+    assert "WARNING" not in done.stderr, done.stderr
+    assert (tmp_path / "site" / "own-agent" / "index.html").is_file()
+
+
+def test_readme_links_resolve():
+    """The README is not part of the site: its relative links are checked here."""
+    text = (REPO / "README.md").read_text()
+    targets = re.findall(r"\]\((?!https?://|#)([^)#\s]+)", text)
+    assert targets and [t for t in targets if not (REPO / t).exists()] == []
+    assert len(text.splitlines()) < 200
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_every_block_is_fenced_with_a_known_language(page):
+    assert indented_code(page) == [], f"{page.name}: indented code blocks (fence them) at lines {indented_code(page)}"
+    for block in code_blocks(page):
+        assert block.language in LANGUAGES, f"{block.where}: language {block.language!r} not one of {LANGUAGES}"
+        if block.not_run is not None:
+            assert len(block.not_run) > 10, f"{block.where}: say why the block is not run"
+
+
+@pytest.fixture(scope="session")
+def workspace(tmp_path_factory) -> Path:
+    """A folder laid out as a user's checkout (``assets``, ``datagen``) with ``data/ds`` made,
+    and ``vlnverse`` on ``PATH`` running this checkout."""
+    root = tmp_path_factory.mktemp("docs-workspace")
+    for name in ("assets", "datagen"):
+        (root / name).symlink_to(REPO / name)
+    bin_dir = root / ".bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "vlnverse"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m vlnverse "$@"\n')
+    shim.chmod(0o755)
+    (bin_dir / "python").symlink_to(sys.executable)
+    _shell(DATASET_COMMAND, root)
+    return root
+
+
+def _env(root: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = f"{root / '.bin'}{os.pathsep}{env['PATH']}"
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
+    return env
+
+
+def _shell(code: str, root: Path) -> str:
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", code], cwd=root, env=_env(root), capture_output=True,
+                          text=True, timeout=SHELL_TIMEOUT_S)
+    assert done.returncode == 0, f"{code}\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
+    return done.stdout
+
+
+def _run(block: Block, namespace: dict, root: Path) -> None:
+    if block.title is not None:
+        (root / block.title).parent.mkdir(parents=True, exist_ok=True)
+        (root / block.title).write_text(block.code)
+        if block.language == "python":
+            return  # the page imports it, as a user would
+    if block.language == "python":
+        exec(compile(block.code, f"{block.where}", "exec"), namespace)  # noqa: S102 - the page's own example
+    elif block.language == "bash":
+        _shell(block.code, root)
+    elif block.language == "yaml":
+        data = yaml.safe_load(block.code)
+        assert isinstance(data, dict), f"{block.where}: not a YAML mapping"
+        if block.agent is not None:  # the page's agent config, checked as --agent-config would be
+            from vlnverse.config import config_from_mapping
+            from vlnverse.eval.registry import agent_factory
+
+            config_from_mapping(agent_factory(block.agent).config_class, data, where=f"{block.where}")
+    elif block.language == "json":
+        json.loads(block.code)
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if any(b.language != "text" for b in code_blocks(p))],
+                         ids=lambda p: str(p.relative_to(REPO)))
+def test_the_code_blocks_of_a_page_run(page, workspace, monkeypatch):
+    """A page's blocks in order, in the workspace; ``python`` blocks share one namespace."""
+    if page.name == "getting-started.md":
+        assert DATASET_COMMAND in page.read_text()  # the workspace's dataset is the page's
+    monkeypatch.chdir(workspace)
+    monkeypatch.setattr(sys, "path", [str(workspace), *sys.path])
+    monkeypatch.setenv("PATH", _env(workspace)["PATH"])
+    namespace: dict = {"__name__": f"docs_{page.stem}"}
+    for block in code_blocks(page):
+        if block.language != "text" and block.not_run is None:
+            _run(block, namespace, workspace)
