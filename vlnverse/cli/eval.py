@@ -57,7 +57,8 @@ def register(subparsers) -> None:
                         help="long-horizon: the whole chained instruction (full, the paper's; default) "
                              "or only the active leg's (leg); recorded in run.json")
     parser.add_argument("--plots", type=int, default=6,
-                        help="trajectory pictures per task and physics mode (default: 6)")
+                        help="episodes per task and physics mode that get a trajectory picture and "
+                             "per-step frames in the episode viewer (default: 6; 0: no pictures)")
     parser.add_argument("--scenes-dir", type=Path, default=None,
                         help="folder the dataset's scene paths are relative to (default: from the manifest)")
     llm = parser.add_argument_group("LLM agents")

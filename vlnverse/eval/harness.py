@@ -88,7 +88,8 @@ class EvalConfig:
         max_steps: Step budget per episode (``None``: the action space's default, 500
             discrete steps).
         success_distance: Success radius (m): SR needs geodesic distance ``<`` it.
-        plots: Trajectory pictures per (task, physics) (0: none).
+        plots: Episodes per (task, physics) that get a trajectory picture and per-step
+            viewer frames (0: none).
         backend: Simulator backend.
         renderer: Camera renderer of the embedded backend (``auto``, ``gl``, ``tiny``).
         scenes_dir: Where the dataset's scene paths are relative to (default: the manifest's).
