@@ -24,6 +24,12 @@ client that answers at once, over the first ``--overhead-episodes`` fine episode
 time excluded). The median per
 step is the figure; the 90th percentile is printed too.
 
+``agents.waypoint_predictor_ms``: the learned waypoint predictor's ``predict()`` per step
+(the LLM agents' default candidate source: pooling, network, peak picking) on 12-view
+224-px depth panoramas rendered at ``--predictor-poses`` navigable poses of a bundled
+scene, on one torch thread; the median is the figure, the depth predictor's is printed
+beside it, with the machine's load average. ``--predictor-only`` runs just this one.
+
 This 2-core machine is shared, so absolute figures are noisy; the ratio is measured
 within one run of this script.
 
@@ -160,6 +166,45 @@ def bench_step_overhead(args: argparse.Namespace, dataset: Path) -> list[str]:
     return [f"BENCH agents.step_overhead_ms {median:.1f} ms target <= 50"]
 
 
+def bench_predictor(args: argparse.Namespace) -> list[str]:
+    import os
+
+    import numpy as np
+
+    from vlnverse.agents.config import PanoramaConfig, WaypointConfig
+    from vlnverse.agents.panorama import Panorama, make_rig
+    from vlnverse.agents.waypoints import DepthWaypoints
+    from vlnverse.learning.waypoints.predictor import LearnedWaypoints
+    from vlnverse.scene.loading import scene_with_occupancy
+    from vlnverse.sim.simulator import Simulator
+    from vlnverse.sim.types import Pose
+
+    config = PanoramaConfig()
+    scene, occupancy = scene_with_occupancy(REPO / "assets" / "scenes" / "scene_0000" / "scene.usdc")
+    rng = np.random.default_rng(0)
+    with Simulator(scene, sensors=make_rig(config, ("depth",)), occupancy=occupancy) as sim:
+        panoramas = [Panorama.from_observation(sim.render_cameras(Pose(float(p[0]), float(p[1]), occupancy.floor_height,
+                                                                        float(rng.uniform(-3.14, 3.14)))), config)
+                     for p in occupancy.sample_navigable(rng, args.predictor_poses)]
+    learned, depth = LearnedWaypoints(WaypointConfig()), DepthWaypoints(WaypointConfig())
+    learned.predict(panoramas[0])  # first call: torch's one-off set-up
+
+    def median_ms(predictor) -> float:
+        times = []
+        for panorama in panoramas:
+            fresh = Panorama(panorama.config, panorama.depth)  # no memoized obstacle points
+            t0 = time.perf_counter()
+            predictor.predict(fresh)
+            times.append(1000.0 * (time.perf_counter() - t0))
+        return statistics.median(times)
+
+    learned_ms, depth_ms = median_ms(learned), median_ms(depth)
+    load = os.getloadavg()[0]
+    print(f"waypoint prediction per step (12 x 224 px depth): learned {learned_ms:.1f} ms, depth {depth_ms:.1f} ms "
+          f"(median of {len(panoramas)}; load average {load:.1f} on {os.cpu_count()} cores)")
+    return [f"BENCH agents.waypoint_predictor_ms {learned_ms:.1f} ms target <= 20"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=64, help="episodes of the 2x8 run (default: 64)")
@@ -170,14 +215,20 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=1.0, help="server answer delay in seconds (default: 1)")
     parser.add_argument("--throughput-rig", choices=("small", "full"), default="full",
                         help="panorama of the throughput runs: 12 x 224 px (default) or 4 x 64 px")
+    parser.add_argument("--predictor-poses", type=int, default=50, help="panoramas timed for the predictor")
+    parser.add_argument("--predictor-only", action="store_true", help="only the waypoint predictor benchmark")
     args = parser.parse_args()
     import os
 
+    if args.predictor_only:
+        print("\n".join(bench_predictor(args)))
+        return
     os.environ.setdefault(KEY_ENV, "bench")
     lines = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         dataset = bundled_dataset(folder, per_scene=args.per_scene)
+        lines += bench_predictor(args)
         lines += bench_step_overhead(args, dataset)
         lines += bench_throughput(args, dataset, folder)
     print("\n".join(lines))

@@ -154,7 +154,8 @@ def test_the_harness_runs_an_agent_and_records_privileged_perception(dataset, tm
                                  episodes=1, physics=("tel_hop",), plots=0, bootstrap=10), agent=agent)
     run_file = json.loads((tmp_path / "run.json").read_text())["run"]
     assert run_file["privileged"] == ["room_type", "semantic_categories"]
-    assert run_file["waypoint_predictor"] == {"name": "depth"}
+    assert run_file["waypoint_predictor"]["name"] == "learned"  # the default: the shipped checkpoint
+    assert run_file["waypoint_predictor"]["checkpoint"] == "shipped"
     (record,) = result.records
     assert record["fail_reason"] == "stop" and record["agent_trace"]["calls"] == 2
 

@@ -176,7 +176,9 @@ def test_dscd_nav_over_the_openai_client_on_a_loopback_server(dataset, tmp_path,
     with LoopbackServer(respond) as server:
         spec = f"openai:gpt-4o?base_url={server.url}&api_key_env=VLNVERSE_TEST_DSCD_KEY&max_retries=0&timeout=10"
         result = evaluate(EvalConfig(dataset=str(dataset), out=str(tmp_path), agent="dscd_nav",
-                                     agent_config={"perception": "gt", **SMALL}, task="coarse", episodes=1,
+                                     # the scripted debate is written for the depth predictor's candidates
+                                     agent_config={"perception": "gt", "waypoint_predictor": "depth", **SMALL},
+                                     task="coarse", episodes=1,
                                      physics=("tel_hop",), plots=1, bootstrap=10, llm=spec))
     (record,) = result.records
     assert record["fail_reason"] == "stop" and record["metrics"]["JOR"] == 1.0

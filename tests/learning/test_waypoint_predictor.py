@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from tests.bundled import BUNDLED_SCENES
+from tests.bundled import BUNDLED_SCENES, REPO
 from vlnverse.agents.config import PanoramaConfig, WaypointConfig
 from vlnverse.errors import DependencyNotInstalled
 from vlnverse.learning.waypoints.targets import (
@@ -22,6 +22,12 @@ from vlnverse.learning.waypoints.targets import (
     targets_at,
     to_world,
 )
+
+#: README "Waypoint predictor": recall / precision within 0.5 m of the shipped checkpoint on
+#: 40 poses of the bundled val_unseen scene (scene_0000, seed 5), not a scene it was trained on.
+PUBLISHED_RECALL = 0.81
+PUBLISHED_NAVIGABLE = 0.90
+TOLERANCE = 0.05
 
 
 def test_targets_are_the_peaks_of_the_reach_profile():
@@ -49,7 +55,7 @@ def test_targets_on_a_scene_are_navigable_and_seen_over_free_floor():
         counts.append(len(found))
         for heading, distance in found:
             end = to_world(polar_to_xy(np.array(heading), np.array(distance)), x, y, yaw)
-            assert occupancy.is_navigable(end) and 0.5 <= distance <= 3.0
+            assert occupancy.is_navigable(end) and 0.5 <= distance <= 2.5  # 0.5 m short of a reach <= 3 m
             line = to_world(polar_to_xy(np.full(30, heading), np.linspace(0.05, distance, 30)), x, y, yaw)
             assert occupancy.is_free(line).all()
     assert 2 <= np.mean(counts) <= 6
@@ -70,6 +76,39 @@ def test_the_network_turns_with_the_panorama_and_peaks_are_suppressed():
     heat[0, 3], heat[2, 5], heat[119, 1], heat[40, 11], heat[80, 0] = 0.9, 0.8, 0.7, 0.6, 0.2
     assert pick_peaks(heat, 0.3, 15.0, 8) == [(0, 3, 0.9), (40, 11, 0.6)]
     assert pick_peaks(heat, 0.3, 15.0, 1) == [(0, 3, 0.9)]
+
+
+def test_the_shipped_predictor_gives_letter_ids_within_the_caps():
+    pytest.importorskip("torch")
+    from vlnverse.agents.panorama import Panorama
+    from vlnverse.learning.waypoints.predictor import LearnedWaypoints
+
+    panorama = _panoramas(1, size=64)[0]
+    capped = LearnedWaypoints(WaypointConfig(max_candidates=2)).predict(panorama)
+    every = LearnedWaypoints(WaypointConfig()).predict(panorama)
+    assert 1 <= len(capped) <= 2 and len(every) >= len(capped)
+    ids = [c.id for c in every]
+    assert len(set(ids)) == len(ids) and ids == sorted(ids)
+    for c in every:
+        assert c.id == "ABCDEFGHIJKL"[round(math.degrees(c.heading) / 30.0) % 12]
+        assert 0.4 <= c.distance <= 3.0 and c.view == Panorama.view_toward(panorama, c.heading)
+
+
+def test_the_shipped_checkpoint_keeps_its_published_recall_on_an_unseen_scene(tmp_path):
+    pytest.importorskip("torch")
+    from vlnverse.learning.waypoints.predictor import load_predictor_checkpoint
+    from vlnverse.learning.waypoints.samples import load_samples, render_scene
+    from vlnverse.learning.waypoints.trainer import PeakConfig, predict_probabilities, score
+
+    net, state = load_predictor_checkpoint(REPO / "assets" / "waypoints" / "waypoint_predictor.pt")
+    assert "scene_0000" not in json.dumps(state["train_config"])
+    render_scene(BUNDLED_SCENES / "scene_0000" / "scene.usdc", [], tmp_path / "s.npz", count=40, seed=5,
+                 input_size=32, panorama=PanoramaConfig(), targets=TargetConfig())
+    samples = load_samples([tmp_path / "s.npz"])
+    figures = score(predict_probabilities(net, samples["depth"]), samples["targets"], samples["navigable"],
+                    PeakConfig(**state["peaks"]), 0.5)
+    assert figures["recall"] >= PUBLISHED_RECALL - TOLERANCE
+    assert figures["navigable"] >= PUBLISHED_NAVIGABLE - TOLERANCE
 
 
 def test_without_torch_the_default_predictor_names_the_extra_and_the_depth_option(monkeypatch):

@@ -168,7 +168,7 @@ class LLMAgentConfig:
     privileged_subgoals: bool = False
     ask_oracle: bool = True
     waypoints: WaypointConfig = field(default_factory=WaypointConfig)
-    waypoint_predictor: str = "depth"
+    waypoint_predictor: str = "learned"
     waypoint_checkpoint: str | None = None
     panorama: PanoramaConfig = field(default_factory=PanoramaConfig)
 

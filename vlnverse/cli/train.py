@@ -60,7 +60,7 @@ def register(subparsers) -> None:
     online.add_argument("--physics", default="slide", help="physics of the rollouts (default: slide)")
     online.add_argument("--eval-physics", default="slide,strict,tel_hop",
                         help="physics of the zero-shot vs fine-tuned evaluation (default: slide,strict,tel_hop)")
-    online.add_argument("--waypoint-predictor", choices=("learned", "depth"), default="depth",
+    online.add_argument("--waypoint-predictor", choices=("learned", "depth"), default="learned",
                         help="candidate waypoints: the shipped trained predictor (default, as the paper) or depth free space")
     online.add_argument("--init-checkpoint", type=Path, default=None, help="start from this policy checkpoint")
     predictor = parser.add_argument_group("waypoint predictor (waypoints)")

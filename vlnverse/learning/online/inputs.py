@@ -33,7 +33,7 @@ class InputSpec:
     panorama: PanoramaConfig
     waypoints: WaypointConfig
     max_tokens: int = 80
-    predictor: str = "depth"
+    predictor: str = "learned"
 
     @property
     def max_candidates(self) -> int:

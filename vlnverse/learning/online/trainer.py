@@ -88,7 +88,7 @@ class OnlineConfig:
     image_size: int = 32
     views: int = 12
     waypoints: WaypointConfig = field(default_factory=WaypointConfig)
-    waypoint_predictor: str = "depth"
+    waypoint_predictor: str = "learned"
     init_checkpoint: str | None = None
     checkpoint_every: int = 1
     eval_split: str | None = "val_unseen"

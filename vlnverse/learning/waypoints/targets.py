@@ -12,8 +12,10 @@ that a point-sized traveller reaches in a straight line.
   camera sees through) and its end is a navigable cell (where the agent's body may stand).
 - Targets are the peaks of the reach profile over headings (a corridor, a doorway, the far
   side of a room): headings whose reach is the largest within ±``peak_window_deg``, a
-  plateau giving its middle heading, at least ``min_distance`` away, the farthest first,
-  kept ``min_separation_deg`` apart, at most ``max_targets``.
+  plateau giving its middle heading, the farthest first, kept ``min_separation_deg`` apart,
+  at most ``max_targets``; each target is the farthest point of its heading that is
+  reached that way at least ``edge_margin`` short of the reach (in open floor, as a graph
+  node, not against the wall that ends the reach) and at least ``min_distance`` away.
 - On a pose along a reference path, the path's point ``path_lookahead`` metres ahead (the
   farthest visible one) is a target too, unless a target already lies within
   ``merge_distance`` of it.
@@ -65,6 +67,7 @@ class TargetConfig:
 
     Attributes:
         min_distance: Nearest target (m).
+        edge_margin: A target stands this far short of its heading's reach (m).
         peak_window_deg: A peak is the largest reach within ± this angle.
         min_separation_deg: Targets are at least this far apart in heading.
         max_targets: Most targets per pose.
@@ -73,6 +76,7 @@ class TargetConfig:
     """
 
     min_distance: float = 0.5
+    edge_margin: float = 0.5
     peak_window_deg: float = 30.0
     min_separation_deg: float = 30.0
     max_targets: int = 6
@@ -87,12 +91,22 @@ def ray_masks(occupancy, x: float, y: float, yaw: float) -> tuple[np.ndarray, np
     return occupancy.lookup(occupancy.free, points, False), occupancy.lookup(occupancy.navigable, points, False)
 
 
+def standing_points(occupancy, x: float, y: float, yaw: float) -> np.ndarray:
+    """``(HEADINGS, samples)``: whether each ray sample is navigable and seen over free floor."""
+    free, navigable = ray_masks(occupancy, x, y, yaw)
+    return np.cumprod(free, axis=1).astype(bool) & navigable
+
+
+def farthest(valid: np.ndarray, limit: np.ndarray | float = math.inf) -> np.ndarray:
+    """Per heading, the farthest distance of a ``valid`` sample not beyond ``limit`` (m; 0: none)."""
+    steps = np.arange(1, valid.shape[1] + 1) * RAY_STEP
+    allowed = valid & (steps[None, :] <= np.asarray(limit, dtype=np.float64).reshape(-1, 1) + 1e-9)
+    return np.where(allowed, steps[None, :], 0.0).max(axis=1)
+
+
 def reach_profile(occupancy, x: float, y: float, yaw: float) -> np.ndarray:
     """The reach of every heading (m; 0 where no navigable point is in a straight line)."""
-    free, navigable = ray_masks(occupancy, x, y, yaw)
-    valid = np.cumprod(free, axis=1).astype(bool) & navigable
-    last = np.where(valid.any(axis=1), valid.shape[1] - 1 - np.argmax(valid[:, ::-1], axis=1), -1)
-    return (last + 1) * RAY_STEP
+    return farthest(standing_points(occupancy, x, y, yaw))
 
 
 def navigable_grid(occupancy, x: float, y: float, yaw: float) -> np.ndarray:
@@ -103,7 +117,7 @@ def navigable_grid(occupancy, x: float, y: float, yaw: float) -> np.ndarray:
 
 
 def reach_peaks(reach: np.ndarray, config: TargetConfig) -> np.ndarray:
-    """``(n, 2)`` targets (heading rad, distance m) at the peaks of a reach profile."""
+    """``(n, 2)`` (heading rad, reach m) at the peaks of a reach profile."""
     half = int(round(config.peak_window_deg / math.degrees(HEADING_STEP)))
     windows = np.stack([np.roll(reach, k) for k in range(-half, half + 1)])
     peak = (reach >= windows.max(axis=0) - 1e-9) & (reach >= config.min_distance)
@@ -147,7 +161,11 @@ def path_target(occupancy, path: np.ndarray, x: float, y: float, yaw: float, loo
 def targets_at(occupancy, x: float, y: float, yaw: float, config: TargetConfig,
                path: np.ndarray | None = None) -> np.ndarray:
     """``(n, 2)`` targets (heading rad, distance m) of a pose (see the module docs)."""
-    targets = reach_peaks(reach_profile(occupancy, x, y, yaw), config)
+    valid = standing_points(occupancy, x, y, yaw)
+    peaks = reach_peaks(farthest(valid), config)
+    bins = np.round(np.remainder(peaks[:, 0], 2.0 * math.pi) / HEADING_STEP).astype(int) % HEADINGS
+    stand = farthest(valid[bins], peaks[:, 1] - config.edge_margin)  # in open floor, short of the reach
+    targets = np.stack([peaks[:, 0], stand], axis=1)[stand >= config.min_distance]
     if path is not None and len(path) > 1:
         extra = path_target(occupancy, path, x, y, yaw, config.path_lookahead)
         if extra is not None:

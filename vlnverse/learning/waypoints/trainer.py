@@ -215,7 +215,7 @@ def train_waypoints(config: WaypointTrainConfig, *, progress: Callable[[str, int
             batches = range(0, len(order), config.batch_size)
             for n, start in enumerate(batches):
                 index = torch.from_numpy(order[start:start + config.batch_size])
-                turn = int(rng.integers(VIEWS))  # the same scene seen from a heading 30° * turn to the right
+                turn = int(rng.integers(VIEWS))  # as if the agent had turned 30° * turn to the left
                 x = torch.roll(depth[index].float(), -turn, dims=1)
                 y = torch.roll(soft[index], -turn * BINS_PER_VIEW, dims=1)
                 loss = loss_fn(net(x), y)
