@@ -95,8 +95,9 @@ def register(subparsers) -> None:
     parser.add_argument("--no-progress", action="store_true", help="do not draw the progress bar")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.set_defaults(handler=_eval, eval_parser=parser)
-    tools = parser.add_subparsers(dest="eval_tool", metavar="{verify,bundle,table}",
-                                  help="check, package or tabulate evaluation folders instead of running one")
+    tools = parser.add_subparsers(dest="eval_tool", metavar="{verify,bundle,table,table5}",
+                                  help="check, package or tabulate evaluation folders, or run the paper's zero-shot "
+                                       "agent table, instead of running one agent")
     verify = tools.add_parser("verify", help="re-score an evaluation folder from its records and the dataset",
                               description="Check an evaluation folder: the dataset and scene checksums recorded "
                                           "in run.json, every record against its dataset episode, a "
@@ -130,6 +131,9 @@ def register(subparsers) -> None:
     table.add_argument("--to", type=Path, default=None, metavar="FILE.md", help="also write the tables here")
     table.add_argument("--json", action="store_true", help="print the rows as one JSON object")
     table.set_defaults(handler=_table)
+    from vlnverse.cli import table5
+
+    table5.register(tools)
 
 
 VERIFY_MISMATCH_EXIT = 1
