@@ -119,7 +119,8 @@ def test_fine_tuned_policy_reaches_its_training_goals(fine_dataset, tmp_path):
     config = OnlineConfig(dataset=str(fine_dataset), out=str(tmp_path / "run"), iterations=30, num_envs=2,
                           vector="sync", physics="tel_hop", max_traj_len=12, lr=3e-3, image_size=24,
                           schedule_ratio=1.0, checkpoint_every=30, eval_split="train", eval_physics=("tel_hop",),
-                          model=WaypointBertConfig(dim=32, layers=1, heads=2, channels=(4, 8, 8), max_tokens=40))
+                          model=WaypointBertConfig(dim=32, layers=1, heads=2, channels=(4, 8, 8), max_tokens=40),
+                          waypoint_predictor="depth")  # sized for the depth predictor's candidates at 24 px
     summary = train_online(config)
     assert all(h["teacher_probability"] == 1.0 for h in summary["history"])
     zero_shot, fine_tuned = summary["table7"]["Zero-shot"], summary["table7"]["Fine-tuned (30 it.)"]
