@@ -9,6 +9,7 @@ counter-clockwise); of two peaks in one slot the stronger is kept.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import string
@@ -43,16 +44,30 @@ def load_predictor_checkpoint(path: str | Path) -> tuple[Any, dict[str, Any]]:
     from vlnverse.config import config_from_mapping
     from vlnverse.learning.waypoints.model import WaypointNetConfig, build_net
 
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except (OSError, RuntimeError) as exc:
-        raise ConfigError(f"cannot load waypoint predictor checkpoint {path}: {exc}") from exc
-    if not isinstance(state, dict) or state.get("kind") != "waypoint_predictor":
-        raise ConfigError(f"{path} is not a waypoint predictor checkpoint (vlnverse train waypoints)")
-    net = build_net(config_from_mapping(WaypointNetConfig, state["net_config"], where=f"checkpoint {path}"))
-    net.load_state_dict(state["model"])
+    with one_thread(torch):  # no OpenMP pool in a process that eval workers are forked from
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+        except (OSError, RuntimeError) as exc:
+            raise ConfigError(f"cannot load waypoint predictor checkpoint {path}: {exc}") from exc
+        if not isinstance(state, dict) or state.get("kind") != "waypoint_predictor":
+            raise ConfigError(f"{path} is not a waypoint predictor checkpoint (vlnverse train waypoints)")
+        net = build_net(config_from_mapping(WaypointNetConfig, state["net_config"], where=f"checkpoint {path}"))
+        net.load_state_dict(state["model"])
     net.eval()
     return net, state
+
+
+@contextlib.contextmanager
+def one_thread(torch: Any):
+    """Torch on one CPU thread inside the block (its setting restored after). Run this way,
+    the predictor never starts torch's OpenMP thread pool, which a forked child (an eval
+    worker) would inherit broken and wait on for ever."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 class LearnedWaypoints:
@@ -63,11 +78,11 @@ class LearnedWaypoints:
             ``min_distance`` / ``max_distance`` bound the distances; the depth-only settings
             (safety margin, body size) do not apply.
         checkpoint: A ``vlnverse train waypoints`` checkpoint (None: the shipped one).
-        threads: Torch CPU threads while predicting (``None``: leave torch's setting).
+
+    It predicts on one torch thread (see :func:`one_thread`).
     """
 
-    def __init__(self, config: WaypointConfig | None = None, checkpoint: str | Path | None = None,
-                 threads: int | None = 1) -> None:
+    def __init__(self, config: WaypointConfig | None = None, checkpoint: str | Path | None = None) -> None:
         from vlnverse.config import config_from_mapping
         from vlnverse.learning.waypoints.trainer import PeakConfig
 
@@ -75,7 +90,6 @@ class LearnedWaypoints:
         self.checkpoint = Path(checkpoint) if checkpoint else SHIPPED_CHECKPOINT
         self.net, state = load_predictor_checkpoint(self.checkpoint)
         self.peaks = config_from_mapping(PeakConfig, state["peaks"], where=f"checkpoint {self.checkpoint}")
-        self.threads = threads
         self.slots = round(360.0 / self.config.spacing_deg)
         self.ids = string.ascii_uppercase[:self.slots]
         self.digest = hashlib.sha256(self.checkpoint.read_bytes()).hexdigest()[:16]
@@ -93,14 +107,8 @@ class LearnedWaypoints:
         if panorama.config.views != 12:
             raise ConfigError(f"the learned waypoint predictor reads 12 views, the panorama has {panorama.config.views}")
         depth = torch.from_numpy(np.stack([np.asarray(d, dtype=np.float32) for d in panorama.depth])[None])
-        previous = torch.get_num_threads()
-        if self.threads:
-            torch.set_num_threads(self.threads)
-        try:
-            with torch.inference_mode():
-                return torch.sigmoid(self.net(depth))[0].numpy()
-        finally:
-            torch.set_num_threads(previous)
+        with one_thread(torch), torch.inference_mode():
+            return torch.sigmoid(self.net(depth))[0].numpy()
 
     def predict(self, panorama: Panorama) -> list[Candidate]:
         from vlnverse.learning.waypoints.model import pick_peaks
