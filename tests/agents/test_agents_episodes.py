@@ -214,6 +214,8 @@ def test_a_predictor_named_in_the_config_replaces_the_depth_one(dataset):
     assert record["actions"][0][:2] == [0.4, 0.0]
     with pytest.raises(ConfigError, match="waypoint_predictor"):
         make_agent("text_history", {"waypoint_predictor": "trained"})
+    with pytest.raises(ConfigError, match="12-view"):
+        make_agent("text_history", {"panorama": {"views": 4}})
     with pytest.raises(ConfigError, match="waypoint_checkpoint"):
         make_agent("text_history", {"waypoint_predictor": "depth", "waypoint_checkpoint": "x.pt"})
 

@@ -13,7 +13,8 @@ def test_garbage_replies_are_counted_and_episodes_complete(bundled_dataset, tmp_
     result = evaluate(EvalConfig(
         dataset=str(bundled_dataset), out=str(tmp_path / "run"), agent="text_history", task="fine",
         episodes=2, physics=("tel_hop",), max_steps=3, plots=0, bootstrap=10, concurrency=2,
-        agent_config={"perception": "gt", "max_reply_tokens": 8, "panorama": {"views": 4, "image_size": 48}},
+        agent_config={"perception": "gt", "max_reply_tokens": 8, "panorama": {"views": 4, "image_size": 48},
+                      "waypoint_predictor": "depth"},
         llm=f"hf:{model}?name=tiny-random-gpt2"))
     assert result.evaluated == 2 and result.stopped is None
     for record in result.records:

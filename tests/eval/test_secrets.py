@@ -47,7 +47,7 @@ def vlnverse(*args):
 def test_an_echoed_api_key_is_masked_in_records_reports_pages_and_logs(bundled_dataset, tmp_path):
     out = tmp_path / "run"
     agent_config = tmp_path / "agent.json"
-    agent_config.write_text(json.dumps({"panorama": {"views": 4, "image_size": 32}}))
+    agent_config.write_text(json.dumps({"panorama": {"views": 4, "image_size": 32}, "waypoint_predictor": "depth"}))
     with LoopbackServer(echo_key()) as server:
         spec = f"openai:gpt-4o?base_url={server.url}&api_key_env={KEY_ENV}&max_retries=1&backoff_base=0.01"
         result = vlnverse("-v", "eval", "--dataset", bundled_dataset, "--task", "fine", "--episodes", "2",

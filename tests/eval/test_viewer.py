@@ -26,7 +26,7 @@ def test_an_llm_agent_run_gets_step_pages(bundled_dataset, tmp_path, monkeypatch
         result = evaluate(EvalConfig(
             dataset=str(bundled_dataset), out=str(tmp_path / "run"), agent="text_history", task="fine",
             episodes=2, physics=("tel_hop",), max_steps=3, plots=1, bootstrap=10,
-            agent_config={"panorama": {"views": 4, "image_size": 48},  # the model from the agent config
+            agent_config={"panorama": {"views": 4, "image_size": 48}, "waypoint_predictor": "depth",  # the model from the agent config
                           "llm": f"openai:gpt-4o?base_url={server.url}&api_key_env={KEY_ENV}&max_retries=0"}))
     out = result.out
     assert all(r["llm"]["calls"] == 3 for r in result.records)  # metered like --llm

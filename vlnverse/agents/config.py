@@ -193,6 +193,9 @@ class LLMAgentConfig:
         if self.waypoint_predictor not in WAYPOINT_PREDICTORS and ":" not in str(self.waypoint_predictor):
             raise ConfigError(f"waypoint_predictor must be one of {WAYPOINT_PREDICTORS} or 'module:attr', "
                               f"got {self.waypoint_predictor!r}")
+        if self.waypoint_predictor == "learned" and isinstance(self.panorama, PanoramaConfig) and self.panorama.views != 12:
+            raise ConfigError(f"waypoint_predictor: learned reads the 12-view panorama (panorama.views is "
+                              f"{self.panorama.views}); use waypoint_predictor: depth for another rig")
         if self.waypoint_checkpoint is not None and self.waypoint_predictor != "learned":
             raise ConfigError("waypoint_checkpoint is the learned predictor's; set waypoint_predictor: learned")
         if not isinstance(self.waypoints, WaypointConfig) or not isinstance(self.panorama, PanoramaConfig):
