@@ -269,12 +269,13 @@ def test_mode_b_on_a_60_degree_disagreement_is_recorded_and_replayed(dataset, tm
         return json.dumps({"decision": "counter", "why": f"{role} reasons", "evidence": "e", "action": pick})
 
     transcript = tmp_path / "calls.jsonl"
-    record, _ = run(dataset, "dscd_nav", RecordingClient(DebateModel(script), transcript))
+    grid = {"waypoint_predictor": "depth"}  # candidates on the 30-degree grid
+    record, _ = run(dataset, "dscd_nav", RecordingClient(DebateModel(script), transcript), config=grid)
     step1 = record["agent_trace"]["debate"][1]
     assert abs(step1["delta_theta_deg"]) == 60.0 and step1["mode"] == "B" and step1["micro_probe"]
     assert len(step1["rounds"]) == 3 and record["agent_trace"]["steps"][1]["action"][:2] == \
         [step1["probe"]["r"], round(math.radians(step1["probe"]["theta_deg"]), 4)]
-    replayed, _ = run(dataset, "dscd_nav", ReplayClient(transcript))
+    replayed, _ = run(dataset, "dscd_nav", ReplayClient(transcript), config=grid)
     assert replayed["actions"] == record["actions"] and replayed["agent_trace"]["debate"] == record["agent_trace"]["debate"]
 
 
