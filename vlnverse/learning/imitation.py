@@ -30,6 +30,7 @@ import yaml
 from vlnverse.config import config_to_dict
 from vlnverse.errors import ConfigError
 from vlnverse.fileio import atomic_open, write_json_atomic, write_text_atomic
+from vlnverse.learning.curves import EpochScalars
 from vlnverse.learning.models import MODEL_KINDS
 from vlnverse.learning.models.config import ModelConfig
 from vlnverse.learning.prerender import PrerenderConfig, prerender
@@ -257,7 +258,8 @@ def _train(config: ImitationConfig, group: Any, device: Any, progress: Callable[
         runner = data_parallel(runner, device)
     datasets = [EpisodeTensors(store, vocab, model_config.max_instruction_tokens)]
     sensors = {name: spec for name, spec in store.sensors.items() if name in ("rgb", "depth")}
-    logger = _CurveLogger(out, len(history)) if group.main else None
+    logger = EpochScalars(out, len(history), "imitation", ("loss", "accuracy", "val_sr", "val_spl")) \
+        if group.main else None
     try:
         for epoch in range(len(history) + 1, config.total_epochs + 1):
             if stalled(history, config.patience):
@@ -424,29 +426,3 @@ def plot_curves(path: Path, history: list[EpochStats], title: str) -> None:
     with atomic_open(path, "wb") as handle:
         fig.savefig(handle, format="png", dpi=90)
     plt.close(fig)
-
-
-class _CurveLogger:
-    """TensorBoard event files in ``OUT/tb`` (skipped with a warning when tensorboard is missing)."""
-
-    def __init__(self, out: Path, start_epoch: int) -> None:
-        try:
-            from torch.utils.tensorboard import SummaryWriter
-        except ImportError:
-            log.warning("tensorboard is not installed; no event files (pip install 'vlnverse[train]')")
-            self.writer = None
-            return
-        self.writer = SummaryWriter(str(out / "tb"), purge_step=start_epoch + 1)
-
-    def log(self, stats: EpochStats) -> None:
-        if self.writer is None:
-            return
-        for name in ("loss", "accuracy", "val_sr", "val_spl"):
-            value = getattr(stats, name)
-            if value is not None:
-                self.writer.add_scalar(f"imitation/{name}", value, stats.epoch)
-        self.writer.flush()
-
-    def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()

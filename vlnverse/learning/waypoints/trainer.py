@@ -29,6 +29,7 @@ import yaml
 from vlnverse.agents.config import PanoramaConfig
 from vlnverse.config import config_to_dict
 from vlnverse.fileio import atomic_open, write_json_atomic, write_text_atomic
+from vlnverse.learning.curves import EpochScalars
 from vlnverse.learning.waypoints.model import (
     BINS_PER_VIEW,
     VIEWS,
@@ -204,7 +205,8 @@ def train_waypoints(config: WaypointTrainConfig, *, progress: Callable[[str, int
     depth = torch.from_numpy(train["depth"])
     val_soft = torch.from_numpy(heatmap_targets(val["targets"])) if val is not None else None
     loss_fn = torch.nn.BCEWithLogitsLoss()
-    logger = _Curves(out, len(history))
+    logger = EpochScalars(out, len(history), "waypoints",
+                          ("loss", "val_loss", "recall", "precision", "navigable", "waypoints"))
     try:
         for epoch in range(len(history) + 1, config.epochs + 1):
             started = time.perf_counter()
@@ -307,29 +309,3 @@ def _plot(path: Path, history: list[EpochRow]) -> None:
     with atomic_open(path, "wb") as handle:
         fig.savefig(handle, format="png", dpi=90)
     plt.close(fig)
-
-
-class _Curves:
-    """TensorBoard events in ``OUT/tb`` (none, with a warning, without tensorboard)."""
-
-    def __init__(self, out: Path, start_epoch: int) -> None:
-        try:
-            from torch.utils.tensorboard import SummaryWriter
-        except ImportError:
-            log.warning("tensorboard is not installed; no event files (pip install 'vlnverse[train]')")
-            self.writer = None
-            return
-        self.writer = SummaryWriter(str(out / "tb"), purge_step=start_epoch + 1)
-
-    def log(self, row: EpochRow) -> None:
-        if self.writer is None:
-            return
-        for name in ("loss", "val_loss", "recall", "precision", "navigable", "waypoints"):
-            value = getattr(row, name)
-            if value is not None:
-                self.writer.add_scalar(f"waypoints/{name}", value, row.epoch)
-        self.writer.flush()
-
-    def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
