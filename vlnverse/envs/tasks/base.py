@@ -98,8 +98,10 @@ class TaskComponent:
         """Forget the last step's transient observations."""
 
     def act(self, request: Any) -> StepOutcome:
-        """Do what ``request`` (from :meth:`claim`, or the env's own method) asks."""
-        raise NotImplementedError
+        """Do what ``request`` (from :meth:`claim`, or the env's own method) asks. Only components
+        that add actions (``action_count > 0``) are asked; such a component must define it."""
+        raise TypeError(f"task component {type(self).__name__} adds {self.action_count} action(s) "
+                        "but does not define act()")
 
     def goal_indices(self) -> tuple[int, ...] | None:
         """The goals that count now (None: leave it to others; all goals by default)."""
