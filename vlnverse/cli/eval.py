@@ -129,6 +129,9 @@ def register(subparsers) -> None:
     table.add_argument("folders", nargs="+", metavar="[LABEL=]FOLDER",
                        help="evaluation folders (labelled by their agent unless LABEL= is given)")
     table.add_argument("--to", type=Path, default=None, metavar="FILE.md", help="also write the tables here")
+    table.add_argument("--track", default=None,
+                       help="label the tables with this track (e.g. mini: VLNVerse-mini) after checking that "
+                            "every folder was evaluated on its dataset")
     table.add_argument("--json", action="store_true", help="print the rows as one JSON object")
     table.set_defaults(handler=_table)
     from vlnverse.cli import table5
@@ -177,11 +180,19 @@ def _table(args: argparse.Namespace) -> int:
     from vlnverse.release.table3 import SPLITS, TASKS, load_runs, rows, table3_markdown
 
     runs = load_runs(args.folders)
-    text = table3_markdown(runs)
+    track = None
+    if args.track:
+        from vlnverse.release.tracks import get_track, require_track_dataset
+
+        track = get_track(args.track)
+        for folder in args.folders:
+            require_track_dataset(track, Path(folder.rpartition("=")[2]))
+    text = table3_markdown(runs, track=track.label if track else None)
     if args.to:
         write_text_atomic(args.to, text + "\n")
     if args.json:
-        print_json({f"{task}/{split}": rows(runs, task, split) for task in TASKS for split in SPLITS})
+        print_json({"track": track.label if track else None,
+                    **{f"{task}/{split}": rows(runs, task, split) for task in TASKS for split in SPLITS}})
     else:
         print(text)
     return 0

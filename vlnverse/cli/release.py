@@ -16,9 +16,12 @@ def register(subparsers) -> None:
         description="Resumable: re-run the same command after an interruption. The same options give the "
                     "same bytes on any executor and worker count.")
     build.add_argument("--out", type=Path, required=True, help="release folder")
-    build.add_argument("--scale", type=float, default=1.0,
+    build.add_argument("--track", default=None,
+                       help="a named track's release (mini: VLNVerse-mini, the CPU track, 13 homes; full: the "
+                            "paper's 263), checked against its published SHA256SUMS digest; sets --scale and --seed")
+    build.add_argument("--scale", type=float, default=None,
                        help="share of the paper's 263 scenes (default 1; e.g. 0.05 for a quick look)")
-    build.add_argument("--seed", type=int, default=0, help="corpus and dataset seed (default 0)")
+    build.add_argument("--seed", type=int, default=None, help="corpus and dataset seed (default 0)")
     build.add_argument("--workers", type=int, default=1, help="worker processes or Ray tasks at once (default 1)")
     build.add_argument("--executor", choices=("local", "ray"), default="local", help="where scenes run")
     build.add_argument("--ray-address", default=None, help="Ray cluster address (default: a local Ray instance)")
@@ -34,7 +37,9 @@ def register(subparsers) -> None:
 
 def _build(args) -> int:
     from vlnverse.release import ReleaseConfig, build_release
+    from vlnverse.release.tracks import check_release
 
+    track = _track(args)
     config = ReleaseConfig(out=str(args.out), scale=args.scale, seed=args.seed, workers=args.workers,
                            executor=args.executor, ray_address=args.ray_address, llm=args.llm,
                            per_scene=args.per_scene, generation_file=str(args.config) if args.config else None)
@@ -64,16 +69,45 @@ def _build(args) -> int:
               "stages_s": {k: v["seconds"] for k, v in stages.items()},
               "peak_rss_mb": {w: summary.log.peak_mb(w) for w in summary.log.workers},
               "skipped_scenes": summary.skipped_scenes}
+    check = check_release(track, Path(config.out)) if track is not None else None
+    if check is not None:
+        result["track"] = {"name": track.name, "reproduces": check[0], "message": check[1]}
+    status = 0 if check is None or check[0] else 1
     if args.json:
         print_json(result)
-        return 0
+        return status
     print_table(f"release {config.out}: {result['episodes']} episodes",
                 ("stage", "seconds (this run)", "seconds (all runs)"),
                 [(k, v["seconds"], v["total_seconds"]) for k, v in stages.items()])
     for scene, error in summary.skipped_scenes.items():
         print(f"skipped scene {scene}: {error}")
     print(f"card: {summary.card}")
-    return 0
+    if check is not None:
+        print(check[1], file=sys.stdout if check[0] else sys.stderr)
+    return status
+
+
+def _track(args):
+    """The ``--track`` named (None without one), with ``args.scale``/``args.seed`` set from it;
+    options that would change a track's bytes are refused."""
+    from vlnverse.errors import ConfigError
+    from vlnverse.release.tracks import get_track
+
+    if args.track is None:
+        args.scale = 1.0 if args.scale is None else args.scale
+        args.seed = 0 if args.seed is None else args.seed
+        return None
+    track = get_track(args.track)
+    for option, value, fixed in (("--scale", args.scale, track.scale), ("--seed", args.seed, track.seed)):
+        if value is not None and value != fixed:
+            raise ConfigError(f"--track {track.name} builds {option} {fixed:g}; drop {option} {value:g}")
+    for option, value in (("--per-scene", args.per_scene), ("--config", args.config)):
+        if value is not None:
+            raise ConfigError(f"--track {track.name} fixes the generation settings; drop {option}")
+    if args.llm != "none":
+        raise ConfigError(f"--track {track.name} uses prior instructions; drop --llm")
+    args.scale, args.seed = track.scale, track.seed
+    return track
 
 
 __all__ = ["register"]

@@ -76,9 +76,10 @@ def rows(runs: Sequence[tuple[str, str, Mapping[str, Any]]], task: str, split: s
     return out
 
 
-def table3_markdown(runs: Sequence[tuple[str, str, Mapping[str, Any]]]) -> str:
-    """Every task × split table the runs cover, as Markdown."""
-    lines = ["Rates in %, TL and NE in metres; each cell: mean [95 % bootstrap CI]. The last column is the "
+def table3_markdown(runs: Sequence[tuple[str, str, Mapping[str, Any]]], track: str | None = None) -> str:
+    """Every task × split table the runs cover, as Markdown (headed by the ``track`` label when given)."""
+    lines = [f"### Table 3 on {track}", ""] if track else []
+    lines += ["Rates in %, TL and NE in metres; each cell: mean [95 % bootstrap CI]. The last column is the "
              "paper's Table 3, reported on its own scenes and renderer: context, not a comparison.", ""]
     header = ["Agent", "Physics", *[f"{c}{ARROWS.get(c, '')}" for c in COLUMNS], "n", PAPER_COLUMN]
     for task in TASKS:
@@ -86,7 +87,7 @@ def table3_markdown(runs: Sequence[tuple[str, str, Mapping[str, Any]]]) -> str:
             body = rows(runs, task, split)
             if not body:
                 continue
-            lines += [f"#### {TASK_TITLES[task]} · {split}", "", "| " + " | ".join(header) + " |",
+            lines += [f"#### {TASK_TITLES[task]} · {split}" + (f" · {track}" if track else ""), "", "| " + " | ".join(header) + " |",
                       "|" + "---|" * len(header)]
             for row in body:
                 paper = row["paper"]

@@ -1,0 +1,130 @@
+"""Named benchmark tracks: a fixed release build and the episodes its results are reported on.
+
+A track pins what ``vlnverse release build`` makes (scale and seed) and publishes the digest
+of that build's ``SHA256SUMS`` file, so anyone can check that their copy is the track's:
+``vlnverse release build --track mini --out DIR`` builds it and compares the digest. Results
+on a track are labelled with :attr:`Track.label`.
+
+- ``mini`` (**VLNVerse-mini**, the CPU track): 13 homes (8 train / 2 val-unseen / 3 test),
+  fine + coarse instructions; its learned baselines train and evaluate on two CPU cores in an
+  afternoon (``docs/results-mini.md``).
+- ``full``: the paper's 263 homes, for machines with GPUs; its digest is not published yet.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from vlnverse.errors import ConfigError
+
+CHECKSUMS_DIR = Path(__file__).resolve().parents[2] / "assets" / "tracks"
+"""Where each track's published ``SHA256SUMS`` is kept (``<track>/SHA256SUMS``)."""
+
+
+@dataclass(frozen=True)
+class Track:
+    """A fixed release and the selection its results are reported on.
+
+    Attributes:
+        name: The name commands accept (``--track NAME``).
+        label: How tables and pages name results on this track.
+        scale: ``release build --scale``.
+        seed: ``release build --seed``.
+        splits: Evaluation splits of its result tables.
+        tasks: Tasks trained on and reported.
+        config_hash: The dataset's ``manifest.json`` ``config_hash`` (None: not published).
+    """
+
+    name: str
+    label: str
+    scale: float
+    seed: int
+    splits: tuple[str, ...] = ("val_seen", "val_unseen", "test")
+    tasks: tuple[str, ...] = ("fine", "coarse")
+    config_hash: str | None = None
+
+    @property
+    def checksums(self) -> Path:
+        """The published ``SHA256SUMS`` of the track's build."""
+        return CHECKSUMS_DIR / self.name / "SHA256SUMS"
+
+    def published_digest(self) -> str | None:
+        """SHA-256 of the published ``SHA256SUMS`` (None when the track publishes none)."""
+        return sha256_of(self.checksums) if self.checksums.is_file() else None
+
+
+TRACKS: dict[str, Track] = {
+    "mini": Track("mini", "VLNVerse-mini (CPU track)", scale=0.05, seed=0, config_hash="7c42d9a0a8b1c923"),
+    "full": Track("full", "VLNVerse (full scale)", scale=1.0, seed=0),
+}
+
+
+def get_track(name: str) -> Track:
+    """The track called ``name``.
+
+    Raises:
+        ConfigError: no such track (the message lists the valid names).
+    """
+    if name not in TRACKS:
+        raise ConfigError(f"unknown track {name!r}; valid: {', '.join(TRACKS)}")
+    return TRACKS[name]
+
+
+def sha256_of(path: Path) -> str:
+    """SHA-256 hex digest of a file's bytes."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def check_release(track: Track, release: Path) -> tuple[bool, str]:
+    """Compare a built release's ``SHA256SUMS`` with the track's published one.
+
+    Returns:
+        ``(matches, message)``; ``matches`` is False when the digests differ or the track
+        publishes no digest, and the message then names the first differing files.
+    """
+    built = Path(release) / "SHA256SUMS"
+    digest = sha256_of(built)
+    published = track.published_digest()
+    if published is None:
+        return False, f"track {track.name} publishes no digest; this build's SHA256SUMS digest is {digest}"
+    if digest == published:
+        return True, f"reproduces {track.label}: SHA256SUMS digest {digest}"
+    ours = _lines(built)
+    theirs = _lines(track.checksums)
+    differing = sorted(path for path in ours.keys() | theirs.keys() if ours.get(path) != theirs.get(path))
+    shown = ", ".join(differing[:5]) + (f" and {len(differing) - 5} more" if len(differing) > 5 else "")
+    return False, (f"does NOT reproduce {track.label}: SHA256SUMS digest {digest}, published {published}; "
+                   f"{len(differing)} files differ: {shown}")
+
+
+def _lines(checksums: Path) -> dict[str, str]:
+    """``path -> digest`` of a ``sha256sum``-format file."""
+    pairs = (line.split("  ", 1) for line in checksums.read_text(encoding="utf-8").splitlines() if line)
+    return {path: digest for digest, path in pairs}
+
+
+def require_track_dataset(track: Track, folder: Path) -> None:
+    """Refuse an evaluation folder whose ``run.json`` does not record the track's dataset.
+
+    The check reads the dataset digest the run recorded (``inputs.dataset``, the SHA-256 of
+    the dataset's ``manifest.json``) and compares it with the track's published one; whether
+    the records themselves hold up is ``vlnverse eval verify``'s job.
+
+    Raises:
+        ConfigError: no published digest, no ``run.json``, or another dataset.
+    """
+    import json
+
+    published = _lines(track.checksums).get("dataset/manifest.json") if track.checksums.is_file() else None
+    if published is None:
+        raise ConfigError(f"track {track.name} publishes no dataset digest")
+    run_file = Path(folder) / "run.json"
+    try:
+        recorded = json.loads(run_file.read_text(encoding="utf-8")).get("inputs", {}).get("dataset")
+    except (OSError, ValueError, AttributeError) as exc:
+        raise ConfigError(f"{folder}: cannot read the dataset its run used ({run_file}: {exc})") from exc
+    if recorded != published:
+        raise ConfigError(f"{folder} was not evaluated on {track.label}'s dataset (its manifest sha256 is "
+                          f"{recorded or 'not recorded'}; the track's is {published})")
