@@ -48,7 +48,8 @@ from pathlib import Path
 
 import numpy as np
 
-from vlnverse.eval.metrics import EpisodeRecord, MetricsConfig, compute_metrics_batch
+from vlnverse.eval.episode_record import EpisodeRecord, MetricsConfig
+from vlnverse.eval.metrics import compute_metrics_batch
 
 
 def synthetic_episode(rng: np.random.Generator, max_poses: int = 200) -> EpisodeRecord:

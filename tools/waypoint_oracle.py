@@ -24,8 +24,8 @@ import numpy as np
 
 def make_oracle(predictor: Any, panorama: Any, env: Any, stop_distance: float) -> Any:
     """The nearest-to-goal agent over ``predictor``'s candidates in ``env``."""
+    from vlnverse.agents.candidate import Candidate
     from vlnverse.agents.panorama import Panorama, make_rig
-    from vlnverse.agents.waypoints import Candidate
     from vlnverse.eval.agent import Agent
     from vlnverse.learning.waypoints.targets import to_world
 

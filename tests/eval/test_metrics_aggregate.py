@@ -9,7 +9,8 @@ import pytest
 
 from vlnverse.errors import ConfigError
 from vlnverse.eval.aggregate import aggregate_metrics, bootstrap_ratio_ci
-from vlnverse.eval.metrics import EpisodeRecord, compute_metrics_batch
+from vlnverse.eval.episode_record import EpisodeRecord
+from vlnverse.eval.metrics import compute_metrics_batch
 
 
 def episodes(n, physics, seed):

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from vlnverse.errors import ConfigError, MetricsError
-from vlnverse.eval.metrics import EpisodeRecord, compute_episode_metrics
+from vlnverse.eval.episode_record import EpisodeRecord
+from vlnverse.eval.metrics import compute_episode_metrics
 from vlnverse.eval.trace_metrics import AORIParams, _disk_overlap_fraction, aori, debate_metrics
 
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from tests.bundled import bundled_dataset
-from vlnverse.eval.metrics import EpisodeRecord, compute_episode_metrics
+from vlnverse.eval.episode_record import EpisodeRecord
+from vlnverse.eval.metrics import compute_episode_metrics
 from vlnverse.tasks.dataset import EpisodeDataset
 from vlnverse.tasks.report import dataset_stats
 

@@ -4,7 +4,7 @@
 as far as the free space goes minus a safety margin (capped to ``[min, max]`` metres),
 near-duplicates merged, at most N. Anything with ``predict(panorama) -> [Candidate]``
 (:class:`WaypointPredictor`) can replace it; the LLM agents' default is the trained one of
-:mod:`vlnverse.learning.waypoints.predictor`. Unlike that one, this predictor keeps the
+:mod:`vlnverse.agents.learned_waypoints.predictor`. Unlike that one, this predictor keeps the
 body clear of what it sees (embodiment-aware), which is not the paper's setting.
 
 Ids are letters fixed by the heading slot (``A`` straight ahead, then counter-clockwise),
@@ -15,49 +15,13 @@ from __future__ import annotations
 
 import math
 import string
-from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
+from vlnverse.agents.candidate import Candidate
 from vlnverse.agents.config import WaypointConfig
-from vlnverse.agents.panorama import Panorama, direction_phrase, free_distances
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """One reachable-looking place around the agent.
-
-    Attributes:
-        id: Stable letter id of its heading slot.
-        heading: Relative heading (radians, CCW positive, 0 = straight ahead).
-        distance: How far to drive (m).
-        view: Index of the panorama view looking toward it.
-    """
-
-    id: str
-    heading: float
-    distance: float
-    view: int
-
-    @property
-    def heading_deg(self) -> float:
-        return round(math.degrees(self.heading), 1)
-
-    @property
-    def phrase(self) -> str:
-        """``"forward-left, 1.2 m"``."""
-        return f"{direction_phrase(self.heading)}, {self.distance:.1f} m"
-
-    @property
-    def offset(self) -> np.ndarray:
-        """End point in the agent frame (x forward, y left)."""
-        return self.distance * np.array([math.cos(self.heading), math.sin(self.heading)])
-
-    def to_dict(self) -> dict[str, object]:
-        """The JSON form in traces."""
-        return {"id": self.id, "heading_deg": self.heading_deg, "distance_m": round(self.distance, 2),
-                "phrase": self.phrase}
+from vlnverse.agents.panorama import Panorama, free_distances
 
 
 class WaypointPredictor(Protocol):
@@ -118,7 +82,7 @@ def predictor_named(name: str, config: WaypointConfig, checkpoint: str | None = 
     if name == "depth":
         return DepthWaypoints(config)
     if name == "learned":
-        from vlnverse.learning.waypoints.predictor import LearnedWaypoints
+        from vlnverse.agents.learned_waypoints.predictor import LearnedWaypoints
 
         return LearnedWaypoints(config, checkpoint)
     from vlnverse.registry import load_entry_point

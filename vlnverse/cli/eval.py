@@ -285,7 +285,7 @@ def trace_metrics_config(aori: list[str], debate_max_rounds: int) -> Any:
     """The metrics settings of ``--aori NAME=VALUE`` and ``--debate-max-rounds``."""
     import dataclasses
 
-    from vlnverse.eval.metrics import MetricsConfig
+    from vlnverse.eval.episode_record import MetricsConfig
     from vlnverse.eval.trace_metrics import AORIParams
 
     kinds = {f.name: f.type for f in dataclasses.fields(AORIParams)}

@@ -36,10 +36,10 @@ import numpy as np
 from vlnverse import __version__
 from vlnverse.envs.episode import INSTRUCTION_VIEWS
 from vlnverse.errors import ConfigError
+from vlnverse.eval.episode_record import MetricsConfig
 from vlnverse.eval.executors import run_items
 from vlnverse.eval.health import DEFAULT_FALLBACK_WARNING
 from vlnverse.eval.html_index import write_index
-from vlnverse.eval.metrics import MetricsConfig
 from vlnverse.eval.registry import agent_factory, takes_llm
 from vlnverse.eval.report import summarize, summary_markdown
 from vlnverse.eval.store import TRACE_TEXT_CHARS, ResultStore, error_record, json_safe, record_key

@@ -49,8 +49,9 @@ import numpy as np
 from vlnverse.deadline import EpisodeTimeout, within
 from vlnverse.errors import InvalidActionError, LLMBudgetExceeded, MetricsError
 from vlnverse.eval.agent import Agent, Answer, Ask, EpisodeInfo, Inconclusive
+from vlnverse.eval.episode_record import EpisodeRecord, MetricsConfig
 from vlnverse.eval.eqa import episode_outcome, outcome_metrics
-from vlnverse.eval.metrics import EpisodeRecord, MetricsConfig, compute_episode_metrics
+from vlnverse.eval.metrics import compute_episode_metrics
 from vlnverse.eval.store import TRACE_TEXT_CHARS, bounded, unstorable
 from vlnverse.tasks.registry import task_family
 

@@ -248,7 +248,7 @@ def _replay_config(run: Mapping[str, Any], out: Path, dataset: str, scenes_dir: 
 
 def _metrics_config(trace_metrics: Mapping[str, Any]) -> Any:
     """The scoring settings of ``run.json``'s ``trace_metrics`` (``aori.NAME`` and ``debate_max_rounds``)."""
-    from vlnverse.eval.metrics import MetricsConfig
+    from vlnverse.eval.episode_record import MetricsConfig
     from vlnverse.eval.trace_metrics import AORIParams
 
     aori = {name.split(".", 1)[1]: value for name, value in trace_metrics.items() if name.startswith("aori.")}

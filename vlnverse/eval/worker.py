@@ -28,7 +28,7 @@ from typing import Any
 
 from vlnverse.errors import ConfigError, LLMBudgetExceeded, VLNVerseError, WorkerError
 from vlnverse.eval.agent import Agent, as_agent
-from vlnverse.eval.metrics import MetricsConfig
+from vlnverse.eval.episode_record import MetricsConfig
 from vlnverse.eval.runner import EpisodeTiming, run_episode
 from vlnverse.eval.store import TRACE_TEXT_CHARS, error_record
 from vlnverse.processes import exit_with_parent

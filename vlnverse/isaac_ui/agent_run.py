@@ -34,7 +34,7 @@ import numpy as np
 
 from vlnverse.errors import ConfigError, SimulationError
 from vlnverse.eval.agent import Agent
-from vlnverse.eval.metrics import MetricsConfig
+from vlnverse.eval.episode_record import MetricsConfig
 from vlnverse.tasks.episode import Episode
 
 logger = logging.getLogger(__name__)

@@ -108,7 +108,7 @@ def _lines(checksums: Path) -> dict[str, str]:
 def require_track_dataset(track: Track, folder: Path) -> None:
     """Refuse an evaluation folder whose ``run.json`` does not record the track's dataset.
 
-    The check reads the dataset digest the run recorded (``inputs.dataset``, the SHA-256 of
+    The check reads the dataset digest the run recorded (``run.inputs.dataset``, the SHA-256 of
     the dataset's ``manifest.json``) and compares it with the track's published one; whether
     the records themselves hold up is ``vlnverse eval verify``'s job.
 
@@ -122,8 +122,8 @@ def require_track_dataset(track: Track, folder: Path) -> None:
         raise ConfigError(f"track {track.name} publishes no dataset digest")
     run_file = Path(folder) / "run.json"
     try:
-        recorded = json.loads(run_file.read_text(encoding="utf-8")).get("inputs", {}).get("dataset")
-    except (OSError, ValueError, AttributeError) as exc:
+        recorded = json.loads(run_file.read_text(encoding="utf-8"))["run"].get("inputs", {}).get("dataset")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ConfigError(f"{folder}: cannot read the dataset its run used ({run_file}: {exc})") from exc
     if recorded != published:
         raise ConfigError(f"{folder} was not evaluated on {track.label}'s dataset (its manifest sha256 is "

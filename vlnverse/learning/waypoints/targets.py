@@ -1,6 +1,6 @@
 """The predictor's polar grid and its training targets, read from the scene's navigable map.
 
-The grid has :data:`HEADINGS` headings (3° apart, bin ``h`` at ``h * 3°`` counter-clockwise
+The grid (:mod:`vlnverse.agents.learned_waypoints.grid`) has :data:`HEADINGS` headings (3° apart, bin ``h`` at ``h * 3°`` counter-clockwise
 from straight ahead) × :data:`DISTANCES` distances (0.25 m to 3.0 m, 0.25 m apart), the
 layout of the discrete-to-continuous waypoint predictor of Hong et al. (CVPR 2022).
 
@@ -33,21 +33,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-HEADINGS = 120
-DISTANCES = 12
-DISTANCE_STEP = 0.25
-HEADING_STEP = 2.0 * math.pi / HEADINGS
+from vlnverse.agents.learned_waypoints.grid import (
+    DISTANCE_STEP,
+    DISTANCES,
+    HEADING_STEP,
+    HEADINGS,
+    distance_of,
+    heading_of,
+)
+
 RAY_STEP = 0.05  # metres between the samples of a heading's ray
-
-
-def heading_of(bin_index) -> np.ndarray:
-    """Relative heading (radians, in (-pi, pi]) of heading bins."""
-    return np.remainder(np.asarray(bin_index) * HEADING_STEP + math.pi, 2.0 * math.pi) - math.pi
-
-
-def distance_of(bin_index) -> np.ndarray:
-    """Distance (m) of distance bins (0 -> 0.25 m, 11 -> 3.0 m)."""
-    return (np.asarray(bin_index) + 1) * DISTANCE_STEP
 
 
 def polar_to_xy(heading: np.ndarray, distance: np.ndarray) -> np.ndarray:

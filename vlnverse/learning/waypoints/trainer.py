@@ -27,45 +27,30 @@ import numpy as np
 import yaml
 
 from vlnverse.agents.config import PanoramaConfig
-from vlnverse.config import config_to_dict
-from vlnverse.fileio import atomic_open, write_json_atomic, write_text_atomic
-from vlnverse.learning.curves import EpochScalars
-from vlnverse.learning.waypoints.model import (
+from vlnverse.agents.learned_waypoints.grid import (
+    DISTANCE_STEP,
+    HEADING_STEP,
+    HEADINGS,
+    distance_of,
+    heading_of,
+)
+from vlnverse.agents.learned_waypoints.net import (
     BINS_PER_VIEW,
     VIEWS,
+    PeakConfig,
     WaypointNetConfig,
     build_net,
     pick_peaks,
 )
-from vlnverse.learning.waypoints.targets import (
-    DISTANCE_STEP,
-    HEADING_STEP,
-    HEADINGS,
-    TargetConfig,
-    distance_of,
-    heading_of,
-    polar_to_xy,
-)
+from vlnverse.config import config_to_dict
+from vlnverse.fileio import atomic_open, write_json_atomic, write_text_atomic
+from vlnverse.learning.curves import EpochScalars
+from vlnverse.learning.waypoints.targets import TargetConfig, polar_to_xy
 
 log = logging.getLogger(__name__)
 
 CHECKPOINTS = "checkpoints"
 LATEST = "latest.pt"
-
-
-@dataclass(frozen=True)
-class PeakConfig:
-    """How waypoints are read from the heatmap.
-
-    Attributes:
-        threshold: Lowest cell probability of a waypoint.
-        window_deg: Non-maximum suppression over ± this heading window.
-        max_waypoints: Most waypoints per panorama.
-    """
-
-    threshold: float = 0.3
-    window_deg: float = 15.0
-    max_waypoints: int = 8
 
 
 @dataclass(frozen=True)

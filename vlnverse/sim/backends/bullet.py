@@ -48,6 +48,7 @@ from vlnverse.sim.backends.bullet_scene import (
     build_world,
     cached_world_plan,
 )
+from vlnverse.sim.camera import view_matrix
 from vlnverse.sim.physics import PhysicsConfig
 from vlnverse.sim.semantics import build_instance_table
 from vlnverse.sim.types import CameraFrame, CameraRequest, Contact, Pose, rgb_of
@@ -83,24 +84,6 @@ def _pybullet():
     except ImportError as exc:  # pragma: no cover - pybullet is a core dependency
         raise DependencyNotInstalled("pybullet", purpose="the embedded simulator backend") from exc
     return pybullet
-
-
-def view_matrix(position: Sequence[float], yaw: float, pitch: float) -> list[float]:
-    """The OpenGL view matrix (column-major, 16 floats) of a camera at ``position``.
-
-    Rows of the rotation are the camera's right, up and backward axes in world frame.
-    """
-    cy, sy, cp, sp = math.cos(yaw), math.sin(yaw), math.cos(pitch), math.sin(pitch)
-    fx, fy, fz = cp * cy, cp * sy, sp  # forward
-    ux, uy, uz = -sp * cy, -sp * sy, cp  # up
-    rx, ry, rz = fy * uz - fz * uy, fz * ux - fx * uz, fx * uy - fy * ux  # forward × up
-    ex, ey, ez = position
-    return [
-        rx, ux, -fx, 0.0,
-        ry, uy, -fy, 0.0,
-        rz, uz, -fz, 0.0,
-        -(rx * ex + ry * ey + rz * ez), -(ux * ex + uy * ey + uz * ez), fx * ex + fy * ey + fz * ez, 1.0,
-    ]
 
 
 def _keep_deepest(deepest: dict[int, tuple], points: Sequence[tuple]) -> None:

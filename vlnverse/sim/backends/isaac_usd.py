@@ -15,6 +15,10 @@ Conventions: Z-up, meters, yaw about +Z (0 = +X, CCW), quaternions (w, x, y, z).
 
 ``pxr`` is imported inside each function: in Isaac Sim it must be Kit's own USD, loaded
 after ``SimulationApp`` starts (see :mod:`vlnverse.sim.backends.isaac_kit`).
+
+It runs past the project's 600 lines per module on purpose: every attribute the Isaac
+backend authors is in one file, to be checked against the PhysxSchema declarations in one
+place.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ import numpy as np
 
 from vlnverse.errors import ConfigError
 from vlnverse.scene.types import Scene
-from vlnverse.sim.backends.bullet import view_matrix
+from vlnverse.sim.camera import view_matrix
 from vlnverse.sim.gl import shaders
 from vlnverse.sim.gl.context import current_context
 from vlnverse.sim.gl.lighting import LIGHT_SOFTNESS, room_lighting

@@ -1,4 +1,4 @@
-"""The waypoint predictor network and its peak picking (the ``train`` extra: torch).
+"""The waypoint predictor network, its peak picking and peak settings (torch: the ``train`` or ``hf`` extra).
 
 A small version of Hong et al.'s (CVPR 2022) discrete-to-continuous predictor: each of the
 12 depth views is pooled to ``input_size`` px and encoded by a shared CNN into one token;
@@ -16,12 +16,38 @@ from typing import Any
 
 import numpy as np
 
-from vlnverse.errors import ConfigError
-from vlnverse.learning.torch_support import require_torch
-from vlnverse.learning.waypoints.targets import DISTANCES, HEADING_STEP, HEADINGS
+from vlnverse.agents.learned_waypoints.grid import DISTANCES, HEADING_STEP, HEADINGS
+from vlnverse.errors import ConfigError, DependencyNotInstalled
 
 VIEWS = 12
 BINS_PER_VIEW = HEADINGS // VIEWS
+
+
+def require_torch() -> Any:
+    """The ``torch`` module, or :class:`DependencyNotInstalled` saying how to do without it."""
+    try:
+        import torch
+    except ImportError as exc:
+        raise DependencyNotInstalled(
+            "torch", extra="train",
+            purpose="the learned waypoint predictor, the LLM agents' default; "
+                    "or set waypoint_predictor: depth in the agent config") from exc
+    return torch
+
+
+@dataclass(frozen=True)
+class PeakConfig:
+    """How waypoints are read from the heatmap.
+
+    Attributes:
+        threshold: Lowest cell probability of a waypoint.
+        window_deg: Non-maximum suppression over ± this heading window.
+        max_waypoints: Most waypoints per panorama.
+    """
+
+    threshold: float = 0.3
+    window_deg: float = 15.0
+    max_waypoints: int = 8
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,18 @@ from typing import Any
 
 import numpy as np
 
+from vlnverse.agents.candidate import Candidate
 from vlnverse.agents.config import WaypointConfig
+from vlnverse.agents.learned_waypoints.grid import distance_of, heading_of
+from vlnverse.agents.learned_waypoints.net import (
+    PeakConfig,
+    WaypointNetConfig,
+    build_net,
+    pick_peaks,
+    require_torch,
+)
 from vlnverse.agents.panorama import Panorama
-from vlnverse.agents.waypoints import Candidate
-from vlnverse.errors import ConfigError, DependencyNotInstalled
+from vlnverse.errors import ConfigError
 
 #: The checkpoint shipped with the repository (README: how it was trained and validated).
 SHIPPED_CHECKPOINT = Path(__file__).resolve().parents[3] / "assets" / "waypoints" / "waypoint_predictor.pt"
@@ -34,15 +42,9 @@ def load_predictor_checkpoint(path: str | Path) -> tuple[Any, dict[str, Any]]:
         DependencyNotInstalled: torch is missing (it comes with the ``train`` and ``hf`` extras).
         ConfigError: the file is missing or is not a waypoint predictor checkpoint.
     """
-    try:
-        import torch
-    except ImportError as exc:
-        raise DependencyNotInstalled(
-            "torch", extra="train",
-            purpose="the learned waypoint predictor, the LLM agents' default; "
-                    "or set waypoint_predictor: depth in the agent config") from exc
     from vlnverse.config import config_from_mapping
-    from vlnverse.learning.waypoints.model import WaypointNetConfig, build_net
+
+    torch = require_torch()
 
     with one_thread(torch):  # no OpenMP pool in a process that eval workers are forked from
         try:
@@ -84,7 +86,6 @@ class LearnedWaypoints:
 
     def __init__(self, config: WaypointConfig | None = None, checkpoint: str | Path | None = None) -> None:
         from vlnverse.config import config_from_mapping
-        from vlnverse.learning.waypoints.trainer import PeakConfig
 
         self.config = config or WaypointConfig()
         self.checkpoint = Path(checkpoint) if checkpoint else SHIPPED_CHECKPOINT
@@ -111,9 +112,6 @@ class LearnedWaypoints:
             return torch.sigmoid(self.net(depth))[0].numpy()
 
     def predict(self, panorama: Panorama) -> list[Candidate]:
-        from vlnverse.learning.waypoints.model import pick_peaks
-        from vlnverse.learning.waypoints.targets import distance_of, heading_of
-
         cfg = self.config
         peaks = pick_peaks(self.heatmap(panorama), self.peaks.threshold, self.peaks.window_deg, 120)
         taken: dict[int, Candidate] = {}

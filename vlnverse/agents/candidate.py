@@ -1,0 +1,48 @@
+"""A candidate waypoint: one place around the agent it could drive to next, as every
+predictor (:mod:`vlnverse.agents.waypoints`, :mod:`vlnverse.agents.learned_waypoints`)
+proposes it and the agents' prompts and maps show it."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from vlnverse.agents.panorama import direction_phrase
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One reachable-looking place around the agent.
+
+    Attributes:
+        id: Stable letter id of its heading slot.
+        heading: Relative heading (radians, CCW positive, 0 = straight ahead).
+        distance: How far to drive (m).
+        view: Index of the panorama view looking toward it.
+    """
+
+    id: str
+    heading: float
+    distance: float
+    view: int
+
+    @property
+    def heading_deg(self) -> float:
+        return round(math.degrees(self.heading), 1)
+
+    @property
+    def phrase(self) -> str:
+        """``"forward-left, 1.2 m"``."""
+        return f"{direction_phrase(self.heading)}, {self.distance:.1f} m"
+
+    @property
+    def offset(self) -> np.ndarray:
+        """End point in the agent frame (x forward, y left)."""
+        return self.distance * np.array([math.cos(self.heading), math.sin(self.heading)])
+
+    def to_dict(self) -> dict[str, object]:
+        """The JSON form in traces."""
+        return {"id": self.id, "heading_deg": self.heading_deg, "distance_m": round(self.distance, 2),
+                "phrase": self.phrase}
