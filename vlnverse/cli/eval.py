@@ -98,18 +98,44 @@ def register(subparsers) -> None:
     tools = parser.add_subparsers(dest="eval_tool", metavar="{verify,bundle,table,table5}",
                                   help="check, package or tabulate evaluation folders, or run the paper's zero-shot "
                                        "agent table, instead of running one agent")
-    verify = tools.add_parser("verify", help="re-score an evaluation folder from its records and the dataset",
-                              description="Check an evaluation folder: the dataset and scene checksums recorded "
-                                          "in run.json, every record against its dataset episode, a "
-                                          "re-simulation of every record's actions (trajectory, ending and "
-                                          "every metric), summary.json, and (--transcript) an LLM agent "
-                                          "re-run from its transcript. Exits 1 at the first mismatch.")
-    verify.add_argument("folder", type=Path, help="evaluation folder (the --out of vlnverse eval)")
-    verify.add_argument("--dataset", type=Path, default=None, help="dataset (default: the one run.json names)")
+    verify = tools.add_parser(
+        "verify", help="check an evaluation folder (or unpacked bundle) against your dataset; --rerun its agent",
+        description="Check an evaluation folder someone else made against your own copy of the dataset. Nothing "
+                    "in the folder is run or imported. Checks: SHA256SUMS (a bundle's), the dataset and scene "
+                    "checksums run.json recorded, that every episode of the required selection has exactly one "
+                    "record agreeing with its dataset episode, a re-simulation of every record's actions "
+                    "(trajectory, ending, every metric), summary.json and summary.md, and with --rerun the "
+                    "agent re-run from trusted parts (random, forward, oracle; checkpoint agents from your "
+                    "--checkpoint copy; LLM agents from --transcript), which must take every recorded action. "
+                    "Without --rerun a verified folder is consistent, not proof of which agent acted.",
+        epilog="exit status: 0 verified; 1 a check failed (a mismatch, or a selected episode without a record); "
+               "2 malformed input (not a regular file, too large, not UTF-8, invalid or too deeply nested JSON, "
+               "a run.json field of the wrong kind) or a usage error, printed as one 'error:' line.")
+    verify.add_argument("folder", type=Path, help="evaluation folder (the --out of vlnverse eval) or unpacked bundle")
+    verify.add_argument("--dataset", type=Path, required=True,
+                        help="your copy of the dataset (run.json's path is never used)")
     verify.add_argument("--scenes-dir", type=Path, default=None,
-                        help="folder the dataset's scene paths are relative to (default: run.json's)")
+                        help="folder the dataset's scene paths are relative to (default: the dataset manifest's; "
+                             "run.json's is never used)")
+    verify.add_argument("--expect-dataset", default=None, metavar="SHA256",
+                        help="the published sha256 of the dataset's manifest.json; your copy must have it")
+    required = verify.add_argument_group(
+        "required selection (default: the run's own, as run.json states it)")
+    required.add_argument("--split", default=None, help="split name(s), comma-separated, or 'all'")
+    required.add_argument("--task", default=None, help="task name(s), comma-separated, or 'all'")
+    required.add_argument("--physics", default=None, type=_modes, help="comma-separated physics modes")
+    required.add_argument("--episodes", default=None, type=_episodes, metavar="all|N",
+                          help="every selected episode (all) or a seeded sample of N")
+    required.add_argument("--seed", type=int, default=None, help="the seed the run must have used")
+    verify.add_argument("--allow-partial", action="store_true",
+                        help="report selected episodes without a record instead of failing (to inspect)")
+    verify.add_argument("--rerun", action="store_true",
+                        help="re-run the agent from trusted parts and compare every action")
     verify.add_argument("--transcript", type=Path, default=None, metavar="FILE",
                         help="LLM agents: re-run from this --llm-record transcript and compare actions")
+    verify.add_argument("--checkpoint", action="append", default=[], metavar="[KEY=]FILE",
+                        help="checkpoint agents: your copy of the weights file run.json recorded the sha256 of "
+                             "(KEY: its agent config key, default 'checkpoint'); repeatable")
     verify.add_argument("--workers", type=int, default=1, help="processes for the re-simulation (default: 1)")
     verify.add_argument("--json", action="store_true", help="print the report as one JSON object")
     verify.set_defaults(handler=_verify)
@@ -144,24 +170,52 @@ VERIFY_MISMATCH_EXIT = 1
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from vlnverse.eval.verify import verify_run
+    from vlnverse.eval.verify import Selection, verify_run
 
     def show(check: str, outcome: str) -> None:
         if not args.json:
             print(f"{check:13s} {outcome}", flush=True)
 
-    report = verify_run(args.folder, dataset=args.dataset, scenes_dir=args.scenes_dir, transcript=args.transcript,
-                        workers=args.workers,
-                        on_check=show)
+    selection = Selection(split=args.split, task=args.task, physics=args.physics, episodes=args.episodes,
+                          seed=args.seed)
+    report = verify_run(args.folder, dataset=args.dataset, scenes_dir=args.scenes_dir,
+                        expect_dataset=args.expect_dataset, selection=selection, allow_partial=args.allow_partial,
+                        rerun=args.rerun, transcript=args.transcript, checkpoints=_checkpoints(args.checkpoint),
+                        workers=args.workers, on_check=show)
     if args.json:
-        print_json({"ok": report.ok, "records": report.records, "checks": report.checks,
-                    "mismatches": report.mismatches, "checksums": report.checksums})
+        print_json({"ok": report.ok, "records": report.records, "selection": report.selection,
+                    "settings": report.settings, "checks": report.checks, "mismatches": report.mismatches,
+                    "checksums": report.checksums})
     else:
+        print(f"selection     {report.selection}")
+        print(f"settings      {report.settings}")
         for name, digest in sorted(report.checksums.items()):
             print(f"sha256 {digest}  {name}")
-        print(f"{'verified' if report.ok else 'MISMATCH'}: {report.records} record(s) in {args.folder}"
-              + ("" if report.ok else f"; first: {report.mismatches[0]}"))
+        what = "the agent re-run" if "rerun" in report.checks else "consistent; the agent was not re-run (--rerun)"
+        print(f"verified ({what}): {report.records} record(s) in {args.folder}" if report.ok else
+              f"MISMATCH: {report.records} record(s) in {args.folder}; first: {report.mismatches[0]}")
     return 0 if report.ok else VERIFY_MISMATCH_EXIT
+
+
+def _episodes(text: str) -> int | str:
+    """``--episodes all`` or a positive count."""
+    if text == "all":
+        return text
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected 'all' or a positive number, got {text!r}")
+
+
+def _checkpoints(values: list[str]) -> dict[str, Path]:
+    """``{agent config key: file}`` of ``--checkpoint [KEY=]FILE`` options."""
+    out: dict[str, Path] = {}
+    for text in values:
+        key, sep, path = text.partition("=")
+        key, path = (key, path) if sep and key.isidentifier() else ("checkpoint", text)
+        if key in out:
+            raise ConfigError(f"--checkpoint {key} given twice")
+        out[key] = Path(path)
+    return out
 
 
 def _bundle(args: argparse.Namespace) -> int:
