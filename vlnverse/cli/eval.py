@@ -141,10 +141,15 @@ def register(subparsers) -> None:
     verify.set_defaults(handler=_verify)
     bundle = tools.add_parser("bundle", help="pack an evaluation folder into a verifiable results archive",
                               description="Write a .tar.gz holding run.json, episodes.jsonl, the summaries, "
-                                          "the LLM transcript (when the run recorded one), SHA256SUMS and "
-                                          "environment.json (versions of Python, vlnverse and its libraries).")
+                                          "the LLM transcript (when the run recorded one inside the folder, or "
+                                          "--transcript), SHA256SUMS and environment.json (versions of Python, "
+                                          "vlnverse and its libraries). Only regular files are packed: a "
+                                          "symlink is refused.")
     bundle.add_argument("folder", type=Path, help="evaluation folder")
     bundle.add_argument("--to", required=True, type=Path, metavar="FILE.tar.gz", help="archive to write")
+    bundle.add_argument("--transcript", type=Path, default=None, metavar="FILE",
+                        help="the run's --llm-record transcript, when it lies outside the folder (one inside it "
+                             "is packed without this)")
     bundle.add_argument("--json", action="store_true", help="print the archive and its members as JSON")
     bundle.set_defaults(handler=_bundle)
     table = tools.add_parser("table", help="Table 3: evaluation folders side by side with 95 %% CIs",
@@ -153,7 +158,7 @@ def register(subparsers) -> None:
                                          "TL NE SR OSR SPL nDTW CR as mean [95 % bootstrap CI], and the "
                                          "paper's Table 3 SR / SPL in a separate column for the agents it lists.")
     table.add_argument("folders", nargs="+", metavar="[LABEL=]FOLDER",
-                       help="evaluation folders (labelled by their agent unless LABEL= is given)")
+                       help="evaluation folders (labelled by run.json's agent unless LABEL= is given)")
     table.add_argument("--to", type=Path, default=None, metavar="FILE.md", help="also write the tables here")
     table.add_argument("--track", default=None,
                        help="label the tables with this track (e.g. mini: VLNVerse-mini) after checking that "
@@ -191,7 +196,7 @@ def _verify(args: argparse.Namespace) -> int:
         print(f"settings      {report.settings}")
         for name, digest in sorted(report.checksums.items()):
             print(f"sha256 {digest}  {name}")
-        what = "the agent re-run" if "rerun" in report.checks else "consistent; the agent was not re-run (--rerun)"
+        what = "the agent re-run" if "rerun" in report.checks else "consistent; the agent was not re-run, see --rerun"
         print(f"verified ({what}): {report.records} record(s) in {args.folder}" if report.ok else
               f"MISMATCH: {report.records} record(s) in {args.folder}; first: {report.mismatches[0]}")
     return 0 if report.ok else VERIFY_MISMATCH_EXIT
@@ -221,7 +226,7 @@ def _checkpoints(values: list[str]) -> dict[str, Path]:
 def _bundle(args: argparse.Namespace) -> int:
     from vlnverse.eval.bundle import write_bundle
 
-    members = write_bundle(args.folder, args.to)
+    members = write_bundle(args.folder, args.to, transcript=args.transcript)
     if args.json:
         print_json({"archive": str(args.to), "members": members})
     else:

@@ -66,13 +66,19 @@ def read_bytes(path: str | Path, cap: int | None = None) -> bytes:
         if exc.errno == errno.ELOOP:
             raise MalformedInput(f"{path} is a symlink; only regular files are read") from None
         raise
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # swapped after the first look
+    with os.fdopen(fd, "rb", buffering=0) as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):  # swapped after the first look
             raise MalformedInput(f"{path} is not a regular file; only regular files are read")
-        data = handle.read(cap + 1)
-    if len(data) > cap:
-        raise MalformedInput(f"{path} is larger than {cap} bytes")
-    return data
+        if info.st_size > cap:
+            raise MalformedInput(f"{path} is larger than {cap} bytes")
+        blocks, size = [], 0
+        while block := handle.read(min(MiB, cap + 1 - size)):  # a file still growing stops at the cap
+            blocks.append(block)
+            size += len(block)
+            if size > cap:
+                raise MalformedInput(f"{path} is larger than {cap} bytes")
+    return b"".join(blocks)
 
 
 def read_text(path: str | Path, cap: int | None = None) -> str:

@@ -7,9 +7,9 @@ published digest, the episode selection results are required for, and for ``--re
 agent's weights or transcript. The checks, in order:
 
 1. **sha256sums** (a bundle's ``SHA256SUMS``, when present): every listed file has its digest.
-2. **inputs**: the verifier's dataset (its manifest, shards and the selection's scene files)
-   has the checksums ``run.json`` recorded (and ``--expect-dataset``'s digest); a run that
-   recorded none fails.
+2. **inputs**: the verifier's dataset (its manifest and shards, and the scene files of the
+   recorded episodes) has the checksums ``run.json`` recorded (and ``--expect-dataset``'s
+   digest); a run that recorded none fails.
 3. **records**: every record belongs to the required selection and agrees with its dataset
    episode, and every selected (episode, physics mode) has a record (``allow_partial``
    reports the missing ones without failing).
@@ -174,7 +174,9 @@ def verify_run(out: str | Path, *, dataset: str | Path, scenes_dir: str | Path |
     if _present(out / SUMS_FILE):
         done("sha256sums", _check_sums(out))
 
-    read = input_checksums(data, sorted({str(data.scene_file(e)) for e in episodes}))
+    by_id = {e.episode_id: e for e in episodes}
+    recorded_ids = {r["episode_id"] for r in records} & set(by_id)  # the scenes they replay in must be the run's
+    read = input_checksums(data, sorted({str(data.scene_file(by_id[i])) for i in recorded_ids}))
     report.checksums.update(read)
     problems = verify_dataset(data.root) if data.manifest else []
     if expect_dataset is not None and read.get("dataset") != expect_dataset.lower():
@@ -190,7 +192,6 @@ def verify_run(out: str | Path, *, dataset: str | Path, scenes_dir: str | Path |
         return report
 
     wanted = {(e.episode_id, p) for e in episodes for p in physics}
-    by_id = {e.episode_id: e for e in episodes}
     problems = [] if seed == run.seed else [f"run.json seed {run.seed}, the verifier requires seed {seed}"]
     keyed: dict[tuple[str, str], dict[str, Any]] = {}
     seen: set[tuple[str, str]] = set()
