@@ -10,8 +10,7 @@ import shutil
 
 from tests.bundled import BUNDLED_SCENES
 from tests.eval.verify_helpers import forge, read_folder, run_eval, verify_cli, vlnverse
-from vlnverse.eval.verify import Selection, verify_run
-from vlnverse.eval.verify_records import RecordedActions
+from vlnverse.eval.verify import RecordedActions, verify_run
 from vlnverse.release.table3 import load_runs
 
 EVIL_AGENT = '''import pathlib
@@ -79,6 +78,8 @@ def test_the_verifier_states_the_selection_not_the_submitter(oracle_folder, veri
     done = verify_cli(oracle_folder, verify_dataset, "--split", "all", "--episodes", "all")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "stated by the verifier" in done.stdout and "selected episode(s) have no record" in done.stdout
+
+    from vlnverse.eval.verify import Selection
 
     complete = tmp_path / "test_split"
     run_eval(verify_dataset, complete, split="test", task="fine,coarse", episodes=None, physics=("tel_hop",))
