@@ -185,6 +185,21 @@ def test_a_forged_dataset_fails_against_the_published_digest(verify_dataset, tmp
     assert "inputs        FAIL: dataset: sha256" in done.stdout and "expected" in done.stdout
 
 
+def test_a_releases_sha256sums_pins_the_dataset_and_its_scenes(oracle_folder, verify_dataset, tmp_path):
+    def line(path, name):
+        return f"{hashlib.sha256(path.read_bytes()).hexdigest()}  {name}"
+
+    scenes = sorted(BUNDLED_SCENES.glob("*/scene.usdc"))
+    published = [line(verify_dataset / "manifest.json", "dataset/manifest.json")]
+    published += [line(p, f"scenes/{p.parent.name}/{p.name}") for p in scenes]
+    sums = tmp_path / "SHA256SUMS"
+    sums.write_text("\n".join(published) + "\n")
+    assert verify(oracle_folder, verify_dataset, release_sums=sums).ok
+    sums.write_text("\n".join([published[0], *(f"{'0' * 64}{text[64:]}" for text in published[1:])]) + "\n")
+    report = verify(oracle_folder, verify_dataset, release_sums=sums)
+    assert report.checks["inputs"].startswith("FAIL: scene:") and "0000000000 in SHA256SUMS" in report.checks["inputs"]
+
+
 def test_a_run_without_input_checksums_fails(oracle_folder, verify_dataset, tmp_path):
     folder = forge(oracle_folder, tmp_path / "no_inputs", run=lambda run: run.pop("inputs"))
     report = verify(folder, verify_dataset)

@@ -119,6 +119,9 @@ def register(subparsers) -> None:
                              "run.json's is never used)")
     verify.add_argument("--expect-dataset", default=None, metavar="SHA256",
                         help="the published sha256 of the dataset's manifest.json; your copy must have it")
+    verify.add_argument("--release-sums", type=Path, default=None, metavar="SHA256SUMS",
+                        help="a release's published SHA256SUMS (vlnverse release build): your dataset's manifest "
+                             "and every scene verify reads must have the digests it lists")
     required = verify.add_argument_group(
         "required selection (default: the run's own, as run.json states it)")
     required.add_argument("--split", default=None, help="split name(s), comma-separated, or 'all'")
@@ -184,7 +187,8 @@ def _verify(args: argparse.Namespace) -> int:
     selection = Selection(split=args.split, task=args.task, physics=args.physics, episodes=args.episodes,
                           seed=args.seed)
     report = verify_run(args.folder, dataset=args.dataset, scenes_dir=args.scenes_dir,
-                        expect_dataset=args.expect_dataset, selection=selection, allow_partial=args.allow_partial,
+                        expect_dataset=args.expect_dataset, release_sums=args.release_sums, selection=selection,
+                        allow_partial=args.allow_partial,
                         rerun=args.rerun, transcript=args.transcript, checkpoints=_checkpoints(args.checkpoint),
                         workers=args.workers, on_check=show)
     if args.json:

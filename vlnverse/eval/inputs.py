@@ -35,3 +35,29 @@ def checkpoint_checksums(agent_config: Mapping[str, Any]) -> dict[str, str]:
     so that ``eval verify --rerun`` can tell the verifier's copy is the one the run used."""
     return {key: sha256_file(value) for key, value in sorted(agent_config.items())
             if is_checkpoint_key(key) and isinstance(value, str) and Path(value).is_file()}
+
+
+def release_digests(sums_file: str | Path) -> dict[str, str]:
+    """The published digests of a release (its ``SHA256SUMS``: ``dataset/manifest.json`` and
+    ``scenes/<scene_id>/<file>``), keyed as :func:`input_checksums` keys them.
+
+    Raises:
+        DatasetError: the file cannot be read or lists no dataset manifest.
+    """
+    from vlnverse.errors import DatasetError
+    from vlnverse.eval.untrusted import MalformedInput, read_text
+
+    try:
+        lines = read_text(sums_file).splitlines()
+    except (MalformedInput, OSError) as exc:
+        raise DatasetError(f"cannot read the release checksums {sums_file}: {exc}") from None
+    out = {}
+    for line in lines:
+        digest, _, name = line.partition("  ")
+        if name == "dataset/manifest.json":
+            out["dataset"] = digest
+        elif name.startswith("scenes/") and name.count("/") == 2:
+            out[f"scene:{name.removeprefix('scenes/')}"] = digest
+    if "dataset" not in out:
+        raise DatasetError(f"{sums_file} lists no dataset/manifest.json: not a release's SHA256SUMS")
+    return out

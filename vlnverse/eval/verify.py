@@ -9,7 +9,7 @@ agent's weights or transcript. The checks, in order:
 1. **sha256sums** (a bundle's ``SHA256SUMS``, when present): every listed file has its digest.
 2. **inputs**: the verifier's dataset (its manifest and shards, and the scene files of the
    recorded episodes) has the checksums ``run.json`` recorded (and ``--expect-dataset``'s
-   digest); a run that recorded none fails.
+   digest, or those of a release's ``SHA256SUMS``); a run that recorded none fails.
 3. **records**: every record belongs to the required selection and agrees with its dataset
    episode, and every selected (episode, physics mode) has a record (``allow_partial``
    reports the missing ones without failing).
@@ -119,7 +119,8 @@ class VerifyReport:
 
 
 def verify_run(out: str | Path, *, dataset: str | Path, scenes_dir: str | Path | None = None,
-               expect_dataset: str | None = None, selection: Selection = Selection(), allow_partial: bool = False,
+               expect_dataset: str | None = None, release_sums: str | Path | None = None,
+               selection: Selection = Selection(), allow_partial: bool = False,
                rerun: bool = False, transcript: str | Path | None = None,
                checkpoints: Mapping[str, str | Path] | None = None, workers: int = 1,
                on_check: Callable[[str, str], None] | None = None) -> VerifyReport:
@@ -131,6 +132,8 @@ def verify_run(out: str | Path, *, dataset: str | Path, scenes_dir: str | Path |
         scenes_dir: Where its scene paths are relative to (default: its manifest's; never
             ``run.json``'s).
         expect_dataset: The published sha256 of the dataset's manifest, checked too.
+        release_sums: A release's published ``SHA256SUMS``: the manifest and every scene read
+            must have the digests it lists.
         selection: The episodes results are required for (unstated parts: the run's own).
         allow_partial: Report selected episodes without a record instead of failing.
         rerun: Re-run the agent from trusted parts and compare every action.
@@ -145,7 +148,7 @@ def verify_run(out: str | Path, *, dataset: str | Path, scenes_dir: str | Path |
         ConfigError: invalid verifier settings, or a file ``rerun`` needs was not given.
     """
     from vlnverse.eval.harness import select_episodes
-    from vlnverse.eval.inputs import input_checksums
+    from vlnverse.eval.inputs import input_checksums, release_digests
     from vlnverse.tasks.dataset import EpisodeDataset
     from vlnverse.tasks.storage import verify_dataset
 
@@ -182,6 +185,11 @@ def verify_run(out: str | Path, *, dataset: str | Path, scenes_dir: str | Path |
     if expect_dataset is not None and read.get("dataset") != expect_dataset.lower():
         problems.append(f"dataset: sha256 {read.get('dataset', 'none')[:12]} of your copy, {expect_dataset[:12]} "
                         "expected")
+    if release_sums is not None:
+        published = release_digests(release_sums)
+        problems += [f"{name}: sha256 {digest[:12]} of your copy, {published.get(name, 'none')[:12]} in "
+                     f"{Path(release_sums).name}" for name, digest in sorted(read.items())
+                     if published.get(name) != digest]
     if run.inputs is None:
         problems.append("run.json records no input checksums: what the run read cannot be compared with your copy")
     else:
