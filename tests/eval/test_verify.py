@@ -17,6 +17,7 @@ import pytest
 from tests.bundled import BUNDLED_SCENES, REPO
 from tests.eval.verify_helpers import run_eval as oracle_eval
 from tests.eval.verify_helpers import verify_cli
+from vlnverse.eval.untrusted import MalformedInput
 from vlnverse.eval.verify import verify_run
 
 
@@ -123,3 +124,7 @@ def test_an_llm_agent_re_run_from_its_transcript_takes_the_recorded_actions(veri
     transcript.write_text("".join(json.dumps(c) + "\n" for c in calls))
     report = verify(out, verify_dataset, rerun=True, transcript=transcript)
     assert not report.ok and "actions" in report.mismatches[0] and report.checks["rerun"].startswith("FAIL")
+
+    transcript.write_bytes(b"\xff\xfe not a transcript\n")  # the submitter's file is read as untrusted
+    with pytest.raises(MalformedInput, match="not UTF-8"):
+        verify(out, verify_dataset, rerun=True, transcript=transcript)

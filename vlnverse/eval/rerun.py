@@ -26,7 +26,7 @@ from typing import Any
 from vlnverse.errors import ConfigError
 from vlnverse.eval.inputs import is_checkpoint_key
 from vlnverse.eval.submission import RecordedRun
-from vlnverse.eval.untrusted import regular_file
+from vlnverse.eval.untrusted import FILE_CAPS, read_json_lines, regular_file
 from vlnverse.eval.verify_records import first_difference, record_label, replay_groups
 from vlnverse.tasks.storage import sha256_file
 
@@ -78,7 +78,8 @@ def rerun_settings(run: RecordedRun, *, transcript: Path | None,
     if run.agent in TRANSCRIPT_AGENTS:
         if transcript is None:
             raise ConfigError(f"--rerun of the LLM agent {run.agent} needs its transcript (--transcript FILE)")
-        regular_file(Path(transcript))
+        for _ in read_json_lines(transcript, FILE_CAPS["transcript.jsonl"]):  # the submitter's file: checked first
+            pass
         read[f"transcript:{Path(transcript).name}"] = sha256_file(transcript)
         llm = f"replay:{Path(transcript).resolve()}"
     return config, llm, read
