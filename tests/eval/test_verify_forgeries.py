@@ -90,6 +90,17 @@ def test_the_verifier_states_the_selection_not_the_submitter(oracle_folder, veri
     assert report.checks["records"] == "FAIL: run.json seed 3, the verifier requires seed 4"
 
 
+def test_a_generous_success_radius_is_printed_and_fails_when_the_verifier_states_the_benchmarks(
+        verify_dataset, tmp_path):
+    out = tmp_path / "wide"
+    run_eval(verify_dataset, out, agent="forward", physics=("tel_hop",), max_steps=20, success_distance=30.0)
+    done = verify_cli(out, verify_dataset)
+    assert done.returncode == 0 and "success distance 30.0 m" in done.stdout, done.stdout + done.stderr
+    done = verify_cli(out, verify_dataset, "--success-distance", "3", "--max-steps", "20")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "scoring       FAIL: success_distance: run.json 30.0, the verifier requires 3.0" in done.stdout
+
+
 # 3. the agent: only --rerun checks it
 
 

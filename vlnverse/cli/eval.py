@@ -130,6 +130,13 @@ def register(subparsers) -> None:
     required.add_argument("--episodes", default=None, type=_episodes, metavar="all|N",
                           help="every selected episode (all) or a seeded sample of N")
     required.add_argument("--seed", type=int, default=None, help="the seed the run must have used")
+    scoring = verify.add_argument_group("required scoring (default: the run's own, printed as 'settings')")
+    scoring.add_argument("--success-distance", type=float, default=None, metavar="M",
+                         help="the success radius the run must have used (the benchmark's: 3.0)")
+    scoring.add_argument("--max-steps", type=_max_steps, default=None, metavar="N|default",
+                         help="the step budget the run must have used")
+    scoring.add_argument("--instruction-view", choices=("full", "leg"), default=None,
+                         help="the long-horizon instruction view the run must have used")
     verify.add_argument("--allow-partial", action="store_true",
                         help="report selected episodes without a record instead of failing (to inspect)")
     verify.add_argument("--rerun", action="store_true",
@@ -188,7 +195,7 @@ def _verify(args: argparse.Namespace) -> int:
                           seed=args.seed)
     report = verify_run(args.folder, dataset=args.dataset, scenes_dir=args.scenes_dir,
                         expect_dataset=args.expect_dataset, release_sums=args.release_sums, selection=selection,
-                        allow_partial=args.allow_partial,
+                        scoring=_scoring(args), allow_partial=args.allow_partial,
                         rerun=args.rerun, transcript=args.transcript, checkpoints=_checkpoints(args.checkpoint),
                         workers=args.workers, on_check=show)
     if args.json:
@@ -213,6 +220,20 @@ def _episodes(text: str) -> int | str:
     if text.isdigit() and int(text) > 0:
         return int(text)
     raise argparse.ArgumentTypeError(f"expected 'all' or a positive number, got {text!r}")
+
+
+def _max_steps(text: str) -> int | str:
+    """``--max-steps default`` or a positive count."""
+    if text == "default" or (text.isdigit() and int(text) > 0):
+        return text if text == "default" else int(text)
+    raise argparse.ArgumentTypeError(f"expected 'default' or a positive number, got {text!r}")
+
+
+def _scoring(args: argparse.Namespace) -> dict[str, Any]:
+    """The scoring settings ``eval verify`` was told to require."""
+    stated = {"success_distance": args.success_distance, "instruction_view": args.instruction_view,
+              "max_steps": None if args.max_steps == "default" else args.max_steps}
+    return {k: v for k, v in stated.items() if v is not None or (k == "max_steps" and args.max_steps)}
 
 
 def _checkpoints(values: list[str]) -> dict[str, Path]:

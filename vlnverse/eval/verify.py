@@ -120,7 +120,8 @@ class VerifyReport:
 
 def verify_run(out: str | Path, *, dataset: str | Path, scenes_dir: str | Path | None = None,
                expect_dataset: str | None = None, release_sums: str | Path | None = None,
-               selection: Selection = Selection(), allow_partial: bool = False,
+               selection: Selection = Selection(), scoring: Mapping[str, Any] | None = None,
+               allow_partial: bool = False,
                rerun: bool = False, transcript: str | Path | None = None,
                checkpoints: Mapping[str, str | Path] | None = None, workers: int = 1,
                on_check: Callable[[str, str], None] | None = None) -> VerifyReport:
@@ -135,6 +136,8 @@ def verify_run(out: str | Path, *, dataset: str | Path, scenes_dir: str | Path |
         release_sums: A release's published ``SHA256SUMS``: the manifest and every scene read
             must have the digests it lists.
         selection: The episodes results are required for (unstated parts: the run's own).
+        scoring: Scoring settings the run must have used (``success_distance``, ``max_steps``,
+            ``instruction_view``; unstated ones are the run's own, printed in the report).
         allow_partial: Report selected episodes without a record instead of failing.
         rerun: Re-run the agent from trusted parts and compare every action.
         transcript: An LLM agent's transcript (``--llm-record`` file) to re-run it from.
@@ -176,6 +179,9 @@ def verify_run(out: str | Path, *, dataset: str | Path, scenes_dir: str | Path |
 
     if _present(out / SUMS_FILE):
         done("sha256sums", _check_sums(out))
+    if scoring:
+        done("scoring", [f"{name}: run.json {getattr(run, name)!r}, the verifier requires {value!r}"
+                         for name, value in scoring.items() if getattr(run, name) != value])
 
     by_id = {e.episode_id: e for e in episodes}
     recorded_ids = {r["episode_id"] for r in records} & set(by_id)  # the scenes they replay in must be the run's
