@@ -6,7 +6,9 @@ The verifier supplies the trusted parts: the dataset (and its scenes), optionall
 published digest, the episode selection results are required for, and for ``--rerun`` the
 agent's weights or transcript. The checks, in order:
 
-1. **sha256sums** (a bundle's ``SHA256SUMS``, when present): every listed file has its digest.
+1. **sha256sums** (a bundle's ``SHA256SUMS``, when present): every listed file has its digest;
+   **scoring** (when the verifier states it): the run used the verifier's success radius, step
+   budget and instruction view.
 2. **inputs**: the verifier's dataset (its manifest and shards, and the scene files of the
    recorded episodes) has the checksums ``run.json`` recorded (and ``--expect-dataset``'s
    digest, or those of a release's ``SHA256SUMS``); a run that recorded none fails.
