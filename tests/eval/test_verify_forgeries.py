@@ -211,6 +211,14 @@ def test_a_releases_sha256sums_pins_the_dataset_and_its_scenes(oracle_folder, ve
     assert report.checks["inputs"].startswith("FAIL: scene:") and "0000000000 in SHA256SUMS" in report.checks["inputs"]
 
 
+def test_a_named_track_states_its_selection_and_its_published_checksums(oracle_folder, verify_dataset):
+    done = verify_cli(oracle_folder, verify_dataset, "--track", "mini")  # the bundled dataset is not the track's
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "selection     split val_seen,val_unseen,test · task fine,coarse · physics strict, tel_hop · " \
+           "episodes all · seed 3 (split, task, episodes stated by the verifier" in done.stdout
+    assert "inputs        FAIL: dataset: sha256" in done.stdout and "in SHA256SUMS" in done.stdout
+
+
 def test_a_run_without_input_checksums_fails(oracle_folder, verify_dataset, tmp_path):
     folder = forge(oracle_folder, tmp_path / "no_inputs", run=lambda run: run.pop("inputs"))
     report = verify(folder, verify_dataset)

@@ -122,6 +122,9 @@ def register(subparsers) -> None:
     verify.add_argument("--release-sums", type=Path, default=None, metavar="SHA256SUMS",
                         help="a release's published SHA256SUMS (vlnverse release build): your dataset's manifest "
                              "and every scene verify reads must have the digests it lists")
+    verify.add_argument("--track", default=None, metavar="NAME",
+                        help="a named track (e.g. mini): its published SHA256SUMS as --release-sums, and its "
+                             "splits and tasks, every episode, as the required selection (options you give win)")
     required = verify.add_argument_group(
         "required selection (default: the run's own, as run.json states it)")
     required.add_argument("--split", default=None, help="split name(s), comma-separated, or 'all'")
@@ -193,8 +196,18 @@ def _verify(args: argparse.Namespace) -> int:
 
     selection = Selection(split=args.split, task=args.task, physics=args.physics, episodes=args.episodes,
                           seed=args.seed)
+    release_sums = args.release_sums
+    if args.track:
+        from vlnverse.release.tracks import get_track
+
+        track = get_track(args.track)
+        if not track.checksums.is_file():
+            raise ConfigError(f"track {track.name} publishes no SHA256SUMS to check a dataset against")
+        release_sums = release_sums or track.checksums
+        selection = Selection(split=args.split or ",".join(track.splits), task=args.task or ",".join(track.tasks),
+                              physics=args.physics, episodes=args.episodes or "all", seed=args.seed)
     report = verify_run(args.folder, dataset=args.dataset, scenes_dir=args.scenes_dir,
-                        expect_dataset=args.expect_dataset, release_sums=args.release_sums, selection=selection,
+                        expect_dataset=args.expect_dataset, release_sums=release_sums, selection=selection,
                         scoring=_scoring(args), allow_partial=args.allow_partial,
                         rerun=args.rerun, transcript=args.transcript, checkpoints=_checkpoints(args.checkpoint),
                         workers=args.workers, on_check=show)
