@@ -391,7 +391,8 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
         check_dataset(dataset.root)
     episodes = select_episodes(dataset, config.split, config.task, config.episodes, config.seed)
     if config.episode_ids is not None:
-        episodes = [e for e in episodes if e.episode_id in set(config.episode_ids)]
+        kept = set(config.episode_ids)
+        episodes = [e for e in episodes if e.episode_id in kept]
     items = plan_items(dataset, episodes, config.physics, config.plots)
     out = Path(config.out)
     llm_cache = config.llm_cache
