@@ -23,3 +23,23 @@ def oracle_run(bundled_dataset, tmp_path_factory):
 
     out = tmp_path_factory.mktemp("oracle_run")
     return evaluate(EvalConfig(dataset=str(bundled_dataset), out=str(out), agent="oracle", plots=1))
+
+
+@pytest.fixture(scope="session")
+def verify_dataset(bundled_dataset, tmp_path_factory) -> Path:
+    """A private copy of the bundled dataset for the verify tests (they pass ``scenes_dir``)."""
+    import shutil
+
+    copy = tmp_path_factory.mktemp("verify") / "dataset"
+    shutil.copytree(bundled_dataset, copy)
+    return copy
+
+
+@pytest.fixture(scope="session")
+def oracle_folder(verify_dataset, tmp_path_factory) -> Path:
+    """The oracle on a seeded sample of 3 episodes under Strict and Tel-Hop (never edited: copy it)."""
+    from tests.eval.verify_helpers import run_eval
+
+    out = tmp_path_factory.mktemp("verify") / "oracle"
+    run_eval(verify_dataset, out)
+    return out

@@ -15,30 +15,14 @@ import tarfile
 import pytest
 
 from tests.bundled import BUNDLED_SCENES, REPO
-from vlnverse.eval.harness import EvalConfig, evaluate
+from tests.eval.verify_helpers import run_eval as oracle_eval
+from tests.eval.verify_helpers import verify_cli
+from vlnverse.eval.untrusted import MalformedInput
 from vlnverse.eval.verify import verify_run
 
 
-def oracle_eval(dataset, out, agent_object=None, **changes):
-    """The oracle (or ``changes["agent"]``, played by ``agent_object``) on a seeded sample of 3 episodes."""
-    config = dict(dataset=str(dataset), out=str(out), agent="oracle", episodes=3, plots=0, seed=3,
-                  scenes_dir=str(BUNDLED_SCENES))
-    return evaluate(EvalConfig(**{**config, **changes}), agent=agent_object)
-
-
-@pytest.fixture(scope="module")
-def dataset_copy(bundled_dataset, tmp_path_factory):
-    """A private copy of the bundled dataset (a test edits it)."""
-    copy = tmp_path_factory.mktemp("verify") / "dataset"
-    shutil.copytree(bundled_dataset, copy)
-    return copy
-
-
-@pytest.fixture(scope="module")
-def oracle_folder(dataset_copy, tmp_path_factory):
-    out = tmp_path_factory.mktemp("verify") / "oracle"
-    oracle_eval(dataset_copy, out)
-    return out
+def verify(folder, dataset, **options):
+    return verify_run(folder, dataset=dataset, scenes_dir=BUNDLED_SCENES, **options)
 
 
 def edited_copy(folder, tmp_path, edit):
@@ -53,8 +37,8 @@ def edited_copy(folder, tmp_path, edit):
     return copy
 
 
-def test_an_untouched_run_verifies_and_so_does_its_bundle(oracle_folder, dataset_copy, tmp_path):
-    report = verify_run(oracle_folder)
+def test_an_untouched_run_verifies_and_so_does_its_bundle(oracle_folder, verify_dataset, tmp_path):
+    report = verify(oracle_folder, verify_dataset)
     assert report.ok, report.mismatches
     assert report.records == 6 and list(report.checks) == ["inputs", "records", "resimulation", "summary"]
     assert report.checks["resimulation"] == "ok (6 episodes re-simulated)"
@@ -75,7 +59,8 @@ def test_an_untouched_run_verifies_and_so_does_its_bundle(oracle_folder, dataset
         digest, name = line.split("  ")
         assert hashlib.sha256((unpacked / name).read_bytes()).hexdigest() == digest
     assert json.loads((unpacked / "environment.json").read_text())["libraries"]["pybullet"]
-    assert verify_run(unpacked, dataset=dataset_copy).ok
+    report = verify(unpacked, verify_dataset)
+    assert report.ok and list(report.checks) == ["sha256sums", "inputs", "records", "resimulation", "summary"]
 
 
 @pytest.mark.parametrize("edit, field", [
@@ -83,30 +68,29 @@ def test_an_untouched_run_verifies_and_so_does_its_bundle(oracle_folder, dataset
     (lambda r: r["trajectory"][-1].__setitem__(0, r["trajectory"][-1][0] + 0.5), "trajectory"),
     (lambda r: r.update(instruction=r["instruction"] + " Then stop."), "instruction differs from the dataset"),
 ])
-def test_a_hand_edited_record_is_caught(oracle_folder, tmp_path, edit, field):
-    report = verify_run(edited_copy(oracle_folder, tmp_path, edit))
+def test_a_hand_edited_record_is_caught(oracle_folder, verify_dataset, tmp_path, edit, field):
+    report = verify(edited_copy(oracle_folder, tmp_path, edit), verify_dataset)
     assert not report.ok and field in report.mismatches[0]
 
 
-def test_the_cli_exits_1_with_the_first_mismatch(oracle_folder, tmp_path):
+def test_the_cli_exits_1_with_the_first_mismatch(oracle_folder, verify_dataset, tmp_path):
     edited = edited_copy(oracle_folder, tmp_path, lambda r: r["metrics"].update(SPL=0.123))
-    done = subprocess.run([sys.executable, "-m", "vlnverse", "eval", "verify", str(edited)], capture_output=True,
-                          text=True, cwd=REPO, timeout=300)
+    done = verify_cli(edited, verify_dataset)
     assert done.returncode == 1, done.stderr
     assert "resimulation  FAIL:" in done.stdout and "metrics.SPL: recorded 0.123" in done.stdout
     assert done.stdout.strip().splitlines()[-1].startswith("MISMATCH: 6 record(s)")
 
 
-def test_a_changed_dataset_file_is_caught(dataset_copy, tmp_path):
+def test_a_changed_dataset_file_is_caught(verify_dataset, tmp_path):
     dataset = tmp_path / "dataset"
-    shutil.copytree(dataset_copy, dataset)
+    shutil.copytree(verify_dataset, dataset)
     out = tmp_path / "run"
     oracle_eval(dataset, out, physics=("tel_hop",))
-    assert verify_run(out).ok
+    assert verify(out, dataset).ok
     manifest = json.loads((dataset / "manifest.json").read_text())
     manifest["note"] = "edited after the run"
     (dataset / "manifest.json").write_text(json.dumps(manifest))
-    report = verify_run(out)
+    report = verify(out, dataset)
     assert report.checks["inputs"].startswith("FAIL: dataset: sha256")
 
     shard = next((dataset / "shards").glob("*.jsonl.gz"))
@@ -115,11 +99,11 @@ def test_a_changed_dataset_file_is_caught(dataset_copy, tmp_path):
     episode["instruction"]["text"] = "Walk somewhere else."
     lines[0] = json.dumps(episode)
     shard.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
-    report = verify_run(out)
+    report = verify(out, dataset)
     assert any(shard.name in m for m in report.mismatches)   # the shard no longer matches its manifest
 
 
-def test_an_llm_agent_re_run_from_its_transcript_takes_the_recorded_actions(dataset_copy, tmp_path):
+def test_an_llm_agent_re_run_from_its_transcript_takes_the_recorded_actions(verify_dataset, tmp_path):
     from tests.agents.conftest import SMALL, ScriptedModel, walk_then_stop
     from vlnverse.eval.registry import make_agent
     from vlnverse.llm.transcript import RecordingClient
@@ -129,14 +113,18 @@ def test_an_llm_agent_re_run_from_its_transcript_takes_the_recorded_actions(data
     agent = make_agent("text_history", agent_config,
                        llm=RecordingClient(ScriptedModel(walk_then_stop(2)), transcript))
     out = tmp_path / "run"
-    oracle_eval(dataset_copy, out, agent="text_history", agent_config=agent_config, episodes=1,
+    oracle_eval(verify_dataset, out, agent="text_history", agent_config=agent_config, episodes=1,
                 physics=("tel_hop",), task="coarse", split="test", agent_object=agent)
-    report = verify_run(out, transcript=transcript)
+    report = verify(out, verify_dataset, rerun=True, transcript=transcript)
     assert report.ok, report.mismatches
-    assert report.checks["transcript"] == "ok (1 episodes re-run from the transcript)"
+    assert report.checks["rerun"] == "ok (1 episodes re-run by text_history: every action the same)"
 
     calls = [json.loads(line) for line in transcript.read_text().splitlines()]
     calls[0]["response"] = {**calls[-1]["response"], "key": calls[0]["response"].get("key")}  # first reply: STOP
     transcript.write_text("".join(json.dumps(c) + "\n" for c in calls))
-    report = verify_run(out, transcript=transcript)
-    assert not report.ok and "actions" in report.mismatches[0] and report.checks["transcript"].startswith("FAIL")
+    report = verify(out, verify_dataset, rerun=True, transcript=transcript)
+    assert not report.ok and "actions" in report.mismatches[0] and report.checks["rerun"].startswith("FAIL")
+
+    transcript.write_bytes(b"\xff\xfe not a transcript\n")  # the submitter's file is read as untrusted
+    with pytest.raises(MalformedInput, match="not UTF-8"):
+        verify(out, verify_dataset, rerun=True, transcript=transcript)

@@ -98,27 +98,71 @@ def register(subparsers) -> None:
     tools = parser.add_subparsers(dest="eval_tool", metavar="{verify,bundle,table,table5}",
                                   help="check, package or tabulate evaluation folders, or run the paper's zero-shot "
                                        "agent table, instead of running one agent")
-    verify = tools.add_parser("verify", help="re-score an evaluation folder from its records and the dataset",
-                              description="Check an evaluation folder: the dataset and scene checksums recorded "
-                                          "in run.json, every record against its dataset episode, a "
-                                          "re-simulation of every record's actions (trajectory, ending and "
-                                          "every metric), summary.json, and (--transcript) an LLM agent "
-                                          "re-run from its transcript. Exits 1 at the first mismatch.")
-    verify.add_argument("folder", type=Path, help="evaluation folder (the --out of vlnverse eval)")
-    verify.add_argument("--dataset", type=Path, default=None, help="dataset (default: the one run.json names)")
+    verify = tools.add_parser(
+        "verify", help="check an evaluation folder (or unpacked bundle) against your dataset; --rerun its agent",
+        description="Check an evaluation folder someone else made against your own copy of the dataset. Nothing "
+                    "in the folder is run or imported. Checks: SHA256SUMS (a bundle's), the dataset and scene "
+                    "checksums run.json recorded, that every episode of the required selection has exactly one "
+                    "record agreeing with its dataset episode, a re-simulation of every record's actions "
+                    "(trajectory, ending, every metric), summary.json and summary.md, and with --rerun the "
+                    "agent re-run from trusted parts (random, forward, oracle; checkpoint agents from your "
+                    "--checkpoint copy; LLM agents from --transcript), which must take every recorded action. "
+                    "Without --rerun a verified folder is consistent, not proof of which agent acted.",
+        epilog="exit status: 0 verified; 1 a check failed (a mismatch, or a selected episode without a record); "
+               "2 malformed input (not a regular file, too large, not UTF-8, invalid or too deeply nested JSON, "
+               "a run.json field of the wrong kind) or a usage error, printed as one 'error:' line.")
+    verify.add_argument("folder", type=Path, help="evaluation folder (the --out of vlnverse eval) or unpacked bundle")
+    verify.add_argument("--dataset", type=Path, required=True,
+                        help="your copy of the dataset (run.json's path is never used)")
     verify.add_argument("--scenes-dir", type=Path, default=None,
-                        help="folder the dataset's scene paths are relative to (default: run.json's)")
+                        help="folder the dataset's scene paths are relative to (default: the dataset manifest's; "
+                             "run.json's is never used)")
+    verify.add_argument("--expect-dataset", default=None, metavar="SHA256",
+                        help="the published sha256 of the dataset's manifest.json; your copy must have it")
+    verify.add_argument("--release-sums", type=Path, default=None, metavar="SHA256SUMS",
+                        help="a release's published SHA256SUMS (vlnverse release build): your dataset's manifest "
+                             "and every scene verify reads must have the digests it lists")
+    verify.add_argument("--track", default=None, metavar="NAME",
+                        help="a named track (e.g. mini): its published SHA256SUMS as --release-sums, and its "
+                             "splits and tasks, every episode, as the required selection (options you give win)")
+    required = verify.add_argument_group(
+        "required selection (default: the run's own, as run.json states it)")
+    required.add_argument("--split", default=None, help="split name(s), comma-separated, or 'all'")
+    required.add_argument("--task", default=None, help="task name(s), comma-separated, or 'all'")
+    required.add_argument("--physics", default=None, type=_modes, help="comma-separated physics modes")
+    required.add_argument("--episodes", default=None, type=_episodes, metavar="all|N",
+                          help="every selected episode (all) or a seeded sample of N")
+    required.add_argument("--seed", type=int, default=None, help="the seed the run must have used")
+    scoring = verify.add_argument_group("required scoring (default: the run's own, printed as 'settings')")
+    scoring.add_argument("--success-distance", type=float, default=None, metavar="M",
+                         help="the success radius the run must have used (the benchmark's: 3.0)")
+    scoring.add_argument("--max-steps", type=_max_steps, default=None, metavar="N|default",
+                         help="the step budget the run must have used")
+    scoring.add_argument("--instruction-view", choices=("full", "leg"), default=None,
+                         help="the long-horizon instruction view the run must have used")
+    verify.add_argument("--allow-partial", action="store_true",
+                        help="report selected episodes without a record instead of failing (to inspect)")
+    verify.add_argument("--rerun", action="store_true",
+                        help="re-run the agent from trusted parts and compare every action")
     verify.add_argument("--transcript", type=Path, default=None, metavar="FILE",
                         help="LLM agents: re-run from this --llm-record transcript and compare actions")
+    verify.add_argument("--checkpoint", action="append", default=[], metavar="[KEY=]FILE",
+                        help="checkpoint agents: your copy of the weights file run.json recorded the sha256 of "
+                             "(KEY: its agent config key, default 'checkpoint'); repeatable")
     verify.add_argument("--workers", type=int, default=1, help="processes for the re-simulation (default: 1)")
     verify.add_argument("--json", action="store_true", help="print the report as one JSON object")
     verify.set_defaults(handler=_verify)
     bundle = tools.add_parser("bundle", help="pack an evaluation folder into a verifiable results archive",
                               description="Write a .tar.gz holding run.json, episodes.jsonl, the summaries, "
-                                          "the LLM transcript (when the run recorded one), SHA256SUMS and "
-                                          "environment.json (versions of Python, vlnverse and its libraries).")
+                                          "the LLM transcript (when the run recorded one inside the folder, or "
+                                          "--transcript), SHA256SUMS and environment.json (versions of Python, "
+                                          "vlnverse and its libraries). Only regular files are packed: a "
+                                          "symlink is refused.")
     bundle.add_argument("folder", type=Path, help="evaluation folder")
     bundle.add_argument("--to", required=True, type=Path, metavar="FILE.tar.gz", help="archive to write")
+    bundle.add_argument("--transcript", type=Path, default=None, metavar="FILE",
+                        help="the run's --llm-record transcript, when it lies outside the folder (one inside it "
+                             "is packed without this)")
     bundle.add_argument("--json", action="store_true", help="print the archive and its members as JSON")
     bundle.set_defaults(handler=_bundle)
     table = tools.add_parser("table", help="Table 3: evaluation folders side by side with 95 %% CIs",
@@ -127,7 +171,7 @@ def register(subparsers) -> None:
                                          "TL NE SR OSR SPL nDTW CR as mean [95 % bootstrap CI], and the "
                                          "paper's Table 3 SR / SPL in a separate column for the agents it lists.")
     table.add_argument("folders", nargs="+", metavar="[LABEL=]FOLDER",
-                       help="evaluation folders (labelled by their agent unless LABEL= is given)")
+                       help="evaluation folders (labelled by run.json's agent unless LABEL= is given)")
     table.add_argument("--to", type=Path, default=None, metavar="FILE.md", help="also write the tables here")
     table.add_argument("--track", default=None,
                        help="label the tables with this track (e.g. mini: VLNVerse-mini) after checking that "
@@ -144,30 +188,83 @@ VERIFY_MISMATCH_EXIT = 1
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from vlnverse.eval.verify import verify_run
+    from vlnverse.eval.verify import Selection, verify_run
 
     def show(check: str, outcome: str) -> None:
         if not args.json:
             print(f"{check:13s} {outcome}", flush=True)
 
-    report = verify_run(args.folder, dataset=args.dataset, scenes_dir=args.scenes_dir, transcript=args.transcript,
-                        workers=args.workers,
-                        on_check=show)
+    selection = Selection(split=args.split, task=args.task, physics=args.physics, episodes=args.episodes,
+                          seed=args.seed)
+    release_sums = args.release_sums
+    if args.track:
+        from vlnverse.release.tracks import get_track
+
+        track = get_track(args.track)
+        if not track.checksums.is_file():
+            raise ConfigError(f"track {track.name} publishes no SHA256SUMS to check a dataset against")
+        release_sums = release_sums or track.checksums
+        selection = Selection(split=args.split or ",".join(track.splits), task=args.task or ",".join(track.tasks),
+                              physics=args.physics, episodes=args.episodes or "all", seed=args.seed)
+    report = verify_run(args.folder, dataset=args.dataset, scenes_dir=args.scenes_dir,
+                        expect_dataset=args.expect_dataset, release_sums=release_sums, selection=selection,
+                        scoring=_scoring(args), allow_partial=args.allow_partial,
+                        rerun=args.rerun, transcript=args.transcript, checkpoints=_checkpoints(args.checkpoint),
+                        workers=args.workers, on_check=show)
     if args.json:
-        print_json({"ok": report.ok, "records": report.records, "checks": report.checks,
-                    "mismatches": report.mismatches, "checksums": report.checksums})
+        print_json({"ok": report.ok, "records": report.records, "selection": report.selection,
+                    "settings": report.settings, "checks": report.checks, "mismatches": report.mismatches,
+                    "checksums": report.checksums})
     else:
+        print(f"selection     {report.selection}")
+        print(f"settings      {report.settings}")
         for name, digest in sorted(report.checksums.items()):
             print(f"sha256 {digest}  {name}")
-        print(f"{'verified' if report.ok else 'MISMATCH'}: {report.records} record(s) in {args.folder}"
-              + ("" if report.ok else f"; first: {report.mismatches[0]}"))
+        what = "the agent re-run" if "rerun" in report.checks else "consistent; the agent was not re-run, see --rerun"
+        print(f"verified ({what}): {report.records} record(s) in {args.folder}" if report.ok else
+              f"MISMATCH: {report.records} record(s) in {args.folder}; first: {report.mismatches[0]}")
     return 0 if report.ok else VERIFY_MISMATCH_EXIT
+
+
+def _episodes(text: str) -> int | str:
+    """``--episodes all`` or a positive count."""
+    if text == "all":
+        return text
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected 'all' or a positive number, got {text!r}")
+
+
+def _max_steps(text: str) -> int | str:
+    """``--max-steps default`` or a positive count."""
+    if text == "default" or (text.isdigit() and int(text) > 0):
+        return text if text == "default" else int(text)
+    raise argparse.ArgumentTypeError(f"expected 'default' or a positive number, got {text!r}")
+
+
+def _scoring(args: argparse.Namespace) -> dict[str, Any]:
+    """The scoring settings ``eval verify`` was told to require."""
+    stated = {"success_distance": args.success_distance, "instruction_view": args.instruction_view,
+              "max_steps": None if args.max_steps == "default" else args.max_steps}
+    return {k: v for k, v in stated.items() if v is not None or (k == "max_steps" and args.max_steps)}
+
+
+def _checkpoints(values: list[str]) -> dict[str, Path]:
+    """``{agent config key: file}`` of ``--checkpoint [KEY=]FILE`` options."""
+    out: dict[str, Path] = {}
+    for text in values:
+        key, sep, path = text.partition("=")
+        key, path = (key, path) if sep and key.isidentifier() else ("checkpoint", text)
+        if key in out:
+            raise ConfigError(f"--checkpoint {key} given twice")
+        out[key] = Path(path)
+    return out
 
 
 def _bundle(args: argparse.Namespace) -> int:
     from vlnverse.eval.bundle import write_bundle
 
-    members = write_bundle(args.folder, args.to)
+    members = write_bundle(args.folder, args.to, transcript=args.transcript)
     if args.json:
         print_json({"archive": str(args.to), "members": members})
     else:

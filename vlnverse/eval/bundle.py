@@ -5,6 +5,11 @@ The archive holds what a leaderboard (or a reviewer) needs to re-score the run w
 ``episodes.jsonl``, ``summary.json`` / ``summary.md``, the LLM transcript when the run
 recorded one (``transcript.jsonl``), ``environment.json`` (the versions that produced it)
 and ``SHA256SUMS`` over every other member.
+
+Only regular files are packed (a symlink is refused, whatever it points to). The transcript
+is packed when ``run.json``'s ``llm_record`` lies inside the folder, or when the caller names
+it (``transcript=``): a path ``run.json`` gives outside the folder is refused, so a folder
+cannot make the writer pack another file of the machine.
 """
 
 from __future__ import annotations
@@ -21,8 +26,8 @@ from pathlib import Path
 
 from vlnverse import __version__
 from vlnverse.errors import DatasetError
+from vlnverse.eval.untrusted import DEFAULT_CAP, FILE_CAPS, MalformedInput, read_bytes, read_json
 from vlnverse.fileio import write_bytes_atomic
-from vlnverse.tasks.storage import sha256_file
 
 RUN_FILES = ("run.json", "episodes.jsonl", "summary.json", "summary.md")
 LIBRARIES = ("numpy", "pybullet", "gymnasium", "usd-core", "torch", "transformers", "openai")
@@ -40,33 +45,49 @@ def environment() -> dict[str, object]:
             "machine": platform.machine(), "libraries": versions}
 
 
-def write_bundle(folder: str | Path, to: str | Path) -> list[str]:
+def write_bundle(folder: str | Path, to: str | Path, *, transcript: str | Path | None = None) -> list[str]:
     """Write the archive of the evaluation folder ``folder`` to ``to``; returns its member names.
 
+    Args:
+        folder: The evaluation folder.
+        to: The ``.tar.gz`` to write.
+        transcript: The run's LLM transcript, when it was recorded outside the folder.
+
     Raises:
-        DatasetError: ``folder`` is not a finished evaluation folder.
+        DatasetError: ``folder`` is not a finished evaluation folder, a member is not a regular
+            file, or ``run.json`` names a transcript outside the folder.
     """
     folder = Path(folder)
-    missing = [name for name in RUN_FILES if not (folder / name).is_file()]
+    missing = [name for name in RUN_FILES if not (folder / name).is_file() and not (folder / name).is_symlink()]
     if missing:
         raise DatasetError(f"{folder} is not a finished evaluation folder (missing {', '.join(missing)})")
     files = {name: folder / name for name in RUN_FILES}
-    run = json.loads(files["run.json"].read_text(encoding="utf-8")).get("run", {})
-    transcript = run.get("llm_record")
-    if transcript and Path(transcript).is_file():
+    document = read_json(files["run.json"])
+    run = document.get("run") if isinstance(document, dict) else None
+    recorded = run.get("llm_record") if isinstance(run, dict) else None
+    if transcript is not None:
         files["transcript.jsonl"] = Path(transcript)
-    extra = {"environment.json": json.dumps(environment(), indent=2, sort_keys=True).encode("utf-8")}
-    sums = [f"{sha256_file(path)}  {name}" for name, path in files.items()]
-    sums += [f"{hashlib.sha256(data).hexdigest()}  {name}" for name, data in extra.items()]
-    extra["SHA256SUMS"] = ("\n".join(sums) + "\n").encode("utf-8")
+    elif isinstance(recorded, str) and recorded:
+        path = Path(recorded)  # as the run was given it (relative to where it ran)
+        if not path.resolve().is_relative_to(folder.resolve()):
+            raise DatasetError(f"run.json's llm_record {recorded} lies outside {folder}; pack it with "
+                               "--transcript FILE if it is this run's transcript")
+        if path.exists() or path.is_symlink():
+            files["transcript.jsonl"] = path
+    contents = {}
+    for name, path in files.items():
+        try:
+            contents[name] = read_bytes(path, cap=FILE_CAPS.get(name, DEFAULT_CAP))
+        except MalformedInput as exc:
+            raise DatasetError(f"cannot pack {name}: {exc}") from None
+    contents["environment.json"] = json.dumps(environment(), indent=2, sort_keys=True).encode("utf-8")
+    sums = [f"{hashlib.sha256(data).hexdigest()}  {name}" for name, data in contents.items()]
+    contents["SHA256SUMS"] = ("\n".join(sums) + "\n").encode("utf-8")
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
-        for name, path in files.items():
-            archive.add(path, arcname=name)
-        for name, data in extra.items():
+        for name, data in contents.items():
             info = tarfile.TarInfo(name)
-            info.size, info.mtime = len(data), int(time.time())
+            info.size, info.mtime, info.mode = len(data), int(time.time()), 0o644
             archive.addfile(info, io.BytesIO(data))
     write_bytes_atomic(Path(to), buffer.getvalue())
-    return [*files, *extra]
-
+    return list(contents)

@@ -40,10 +40,10 @@ from vlnverse.eval.episode_record import MetricsConfig
 from vlnverse.eval.executors import run_items
 from vlnverse.eval.health import DEFAULT_FALLBACK_WARNING
 from vlnverse.eval.html_index import write_index
+from vlnverse.eval.inputs import checkpoint_checksums, input_checksums
 from vlnverse.eval.registry import agent_factory, takes_llm
 from vlnverse.eval.report import summarize, summary_markdown
 from vlnverse.eval.store import TRACE_TEXT_CHARS, ResultStore, error_record, json_safe, record_key
-from vlnverse.eval.verify import input_checksums
 from vlnverse.eval.viewer import VIEWER_DIR, write_episode_pages
 from vlnverse.eval.worker import RunSpec, WorkItem, WorkResult, build_agent
 from vlnverse.fileio import (
@@ -81,6 +81,8 @@ class EvalConfig:
         task: Task name or ``all``.
         physics: Physics modes to evaluate each episode under.
         episodes: Evaluate a seeded random sample of this many episodes (``None``: all).
+        episode_ids: Only these episodes of the selection (``None``: every one); ``eval verify``
+            re-simulates exactly the recorded ones with it.
         workers: Parallel workers (each with its own agent and envs).
         executor: ``local`` (process pool; in-process for one worker) or ``ray``.
         ray_address: Ray cluster address (``None``: a local Ray instance).
@@ -127,6 +129,7 @@ class EvalConfig:
     task: str = "all"
     physics: tuple[str, ...] = ("strict", "tel_hop")
     episodes: int | None = None
+    episode_ids: tuple[str, ...] | None = None
     workers: int = 1
     executor: str = "local"
     ray_address: str | None = None
@@ -348,7 +351,8 @@ def write_reports(out: Path, records: Sequence[Mapping[str, Any]], run: Mapping[
     the folder's LLM spend and limits, :meth:`~vlnverse.llm.budget.BudgetLedger.report`)."""
     summary = summarize(records, run, n_boot=n_boot, seed=seed, budget=budget)
     write_json_atomic(out / "summary.json", summary)
-    write_text_atomic(out / "summary.md", summary_markdown(summary))
+    # summary.md renders summary.json as written (sorted keys), so `eval verify` can regenerate it
+    write_text_atomic(out / "summary.md", summary_markdown(json.loads(json.dumps(summary, sort_keys=True))))
     meta = (f"agent {run.get('agent')} · dataset {run.get('dataset')} · physics "
             f"{', '.join(run.get('physics', []))} · {len(records)} records")
     pages = write_episode_pages(out, records)
@@ -386,6 +390,9 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
     if dataset.manifest:
         check_dataset(dataset.root)
     episodes = select_episodes(dataset, config.split, config.task, config.episodes, config.seed)
+    if config.episode_ids is not None:
+        kept = set(config.episode_ids)
+        episodes = [e for e in episodes if e.episode_id in kept]
     items = plan_items(dataset, episodes, config.physics, config.plots)
     out = Path(config.out)
     llm_cache = config.llm_cache
@@ -423,6 +430,7 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
         return _run(config, spec, items, privileged, settings, on_start, on_result,
                     {"action_space": action_space, "scenes_dir": str(Path(dataset.scenes_dir).resolve()),
                      "inputs": input_checksums(dataset, [i.scene_file for i in items]),
+                     "checkpoints": checkpoint_checksums(config.agent_config),
                      **({"waypoint_predictor": predictor} if predictor is not None else {})})
 
 
@@ -442,7 +450,8 @@ def _run(config: EvalConfig, spec: RunSpec, items: list[WorkItem], privileged: l
          settings: dict[str, Any] | None, on_start: Callable[[int, list[dict[str, Any]]], None] | None,
          on_result: Callable[[dict[str, Any]], None] | None, provenance: Mapping[str, Any]) -> EvalResult:
     """The part of :func:`evaluate` that writes, under the output folder's lock (``provenance``:
-    the agent's action space, the scenes folder and the checksums of the inputs, for ``run.json``)."""
+    the agent's action space, the scenes folder and the checksums of the inputs and of the agent's
+    checkpoints, for ``run.json``)."""
     out = Path(config.out)
     dataset_id = str(Path(config.dataset).resolve())
     fingerprint = config.fingerprint(dataset_id)

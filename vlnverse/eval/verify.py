@@ -1,55 +1,98 @@
-"""``vlnverse eval verify``: check an evaluation folder against its dataset by re-running it.
+"""``vlnverse eval verify``: check an evaluation folder someone else made, against your own data.
 
-A run's numbers are trusted when anyone can reproduce them from what the folder holds:
+The folder is data, never code: nothing it names is imported or run, and it is read only
+through :mod:`vlnverse.eval.untrusted` (regular files, size and depth caps, strict JSON).
+The verifier supplies the trusted parts: the dataset (and its scenes), optionally its
+published digest, the episode selection results are required for, and for ``--rerun`` the
+agent's weights or transcript. The checks, in order:
 
-1. **Inputs.** The dataset (its manifest and every shard it lists) and the scene files are
-   hashed and compared with the checksums ``run.json`` recorded when the run was made.
-2. **Records.** Every record of ``episodes.jsonl`` belongs to the run's episode selection and
-   agrees with its dataset episode (instruction, scene, split, task, goals, reference path,
-   geodesic distance).
-3. **Re-simulation.** Each record's recorded actions are replayed through the same harness
-   (same env, physics, seeds and scoring, see :class:`RecordedActions`); the replay's
-   trajectory, collisions, STOPs, goal distances, ending and every metric must equal the
-   record's (continuous actions are stored to 1e-6, so poses get a 1 mm tolerance).
-4. **Summary.** ``summary.json`` is recomputed from the records.
-5. **Transcript** (LLM agents, optional). The agent is re-run with its model replaced by the
-   recorded transcript (``replay:FILE``) and must take the same actions.
+1. **sha256sums** (a bundle's ``SHA256SUMS``, when present): every listed file has its digest;
+   **scoring** (when the verifier states it): the run used the verifier's success radius, step
+   budget and instruction view.
+2. **inputs**: the verifier's dataset (its manifest and shards, and the scene files of the
+   recorded episodes) has the checksums ``run.json`` recorded (and ``--expect-dataset``'s
+   digest, or those of a release's ``SHA256SUMS``); a run that recorded none fails.
+3. **records**: every record belongs to the required selection and agrees with its dataset
+   episode, and every selected (episode, physics mode) has a record (``allow_partial``
+   reports the missing ones without failing).
+4. **resimulation**: each record's actions are replayed through the harness with
+   :class:`~vlnverse.eval.verify_records.RecordedActions` (same env, physics, seeds and
+   scoring); trajectory, collisions, STOPs, goal distances, ending and every metric must equal
+   the record's. The replay agent is built from the recorded action space alone, which must
+   be one of the simulator's.
+5. **summary**: ``summary.json`` (required) is recomputed from the records, its ``run``
+   section must be ``run.json``'s, and ``summary.md`` must be its rendering.
+6. **rerun** (``rerun=True`` or a transcript): the agent is rebuilt from trusted parts and
+   re-run, and must take every recorded action (:mod:`vlnverse.eval.rerun`).
 
-The first mismatch is reported with its record and field; :func:`verify_run` returns every
-check's outcome and the checksums of what it read.
+Without the re-run, a verified folder is *consistent*: its results are what its actions give on
+the verifier's data. Only the re-run shows that the named agent took those actions.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import hashlib
 import json
-import math
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from vlnverse.errors import ConfigError
+from vlnverse.eval.submission import EPISODES_FILE, RUN_FILE, SHA256, RecordedRun, read_submission
+from vlnverse.eval.untrusted import MalformedInput, read_bytes, read_json, read_text
+from vlnverse.eval.verify_records import (
+    RecordedActions,
+    check_against_dataset,
+    compare_records,
+    first_difference,
+    record_label,
+    replay_groups,
+)
 
-from vlnverse.errors import DatasetError, VLNVerseError
-from vlnverse.eval.agent import Agent, Answer, Ask, EpisodeInfo, Inconclusive
-from vlnverse.tasks.storage import sha256_file
-
-POSE_TOLERANCE_M = 1e-3
-"""Replayed poses may differ from recorded ones by this much (continuous actions are stored to 1e-6)."""
-METRIC_TOLERANCE = 1e-3
-"""Absolute tolerance on each recomputed metric."""
-NATURAL_ENDINGS = ("stop", "collision", "step_budget")
-"""Endings the env decides; others (error, timeout, budgets) are the agent's and replay as ``error``."""
-EPISODE_FIELDS = ("instruction", "scene_id", "split", "task", "geodesic_distance", "reference_path")
-"""Record fields that must equal the dataset episode's."""
-REPLAYED_FIELDS = ("actions", "collisions", "stops")
-"""Record fields the re-simulation must reproduce exactly."""
+SUMMARY_FILE = "summary.json"
+SUMMARY_MD = "summary.md"
+SUMS_FILE = "SHA256SUMS"
+BUNDLE_MEMBERS = (RUN_FILE, EPISODES_FILE, SUMMARY_FILE, SUMMARY_MD, "transcript.jsonl", "environment.json")
+"""The files a bundle's ``SHA256SUMS`` may list (:mod:`vlnverse.eval.bundle`)."""
+UNCHECKED_SUMMARY = ("run", "timing", "budget")
+"""Parts of ``summary.json`` not recomputed from the records (``run`` is compared with ``run.json``;
+the LLM budget is the folder's spend, which no record holds)."""
 
 
-class VerificationFailed(VLNVerseError):
-    """A record, file or summary does not match what it claims to be."""
+@dataclass(frozen=True)
+class Selection:
+    """The episodes a verifier requires results for; a field left ``None`` is the run's own.
+
+    Attributes:
+        split: Split names, comma-separated, or ``all``.
+        task: Task names, comma-separated, or ``all``.
+        physics: Physics modes.
+        episodes: ``"all"`` or the size of a seeded sample.
+        seed: The seed the run must have used (it also draws the sample).
+    """
+
+    split: str | None = None
+    task: str | None = None
+    physics: tuple[str, ...] | None = None
+    episodes: int | str | None = None
+    seed: int | None = None
+
+    def resolve(self, run: RecordedRun) -> tuple[str, str, tuple[str, ...], int | None, int, str]:
+        """``(split, task, physics, sample size or None, seed, description)`` for ``run``."""
+        from vlnverse.sim.physics import physics_mode
+
+        physics = run.physics if self.physics is None else tuple(physics_mode(p) for p in self.physics)
+        limit = run.episodes if self.episodes is None else None if self.episodes == "all" else int(self.episodes)
+        split = run.split if self.split is None else self.split
+        task = run.task if self.task is None else self.task
+        seed = run.seed if self.seed is None else self.seed
+        stated = [name for name in ("split", "task", "physics", "episodes", "seed") if getattr(self, name) is not None]
+        source = f"{', '.join(stated)} stated by the verifier, the rest " if stated else ""
+        text = (f"split {split} · task {task} · physics {', '.join(physics)} · episodes "
+                f"{'all' if limit is None else limit} · seed {seed} ({source or 'all '}from run.json)")
+        return split, task, physics, limit, seed, text
 
 
 @dataclass
@@ -57,13 +100,17 @@ class VerifyReport:
     """What :func:`verify_run` checked and read.
 
     Attributes:
-        records: Records checked.
-        checksums: ``{path: sha256}`` of every file read (dataset, scenes, run files).
+        records: Records in the folder.
+        selection: The episode selection results were required for, and who stated it.
+        settings: The run's scoring settings (which a leaderboard compares with its own).
+        checksums: ``{name: sha256}`` of every file read (dataset, scenes, run files).
         checks: ``{check name: outcome}``, in the order run.
-        mismatches: Every mismatch found (``"<episode> (<physics>): <field>: ..."``).
+        mismatches: Every mismatch found.
     """
 
     records: int = 0
+    selection: str = ""
+    settings: str = ""
     checksums: dict[str, str] = field(default_factory=dict)
     checks: dict[str, str] = field(default_factory=dict)
     mismatches: list[str] = field(default_factory=list)
@@ -73,223 +120,45 @@ class VerifyReport:
         return not self.mismatches
 
 
-def input_checksums(dataset: Any, scene_files: Sequence[str]) -> dict[str, str]:
-    """sha256 of a dataset's identity file (its manifest, which lists every shard's sha256, or
-    the single episode file) and of each scene file, keyed by a stable name."""
-    files = list(getattr(dataset, "files", ()))
-    identity = Path(dataset.root) / "manifest.json" if dataset.manifest else (files[0] if len(files) == 1 else None)
-    sums = {"dataset": sha256_file(identity)} if identity is not None else {
-        f"dataset:{Path(f).name}": sha256_file(f) for f in files}
-    for scene in sorted(set(scene_files)):  # bundled and release scenes are <scene_id>/scene.usdc
-        sums[f"scene:{Path(scene).parent.name}/{Path(scene).name}"] = sha256_file(scene)
-    return sums
-
-
-class RecordedActions(Agent):
-    """Replays the actions of recorded episodes, ending each the way its record ended.
-
-    Built from ``{(episode_id, physics): record}``; its action space is the recorded run's, and
-    it needs no sensors (physics and scoring do not depend on rendering). Episodes the
-    agent ended itself (error, timeout, budget) end with an error after their last action;
-    ``inconclusive`` ones with the recorded reason. The recorded trace (waypoints, debate,
-    tokens) is given back, so trace metrics are recomputed from it.
-    """
-
-    sensors = ()
-
-    def __init__(self, records: Mapping[tuple[str, str], Mapping[str, Any]], action_space: Any) -> None:
-        self.records = dict(records)
-        self.action_space = action_space
-        self._actions: list[Any] = []
-        self._record: Mapping[str, Any] = {}
-
-    def reset(self, episode: EpisodeInfo) -> None:
-        self._record = self.records[(episode.episode_id, episode.physics)]
-        self._actions = [_action(a) for a in self._record.get("actions") or ()]
-        self._actions.reverse()
-
-    def act(self, observation: Mapping[str, Any]) -> Any:
-        if self._actions:
-            return self._actions.pop()
-        if self._record.get("fail_reason") == "inconclusive":
-            return Inconclusive(self._record.get("outcome_reason") or "error")
-        raise RuntimeError(f"recorded episode ended with {self._record.get('fail_reason')!r}")
-
-    def trace(self) -> Mapping[str, Any] | None:
-        trace = dict(self._record.get("agent_trace") or {})
-        llm = self._record.get("llm")
-        if llm and llm.get("calls"):  # the harness scored the model's usage, not the trace's
-            trace["tokens"] = {"prompt": llm["prompt_tokens"], "completion": llm["completion_tokens"]}
-            trace["cost"] = llm.get("cost_usd")
-        return trace or None
-
-
-def _action(value: Any) -> Any:
-    """A recorded action (JSON) as the agent returned it."""
-    if isinstance(value, Mapping) and "ask" in value:
-        return Ask(str(value["ask"]))
-    if isinstance(value, Mapping) and "answer" in value:
-        return Answer(_action(value["answer"]))
-    if isinstance(value, list):
-        return np.asarray(value, dtype=np.float32)
-    return value
-
-
-def _first_difference(recorded: Any, replayed: Any, path: str, tolerance: float) -> str | None:
-    """Where two JSON values differ (numbers within ``tolerance``), or ``None``."""
-    if isinstance(recorded, Mapping) and isinstance(replayed, Mapping):
-        for key in sorted(set(recorded) | set(replayed)):
-            found = _first_difference(recorded.get(key), replayed.get(key), f"{path}.{key}", tolerance)
-            if found:
-                return found
-        return None
-    if isinstance(recorded, list) and isinstance(replayed, list):
-        if len(recorded) != len(replayed):
-            return f"{path}: {len(recorded)} items recorded, {len(replayed)} now"
-        for index, (a, b) in enumerate(zip(recorded, replayed, strict=True)):
-            found = _first_difference(a, b, f"{path}[{index}]", tolerance)
-            if found:
-                return found
-        return None
-    numbers = (int, float)
-    if isinstance(recorded, numbers) and isinstance(replayed, numbers) and not isinstance(recorded, bool):
-        if math.isclose(recorded, replayed, rel_tol=0.0, abs_tol=tolerance):
-            return None
-        return f"{path}: recorded {recorded!r}, now {replayed!r}"
-    return None if recorded == replayed else f"{path}: recorded {_short(recorded)}, now {_short(replayed)}"
-
-
-def _short(value: Any) -> str:
-    text = json.dumps(value, sort_keys=True, default=str)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _label(record: Mapping[str, Any]) -> str:
-    return f"{record.get('episode_id')} ({record.get('physics')})"
-
-
-def compare_records(recorded: Mapping[str, Any], replayed: Mapping[str, Any]) -> str | None:
-    """The first field where a re-simulated record differs from the recorded one, or ``None``."""
-    label = _label(recorded)
-    for name in REPLAYED_FIELDS:
-        found = _first_difference(recorded.get(name), replayed.get(name), name, 0.0)
-        if found:
-            return f"{label}: {found}"
-    for name in ("trajectory", "headings", "goal_distances"):
-        found = _first_difference(recorded.get(name), replayed.get(name), name, POSE_TOLERANCE_M)
-        if found:
-            return f"{label}: {found}"
-    ending = recorded.get("fail_reason")
-    if ending in NATURAL_ENDINGS and replayed.get("fail_reason") != ending:
-        return f"{label}: fail_reason: recorded {ending!r}, now {replayed.get('fail_reason')!r}"
-    found = _first_difference(recorded.get("metrics"), replayed.get("metrics"), "metrics", METRIC_TOLERANCE)
-    if found:
-        return f"{label}: {found}"
-    if ending in NATURAL_ENDINGS:
-        for name in ("answer", "correct", "outcome", "outcome_reason", "stop_visible"):
-            found = _first_difference(recorded.get(name), replayed.get(name), name, 0.0)
-            if found:
-                return f"{label}: {found}"
-    return None
-
-
-def check_against_dataset(record: Mapping[str, Any], episode: Any) -> str | None:
-    """The first record field that disagrees with its dataset episode, or ``None``."""
-    expected = {"instruction": episode.instruction.text, "scene_id": episode.scene_id, "split": episode.split,
-                "task": episode.task, "geodesic_distance": episode.geodesic_distance,
-                "reference_path": [list(p) for p in episode.reference_path],
-                "goals": [list(g.position) for g in episode.goals]}
-    actual = {name: record.get(name) for name in EPISODE_FIELDS}
-    actual["goals"] = [g.get("position") if isinstance(g, Mapping) else g for g in record.get("goals") or ()]
-    for name, value in expected.items():
-        if _first_difference(value, actual[name], name, 1e-9):
-            return f"{_label(record)}: {name} differs from the dataset (record {_short(actual[name])}, " \
-                   f"dataset {_short(value)})"
-    return None
-
-
-def _read_run(out: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    from vlnverse.eval.harness import EPISODES_FILE, RUN_FILE
-
-    try:
-        run = json.loads((out / RUN_FILE).read_text(encoding="utf-8"))["run"]
-    except FileNotFoundError:
-        raise DatasetError(f"{out} is not an evaluation folder (no {RUN_FILE})") from None
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise VerificationFailed(f"{out / RUN_FILE} is not a valid run file: {exc}") from exc
-    records = []
-    path = out / EPISODES_FILE
-    if not path.is_file():
-        raise DatasetError(f"{out} has no {EPISODES_FILE}")
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise VerificationFailed(f"{path}:{number}: not a JSON record ({exc})") from exc
-        if not isinstance(record, dict) or "episode_id" not in record or "physics" not in record:
-            raise VerificationFailed(f"{path}:{number}: not an episode record")
-        records.append(record)
-    return run, records
-
-
-def _replay_config(run: Mapping[str, Any], out: Path, dataset: str, scenes_dir: str, workers: int) -> Any:
-    """The :class:`EvalConfig` that re-runs ``run`` (its selection, physics, seeds, scoring)."""
-    from vlnverse.eval.harness import EvalConfig
-
-    return EvalConfig(dataset=dataset, out=str(out), agent=str(run["agent"]), split=run["split"], task=run["task"],
-                      physics=tuple(run["physics"]), episodes=run.get("episodes"), seed=int(run["seed"]),
-                      max_steps=run.get("max_steps"), success_distance=float(run["success_distance"]),
-                      instruction_view=run.get("instruction_view", "full"), plots=0, workers=workers,
-                      backend=run.get("backend", "bullet"), episode_timeout=None, scenes_dir=scenes_dir,
-                      metrics=_metrics_config(run.get("trace_metrics") or {}))
-
-
-def _metrics_config(trace_metrics: Mapping[str, Any]) -> Any:
-    """The scoring settings of ``run.json``'s ``trace_metrics`` (``aori.NAME`` and ``debate_max_rounds``)."""
-    from vlnverse.eval.episode_record import MetricsConfig
-    from vlnverse.eval.trace_metrics import AORIParams
-
-    aori = {name.split(".", 1)[1]: value for name, value in trace_metrics.items() if name.startswith("aori.")}
-    return MetricsConfig(aori=AORIParams(**aori),
-                         debate_max_rounds=int(trace_metrics.get("debate_max_rounds", MetricsConfig().debate_max_rounds)))
-
-
-def _recorded_action_space(run: Mapping[str, Any]) -> Any:
-    """The recorded run's action space (``run.json``, or its agent rebuilt from the registry)."""
-    if run.get("action_space") is not None:
-        return run["action_space"]
-    from vlnverse.eval.worker import RunSpec, build_agent
-
-    agent = build_agent(RunSpec(agent=run["agent"], agent_config=dict(run.get("agent_config") or {})))
-    try:
-        return agent.action_space
-    finally:
-        agent.close()
-
-
-def verify_run(out: str | Path, *, dataset: str | Path | None = None, scenes_dir: str | Path | None = None,
-               transcript: str | Path | None = None, workers: int = 1, on_check: Callable[[str, str], None] | None = None) -> VerifyReport:
+def verify_run(out: str | Path, *, dataset: str | Path, scenes_dir: str | Path | None = None,
+               expect_dataset: str | None = None, release_sums: str | Path | None = None,
+               selection: Selection = Selection(), scoring: Mapping[str, Any] | None = None,
+               allow_partial: bool = False,
+               rerun: bool = False, transcript: str | Path | None = None,
+               checkpoints: Mapping[str, str | Path] | None = None, workers: int = 1,
+               on_check: Callable[[str, str], None] | None = None) -> VerifyReport:
     """Check the evaluation folder ``out`` (see the module docs).
 
     Args:
-        out: The evaluation folder.
-        dataset: The dataset (default: the one ``run.json`` names).
-        scenes_dir: Where its scene paths are relative to (default: ``run.json``'s).
-        transcript: An LLM transcript (``--llm-record`` file) to re-run the agent from.
+        out: The evaluation folder (or an unpacked bundle).
+        dataset: The verifier's copy of the dataset (never the path ``run.json`` names).
+        scenes_dir: Where its scene paths are relative to (default: its manifest's; never
+            ``run.json``'s).
+        expect_dataset: The published sha256 of the dataset's manifest, checked too.
+        release_sums: A release's published ``SHA256SUMS``: the manifest and every scene read
+            must have the digests it lists.
+        selection: The episodes results are required for (unstated parts: the run's own).
+        scoring: Scoring settings the run must have used (``success_distance``, ``max_steps``,
+            ``instruction_view``; unstated ones are the run's own, printed in the report).
+        allow_partial: Report selected episodes without a record instead of failing.
+        rerun: Re-run the agent from trusted parts and compare every action.
+        transcript: An LLM agent's transcript (``--llm-record`` file) to re-run it from.
+        checkpoints: ``{agent config key: the verifier's copy}`` of the agent's weights files.
         workers: Processes for the re-simulation.
         on_check: Called with ``(check, outcome)`` as each check ends.
 
     Raises:
-        VerificationFailed: a file cannot be read as what it should be.
-        DatasetError: no evaluation folder, or no dataset.
+        MalformedInput: a submitted file cannot be read as what it should be.
+        DatasetError: no evaluation folder, or the dataset or a scene cannot be read.
+        ConfigError: invalid verifier settings, or a file ``rerun`` needs was not given.
     """
-    from vlnverse.eval.harness import EPISODES_FILE, RUN_FILE, evaluate, select_episodes
-    from vlnverse.eval.report import summarize
+    from vlnverse.eval.harness import select_episodes
+    from vlnverse.eval.inputs import input_checksums, release_digests
     from vlnverse.tasks.dataset import EpisodeDataset
     from vlnverse.tasks.storage import verify_dataset
 
+    if expect_dataset is not None and not SHA256.fullmatch(expect_dataset.lower()):
+        raise ConfigError(f"--expect-dataset {expect_dataset!r} is not a sha256 (64 hex digits)")
     out = Path(out)
     report = VerifyReport()
 
@@ -299,82 +168,177 @@ def verify_run(out: str | Path, *, dataset: str | Path | None = None, scenes_dir
         if on_check:
             on_check(check, report.checks[check])
 
-    run, records = _read_run(out)
+    run, records = read_submission(out)
     report.records = len(records)
-    for name in (RUN_FILE, EPISODES_FILE, "summary.json"):
-        if (out / name).is_file():
-            report.checksums[name] = sha256_file(out / name)
-    dataset_path = str(dataset or run["dataset"])
-    data = EpisodeDataset.open(dataset_path, scenes_dir=scenes_dir or run.get("scenes_dir"))
-    episodes = select_episodes(data, run["split"], run["task"], run.get("episodes"), int(run["seed"]))
+    for name in (RUN_FILE, EPISODES_FILE):
+        report.checksums[name] = hashlib.sha256(read_bytes(out / name)).hexdigest()
+    data = EpisodeDataset.open(dataset, scenes_dir=scenes_dir)
+    split, task, physics, limit, seed, report.selection = selection.resolve(run)
+    report.settings = (f"agent {run.agent} · action space {json.dumps(run.action_space)} · success distance "
+                       f"{run.success_distance} m · max steps {run.max_steps or 'default'} · instruction view "
+                       f"{run.instruction_view} · backend {run.backend}")
+    episodes = select_episodes(data, split, task, limit, seed)
+
+    if _present(out / SUMS_FILE):
+        done("sha256sums", _check_sums(out))
+    if scoring:
+        done("scoring", [f"{name}: run.json {getattr(run, name)!r}, the verifier requires {value!r}"
+                         for name, value in scoring.items() if getattr(run, name) != value])
+
     by_id = {e.episode_id: e for e in episodes}
-    scenes = sorted({str(data.scene_file(e)) for e in episodes})
-    read = input_checksums(data, scenes)
+    recorded_ids = {r["episode_id"] for r in records} & set(by_id)  # the scenes they replay in must be the run's
+    read = input_checksums(data, sorted({str(data.scene_file(by_id[i])) for i in recorded_ids}))
     report.checksums.update(read)
     problems = verify_dataset(data.root) if data.manifest else []
-    recorded = run.get("inputs")
-    if recorded is None:
-        done("inputs", problems, " (run.json has no checksums: made before they were recorded)")
+    if expect_dataset is not None and read.get("dataset") != expect_dataset.lower():
+        problems.append(f"dataset: sha256 {read.get('dataset', 'none')[:12]} of your copy, {expect_dataset[:12]} "
+                        "expected")
+    if release_sums is not None:
+        published = release_digests(release_sums)
+        problems += [f"{name}: sha256 {digest[:12]} of your copy, {published.get(name, 'none')[:12]} in "
+                     f"{Path(release_sums).name}" for name, digest in sorted(read.items())
+                     if published.get(name) != digest]
+    if run.inputs is None:
+        problems.append("run.json records no input checksums: what the run read cannot be compared with your copy")
     else:
-        problems += [f"{name}: sha256 {read.get(name, 'missing')[:12]} now, {digest[:12]} when the run was made"
-                     for name, digest in sorted(recorded.items()) if read.get(name) != digest]
-        done("inputs", problems)
+        problems += [f"{name}: sha256 {digest[:12]} of your copy, {str(run.inputs.get(name, 'none'))[:12]} "
+                     "when the run was made" for name, digest in sorted(read.items()) if run.inputs.get(name) != digest]
+    done("inputs", problems)
     if report.mismatches:  # the harness refuses a dataset that does not match its manifest
         return report
 
-    wanted = {(e.episode_id, p) for e in episodes for p in run["physics"]}
-    problems, seen = [], set()
+    wanted = {(e.episode_id, p) for e in episodes for p in physics}
+    problems = [] if seed == run.seed else [f"run.json seed {run.seed}, the verifier requires seed {seed}"]
+    keyed: dict[tuple[str, str], dict[str, Any]] = {}
+    seen: set[tuple[str, str]] = set()
     for record in records:
-        key = (str(record["episode_id"]), str(record["physics"]))
+        key = (record["episode_id"], record["physics"])
         if key in seen:
-            problems.append(f"{_label(record)}: recorded twice")
+            problems.append(f"{record_label(record)}: recorded twice")
         elif key not in wanted:
-            problems.append(f"{_label(record)}: not in the run's episode selection")
+            problems.append(f"{record_label(record)}: not in the required selection")
         else:
             found = check_against_dataset(record, by_id[key[0]])
-            if found:
-                problems.append(found)
+            problems += [found] if found else []
+            keyed[key] = record
         seen.add(key)
-    done("records", problems, f" ({len(records)} of {len(wanted)} selected)")
+    missing = sorted(wanted - seen)
+    detail = f" ({len(wanted) - len(missing)} of {len(wanted)} selected have a record)"
+    if missing:
+        gap = f"{len(missing)} of {len(wanted)} selected episode(s) have no record (first: {missing[0][0]} " \
+              f"({missing[0][1]}))"
+        if allow_partial:
+            detail = f" (partial: {gap}; --allow-partial)"
+        else:
+            problems.append(gap)
+    done("records", problems, detail)
 
-    keyed = {(str(r["episode_id"]), str(r["physics"])): r for r in records}
-    replayed = _replay(run, dataset_path, str(data.scenes_dir), keyed, workers)
-    problems = [found for key, record in keyed.items() if key in replayed
-                for found in [compare_records(record, replayed[key])] if found]
-    done("resimulation", problems, f" ({len(replayed)} episodes re-simulated)")
+    make_config = _config_maker(run, str(dataset), str(data.scenes_dir), workers)
+    replayed = _replay(run, keyed, make_config)
+    problems = []
+    for key, record in keyed.items():
+        found = compare_records(record, replayed[key]) if key in replayed else \
+            f"{record_label(record)}: not re-simulated"
+        problems += [found] if found else []
+    done("resimulation", problems, f" ({sum(k in replayed for k in keyed)} episodes re-simulated)")
 
-    summary_path = out / "summary.json"
-    if summary_path.is_file():
-        stored = json.loads(summary_path.read_text(encoding="utf-8"))
-        again = json.loads(json.dumps(summarize(records, stored.get("run", run), seed=int(run["seed"])), default=str))
-        found = _first_difference(_comparable_summary(stored), _comparable_summary(again), "summary", 1e-9)
-        done("summary", [found] if found else [])
+    done("summary", _check_summary(out, run, records, report))
 
-    if transcript is not None:
-        with tempfile.TemporaryDirectory(prefix="vlnverse-verify-") as tmp:
-            config = dataclasses.replace(_replay_config(run, Path(tmp), dataset_path, str(data.scenes_dir), workers),
-                                         agent_config=dict(run.get("agent_config") or {}),
-                                         llm=f"replay:{Path(transcript).resolve()}")
-            rerun = {(r["episode_id"], r["physics"]): r for r in evaluate(config).records}
-        problems = [f"{_label(record)}: {found}" for key, record in keyed.items()
-                    for found in [_first_difference(record.get("actions"), (rerun.get(key) or {}).get("actions"),
-                                                    "actions", 0.0)] if found]
-        report.checksums[f"transcript:{Path(transcript).name}"] = sha256_file(transcript)
-        done("transcript", problems, f" ({len(rerun)} episodes re-run from the transcript)")
+    if rerun or transcript is not None:
+        from vlnverse.eval.rerun import CannotRerun, rerun_actions
+
+        try:
+            problems, count, sums = rerun_actions(
+                run, keyed, make_config, transcript=None if transcript is None else Path(transcript),
+                checkpoints={k: Path(v) for k, v in (checkpoints or {}).items()})
+        except CannotRerun as exc:
+            done("rerun", [str(exc)])
+        else:
+            report.checksums.update(sums)
+            done("rerun", problems, f" ({count} episodes re-run by {run.agent}: every action the same)")
     return report
 
 
-def _comparable_summary(summary: Mapping[str, Any]) -> dict[str, Any]:
-    """A summary without the parts that describe the invocation rather than the records."""
-    return {k: v for k, v in summary.items() if k not in ("run", "timing", "llm_budget")}
+def _present(path: Path) -> bool:
+    return path.exists() or path.is_symlink()
 
 
-def _replay(run: Mapping[str, Any], dataset: str, scenes_dir: str,
-            records: Mapping[tuple[str, str], Mapping[str, Any]], workers: int) -> dict[tuple[str, str], dict[str, Any]]:
-    """Re-simulate ``records`` through the harness with :class:`RecordedActions`."""
+def _check_sums(out: Path) -> list[str]:
+    """Where the files differ from the bundle's ``SHA256SUMS`` (which must list the run files)."""
+    listed: dict[str, str] = {}
+    for number, line in enumerate(read_text(out / SUMS_FILE).splitlines(), start=1):
+        digest, sep, name = line.partition("  ")
+        if not sep or not SHA256.fullmatch(digest) or name not in BUNDLE_MEMBERS or name in listed:
+            raise MalformedInput(f"{out / SUMS_FILE}:{number}: expected '<sha256>  <bundle member>' once per member")
+        listed[name] = digest
+    problems = [f"{SUMS_FILE} does not list {name}" for name in (RUN_FILE, EPISODES_FILE, SUMMARY_FILE, SUMMARY_MD)
+                if name not in listed]
+    for name, digest in listed.items():
+        if not _present(out / name):
+            problems.append(f"{name}: listed in {SUMS_FILE} but missing")
+        elif hashlib.sha256(read_bytes(out / name)).hexdigest() != digest:
+            problems.append(f"{name}: sha256 differs from {SUMS_FILE}'s")
+    return problems
+
+
+def _check_summary(out: Path, run: RecordedRun, records: list[dict[str, Any]], report: VerifyReport) -> list[str]:
+    """Where ``summary.json`` / ``summary.md`` differ from what the records and ``run.json`` give."""
+    from vlnverse.eval.report import summarize, summary_markdown
+
+    missing = [name for name in (SUMMARY_FILE, SUMMARY_MD) if not _present(out / name)]
+    if missing:
+        return [f"no {name}: the summary cannot be checked" for name in missing]
+    stored = read_json(out / SUMMARY_FILE)
+    if not isinstance(stored, dict):
+        raise MalformedInput(f"{out / SUMMARY_FILE}: not a JSON object")
+    report.checksums[SUMMARY_FILE] = hashlib.sha256(read_bytes(out / SUMMARY_FILE)).hexdigest()
+    found = first_difference(run.raw, stored.get("run"), "summary.json run", 0.0)
+    if found:
+        return [f"{found} (run.json's run section)"]
+    again = json.loads(json.dumps(summarize(records, run.raw, seed=run.seed), default=str))
+    found = first_difference(_comparable(stored), _comparable(again), "summary", 1e-9)
+    if found:
+        return [found]
+    text = read_text(out / SUMMARY_MD)
+    report.checksums[SUMMARY_MD] = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    expected = summary_markdown(stored)
+    if text != expected:
+        lines = list(zip(text.splitlines(), expected.splitlines(), strict=False))
+        number = next((i for i, (a, b) in enumerate(lines, start=1) if a != b), len(lines) + 1)
+        return [f"{SUMMARY_MD}: line {number} is not what summary.json renders to"]
+    return []
+
+
+def _comparable(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """A summary without the parts not recomputed from the records (:data:`UNCHECKED_SUMMARY`)."""
+    return {k: v for k, v in summary.items() if k not in UNCHECKED_SUMMARY}
+
+
+def _config_maker(run: RecordedRun, dataset: str, scenes_dir: str, workers: int) -> Callable[..., Any]:
+    """``make(out, physics, episode_ids)``: the :class:`EvalConfig` that re-runs those episodes of
+    ``run`` (its seeds and scoring) on the verifier's dataset."""
+    from vlnverse.eval.harness import EvalConfig
+
+    def make(out: Path, physics: tuple[str, ...], episode_ids: tuple[str, ...]) -> Any:
+        return EvalConfig(dataset=dataset, out=str(out), agent="recorded_actions", split="all", task="all",
+                          physics=physics, episode_ids=episode_ids, seed=run.seed, max_steps=run.max_steps,
+                          success_distance=run.success_distance, instruction_view=run.instruction_view, plots=0,
+                          workers=workers, backend=run.backend, episode_timeout=None, scenes_dir=scenes_dir,
+                          metrics=run.metrics_config())
+
+    return make
+
+
+def _replay(run: RecordedRun, records: Mapping[tuple[str, str], Mapping[str, Any]],
+            make_config: Callable[..., Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """Re-simulate exactly ``records`` through the harness with :class:`RecordedActions`."""
     from vlnverse.eval.harness import evaluate
 
-    agent = RecordedActions(records, _recorded_action_space(run))
-    with tempfile.TemporaryDirectory(prefix="vlnverse-verify-") as tmp:
-        result = evaluate(_replay_config(run, Path(tmp), dataset, scenes_dir, workers), agent=agent)
-    return {(str(r["episode_id"]), str(r["physics"])): r for r in result.records}
+    agent = RecordedActions(records, run.action_space)
+    replayed: dict[tuple[str, str], dict[str, Any]] = {}
+    for physics, ids in replay_groups(records):
+        with tempfile.TemporaryDirectory(prefix="vlnverse-verify-") as tmp:
+            result = evaluate(make_config(Path(tmp), physics, ids), agent=agent)
+        replayed.update({(str(r["episode_id"]), str(r["physics"])): r for r in result.records
+                         if (str(r["episode_id"]), str(r["physics"])) in records})
+    return replayed

@@ -9,7 +9,6 @@ separate, labelled column, never mixed with our figures.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,20 +33,30 @@ PAPER_COLUMN = "Paper's SR / SPL (their scenes, renderer; no physics modes)"
 
 
 def load_runs(specs: Sequence[str]) -> list[tuple[str, str, Mapping[str, Any]]]:
-    """``(label, agent, summary)`` of each evaluation folder, given as ``FOLDER`` (labelled
-    by its agent) or ``LABEL=FOLDER``.
+    """``(label, agent, summary)`` of each evaluation folder, given as ``FOLDER`` or ``LABEL=FOLDER``.
+
+    A row is labelled by the caller's ``LABEL`` or else by ``run.json``'s agent, the name
+    ``eval verify --rerun`` re-runs; ``summary.json``'s own ``run`` section (which verify
+    compares with ``run.json``) must agree, so a summary cannot relabel its row.
 
     Raises:
-        ConfigError: a folder without ``summary.json``.
+        ConfigError: a folder without ``summary.json`` or ``run.json``, or whose two disagree.
     """
+    from vlnverse.eval.untrusted import read_json
+
     runs = []
     for spec in specs:
         label, _, folder = spec.rpartition("=") if "=" in spec else ("", "", spec)
-        path = Path(folder) / "summary.json"
-        if not path.is_file():
-            raise ConfigError(f"{folder} is not an evaluation folder (no summary.json); run `vlnverse eval` first")
-        summary = json.loads(path.read_text(encoding="utf-8"))
-        agent = str(summary.get("run", {}).get("agent", "agent"))
+        files = {name: Path(folder) / name for name in ("summary.json", "run.json")}
+        for name, path in files.items():
+            if not path.is_file():
+                raise ConfigError(f"{folder} is not an evaluation folder (no {name}); run `vlnverse eval` first")
+        summary, document = read_json(files["summary.json"]), read_json(files["run.json"])
+        run = document.get("run") if isinstance(document, dict) else None
+        if not isinstance(summary, dict) or not isinstance(run, dict) or summary.get("run") != run:
+            raise ConfigError(f"{folder}: summary.json's run section is not run.json's; check the folder with "
+                              "`vlnverse eval verify`")
+        agent = str(run.get("agent", "agent"))
         runs.append((label or agent, agent, summary))
     return runs
 

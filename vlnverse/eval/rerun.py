@@ -1,0 +1,116 @@
+"""``eval verify --rerun``: re-run the recorded agent from trusted parts and compare its actions.
+
+Only agents of this package whose every action follows from what the verifier holds are
+re-run, each built by its registered name (never a name or path the folder gives):
+
+- ``random``, ``forward``, ``oracle``: from the recorded agent config and seed (an
+  episode's randomness is derived from the run seed, the episode and the physics mode);
+- checkpoint agents (``seq2seq``, ``cma``, ``gama``, ``waypoint_bert``): from the
+  verifier's copy of each weights file, whose sha256 must equal the one ``run.json``
+  recorded (:func:`vlnverse.eval.inputs.checkpoint_checksums`);
+- LLM agents: with their model replaced by the run's transcript (``replay:FILE``).
+
+Any other agent (``module:attr``, a file, ``replay``) cannot be re-run: the check fails and
+says so. The agent config is data: its weights-file keys are replaced by the verifier's
+files, and an unrecorded one is refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from vlnverse.errors import ConfigError
+from vlnverse.eval.inputs import is_checkpoint_key
+from vlnverse.eval.submission import RecordedRun
+from vlnverse.eval.untrusted import FILE_CAPS, read_json_lines, regular_file
+from vlnverse.eval.verify_records import first_difference, record_label, replay_groups
+from vlnverse.tasks.storage import sha256_file
+
+SEEDED_AGENTS = ("random", "forward", "oracle")
+CHECKPOINT_AGENTS = ("seq2seq", "cma", "gama", "waypoint_bert")
+TRANSCRIPT_AGENTS = ("text_history", "text_history_cot", "map_history", "map_history_cot", "discussnav",
+                     "dscd_nav", "arna")
+RERUN_AGENTS = (*SEEDED_AGENTS, *CHECKPOINT_AGENTS, *TRANSCRIPT_AGENTS)
+"""The agents ``--rerun`` re-runs, by registered name."""
+
+
+class CannotRerun(Exception):
+    """The recorded agent cannot be rebuilt from trusted parts (the check fails with this)."""
+
+
+def rerun_settings(run: RecordedRun, *, transcript: Path | None,
+                   checkpoints: Mapping[str, Path]) -> tuple[dict[str, Any], str | None, dict[str, str]]:
+    """The agent config, model spec and ``{name: sha256}`` of the verifier's files to re-run
+    ``run``'s agent with.
+
+    Raises:
+        CannotRerun: the agent is not one verify re-runs, or a weights file's sha256 is not the
+            recorded one (or was not recorded).
+        ConfigError: the verifier did not give a file the re-run needs (a checkpoint, the transcript).
+    """
+    if run.agent not in RERUN_AGENTS:
+        raise CannotRerun(f"agent {run.agent!r} is not one verify can re-run (only {', '.join(RERUN_AGENTS)}); "
+                          "its actions are checked for consistency only")
+    config = dict(run.agent_config)
+    read: dict[str, str] = {}
+    for key in sorted(k for k, v in config.items() if is_checkpoint_key(k) and v is not None):
+        recorded = run.checkpoints.get(key)
+        if recorded is None:
+            raise CannotRerun(f"agent config {key!r} names a weights file whose sha256 run.json does not record")
+        given = checkpoints.get(key)
+        if given is None:
+            flag = "--checkpoint FILE" if key == "checkpoint" else f"--checkpoint {key}=FILE"
+            raise ConfigError(f"--rerun of {run.agent} needs your copy of its {key} ({flag}; the run used "
+                              f"sha256 {recorded})")
+        regular_file(Path(given))
+        digest = read[f"checkpoint:{key}"] = sha256_file(given)
+        if digest != recorded:
+            raise CannotRerun(f"{key}: your copy has sha256 {digest[:12]}, the run recorded {recorded[:12]}")
+        config[key] = str(Path(given).resolve())
+    unused = sorted(set(checkpoints) - {k for k in config if is_checkpoint_key(k) and config[k] is not None})
+    if unused:
+        raise ConfigError(f"--checkpoint {unused[0]}: the agent config has no such weights file")
+    llm = None
+    if run.agent in TRANSCRIPT_AGENTS:
+        if transcript is None:
+            raise ConfigError(f"--rerun of the LLM agent {run.agent} needs its transcript (--transcript FILE)")
+        for _ in read_json_lines(transcript, FILE_CAPS["transcript.jsonl"]):  # the submitter's file: checked first
+            pass
+        read[f"transcript:{Path(transcript).name}"] = sha256_file(transcript)
+        llm = f"replay:{Path(transcript).resolve()}"
+    return config, llm, read
+
+
+def rerun_actions(run: RecordedRun, records: Mapping[tuple[str, str], Mapping[str, Any]],
+                  make_config: Callable[..., Any], *, transcript: Path | None,
+                  checkpoints: Mapping[str, Path]) -> tuple[list[str], int, dict[str, str]]:
+    """Re-run ``run``'s agent on the episodes of ``records`` and compare every action.
+
+    ``make_config(out, physics, episode_ids)`` is the :class:`~vlnverse.eval.harness.EvalConfig`
+    that replays those episodes with the run's settings. Returns the mismatches (one per
+    differing record), how many records were re-run and the checksums of the files read.
+    """
+    from vlnverse.eval.harness import evaluate
+
+    config_mapping, llm, read = rerun_settings(run, transcript=transcript, checkpoints=checkpoints)
+    rerun: dict[tuple[str, str], dict[str, Any]] = {}
+    for physics, ids in replay_groups(records):
+        with tempfile.TemporaryDirectory(prefix="vlnverse-rerun-") as tmp:
+            config = dataclasses.replace(make_config(Path(tmp), physics, ids), agent=run.agent,
+                                         agent_config=config_mapping, llm=llm)
+            rerun.update({(r["episode_id"], r["physics"]): r for r in evaluate(config).records})
+    problems = []
+    for key, record in records.items():
+        again = rerun.get(key)
+        if again is None:
+            problems.append(f"{record_label(record)}: not re-run")
+            continue
+        found = first_difference(record.get("actions"), again.get("actions"), "actions", 0.0)
+        if found:
+            problems.append(f"{record_label(record)}: {found} (re-run {run.agent})")
+    return problems, sum(key in rerun for key in records), read
+
