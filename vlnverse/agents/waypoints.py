@@ -9,6 +9,10 @@ body clear of what it sees (embodiment-aware), which is not the paper's setting.
 
 Ids are letters fixed by the heading slot (``A`` straight ahead, then counter-clockwise),
 so the same free space always gets the same id and an id never names two candidates.
+
+When a predictor proposes no place to move to, the agents are offered turning in place
+instead (:func:`turn_options`: ``L`` and ``R``, 90 degrees each way), so a model that follows
+its options can look elsewhere rather than being left with STOP alone.
 """
 
 from __future__ import annotations
@@ -45,8 +49,15 @@ class Candidate:
         return round(math.degrees(self.heading), 1)
 
     @property
+    def turn(self) -> bool:
+        """Whether this is a turn in place (no distance), not a place to move to."""
+        return self.distance == 0.0
+
+    @property
     def phrase(self) -> str:
-        """``"forward-left, 1.2 m"``."""
+        """``"forward-left, 1.2 m"``, or ``"turn in place, 90 deg left"``."""
+        if self.turn:
+            return f"turn in place, {abs(self.heading_deg):.0f} deg {'left' if self.heading > 0 else 'right'}"
         return f"{direction_phrase(self.heading)}, {self.distance:.1f} m"
 
     @property
@@ -110,6 +121,17 @@ class DepthWaypoints:
     def _end(self, slot: int, distance: float) -> np.ndarray:
         h = self.headings[slot]
         return distance * np.array([math.cos(h), math.sin(h)])
+
+
+TURN_IDS = ("L", "R")
+TURN_DEG = 90.0
+
+
+def turn_options(panorama: Panorama) -> list[Candidate]:
+    """Turning in place, ``L`` (90 degrees left) and ``R`` (90 degrees right): the options
+    offered when the predictor proposes no place to move to."""
+    headings = (math.radians(TURN_DEG), -math.radians(TURN_DEG))
+    return [Candidate(i, h, 0.0, panorama.view_toward(h)) for i, h in zip(TURN_IDS, headings, strict=True)]
 
 
 def predictor_named(name: str, config: WaypointConfig, checkpoint: str | None = None) -> WaypointPredictor:
