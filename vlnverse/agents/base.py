@@ -451,7 +451,8 @@ class LLMWaypointAgent(Agent, abc.ABC):
             prompt.image("goal", view.reference_image)
         state = self.state
         if view.dialogue and self.config.ask_oracle:
-            prompt.section("Dialogue with a guide who knows the house", dialogue_text(state.exchanges, state.questions_left))
+            prompt.section("Dialogue with a guide who knows the house", dialogue_text(
+                state.exchanges, state.questions_left if ASK in view.options else 0))
         prompt.section("Candidate places you can move to", candidate_cards(view.candidates, views=view.objects,
                                                                             notes=self.candidate_notes(view)))
 

@@ -103,6 +103,12 @@ class DepthWaypoints:
         free = float(self.free_space(panorama, np.array([heading]))[0]) - cfg.safety_margin
         return float(np.clip(free, 0.0, cfg.max_distance))
 
+    def describe(self) -> dict[str, object]:
+        """What ``run.json`` records: the name and the candidates' range and spacing."""
+        cfg = self.config
+        return {"name": "depth", "embodiment_aware": True, "range_m": [cfg.min_distance, cfg.max_distance],
+                "spacing_deg": cfg.spacing_deg, "safety_margin_m": cfg.safety_margin}
+
     def predict(self, panorama: Panorama) -> list[Candidate]:
         cfg = self.config
         reach = self.free_space(panorama) - cfg.safety_margin
