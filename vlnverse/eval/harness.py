@@ -415,6 +415,9 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
         if spec.llm is None and getattr(probe, "needs_llm", False):
             raise ConfigError(f"agent {spec.agent} needs a model: pass --llm SPEC (e.g. "
                               "'openai:MODEL?base_url=URL') or set 'llm:' in its --agent-config")
+        check_model = getattr(probe, "check_model", None)  # a model the agent cannot run with: refused now
+        if callable(check_model) and spec.llm is not None:
+            check_model(spec.llm)
     for spec_text in (config.llm, config.oracle_llm):
         if spec_text is not None:
             check_llm_credentials(spec_text)  # the client itself is built in the workers
