@@ -62,7 +62,7 @@ _LABEL = re.compile(r"(?:(?:the|my)\s+)?(?:final\s+)?(?:answer|action|decision|c
 _HEAD = re.compile(  # linear time on any text (tests/agents/test_parsing.py reads 100 kB fields)
     r"(?:(?:" + "|".join(OPTION_PREFIXES) + r")\b\s*(?:[:#=]\s*)?[(\[\"'`*]*)?"   # an optional prefix
     r"([A-Za-z0-9]+)[\"'`*_\]}>]*"                                                # the id and its closing marks
-    r"(?:$|\s*([.:),;!?(\[{/|&+\n]|[\u2013\u2014]|--)|\s+(-)(?=\s)|\s+(" + "|".join(REASON_WORDS) + r")\b)",
+    r"(?:$|\s*(?:[.:),;!?(\[{/|&+\n]|[\u2013\u2014]|--)|\s+-(?=\s)|\s+(?:" + "|".join(REASON_WORDS) + r")\b)",
     re.IGNORECASE)
 _TOKEN = re.compile(r"[A-Za-z0-9]+")
 _TAIL_WINDOW = 200  # characters after the head read for a competing option
@@ -186,11 +186,10 @@ def parse_option(raw: str, options: Sequence[str]) -> str:
         raise ReplyError("malformed", f"action {_excerpt(str(raw), 40)!r} does not name one option "
                                       f"(expected exactly one of: {', '.join(options)})")
     action = by_upper[word.upper()]
-    if match.group(4) is None:  # a separator, not a reason word: does a second option follow?
-        rival = _rival(text[match.end():match.end() + _TAIL_WINDOW], action, by_upper)
-        if rival is not None:
-            raise ReplyError("malformed", f"action {_excerpt(str(raw), 40)!r} names more than one option "
-                                          f"({action}, {rival})")
+    rival = _rival(text[match.end():match.end() + _TAIL_WINDOW], action, by_upper)
+    if rival is not None:
+        raise ReplyError("malformed", f"action {_excerpt(str(raw), 40)!r} names more than one option "
+                                      f"({action}, {rival})")
     return action
 
 
@@ -213,14 +212,16 @@ def _rival(tail: str, action: str, by_upper: Mapping[str, str]) -> str | None:
         word, after = token.group(0), tail[token.end():]
         if word.lower() in ALTERNATIVE_WORDS:
             alternative = True
-        elif word.lower() in NEGATIONS or not _names_option(word, after, by_upper) or word.upper() == action.upper():
+            continue
+        if word.lower() in OPTION_PREFIXES:
+            continue
+        if word.lower() in NEGATIONS or word.upper() == action.upper() or not _names_option(word, after, by_upper):
             return None
-        elif word.lower() not in OPTION_PREFIXES:
-            following = after.lstrip(" \t\"'`*_]}>")
-            joined = _TOKEN.match(following)
-            listed = not following or following[0] in ".,;:/|&+)\n!?" or \
-                (joined is not None and joined.group(0).lower() in ("or", "and"))
-            return by_upper.get(word.upper(), word) if alternative or listed else None
+        following = after.lstrip(" \t\"'`*_]}>")
+        joined = _TOKEN.match(following)
+        listed = not following or following[0] in ".,;:/|&+)\n!?" or \
+            (joined is not None and joined.group(0).lower() in ("or", "and"))
+        return by_upper.get(word.upper(), word) if alternative or listed else None
     return None
 
 
@@ -231,7 +232,7 @@ def _names_option(word: str, after: str, by_upper: Mapping[str, str]) -> bool:
         if word.upper() in ENGLISH_LETTERS and after[:1] in (" ", "\t") and after.lstrip(" \t")[:1].islower():
             return False
         return word.isupper() or word.upper() in by_upper
-    return word.lower() in OPTION_PREFIXES or word.upper() in by_upper or word.upper() in (STOP, ASK)
+    return word.upper() in by_upper or word.upper() in (STOP, ASK)
 
 
 def _excerpt(text: str, limit: int = 100) -> str:
