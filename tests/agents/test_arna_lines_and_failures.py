@@ -10,6 +10,7 @@ import pytest
 
 from tests.agents.arna_script import ARNAScript
 from tests.agents.test_arna import answer_at_the_answer_step, run
+from vlnverse.agents.arna.failures import FailureCounter
 from vlnverse.agents.arna.lineref import line_reference
 from vlnverse.agents.arna.preflight import check_priced, unpriced_models
 from vlnverse.errors import ConfigError
@@ -60,6 +61,14 @@ def test_failed_perception_is_counted_apart_and_ends_the_run_after_its_limit(dat
     assert trace["failures"]["perception"] == 2 and "function_call" not in trace["failures"]
     assert model.kinds["Perception"] == 4                                # each failure had its repair turn
     assert trace["steps"][-1]["action"] == {"inconclusive": "perception_error"}
+
+
+def test_only_failures_in_a_row_reach_the_limit():
+    counter = FailureCounter("perception_error", 2)
+    assert not counter.fail("a")
+    counter.succeed()
+    assert not counter.fail("b") and counter.fail("c") and counter.details == ["a", "b", "c"]
+    assert not any(FailureCounter("perception_error", 0).fail(str(i)) for i in range(5))   # 0: never
 
 
 def test_with_no_perception_limit_the_run_goes_on_counting_the_failures(dataset):

@@ -189,7 +189,7 @@ class ARNAAgent(LLMWaypointAgent):
 
     def new_state(self, episode: EpisodeInfo) -> ARNAState:
         return ARNAState(episode, perception_failures=FailureCounter(
-            "perception_error", self.config.max_perception_failures, consecutive=True))
+            "perception_error", self.config.max_perception_failures))
 
     def check_model(self, spec: str) -> None:
         """Refuse, before the run, a model without a price when no token cap is set."""
@@ -669,9 +669,10 @@ class ARNAAgent(LLMWaypointAgent):
         state = self.state
         state.trace.failures["perception"] += 1
         state.memory.log(f"step {state.step}: perception failed: {detail[:160]}")
-        if state.perception_failures.fail(detail):
-            raise BudgetSpent("perception_error", f"{state.perception_failures.streak} perception replies in a row "
-                                                  f"without their structure: {detail[:200]}")
+        failures = state.perception_failures
+        if failures.fail(detail):
+            raise BudgetSpent(failures.reason, f"{failures.streak} perception replies in a row without their "
+                                               f"structure: {detail[:200]}")
 
     def _update_memory(self, line: str, result: ToolResult, selected: str = "") -> None:
         if not self.config.memory_updates:

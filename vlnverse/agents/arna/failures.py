@@ -17,15 +17,13 @@ class FailureCounter:
 
     Attributes:
         reason: The outcome reason when the limit is reached.
-        limit: Failures that end the run (0: never).
-        consecutive: Count only failures in a row (a success starts the count again).
+        limit: Failures in a row that end the run (0: never).
         details: Every failure's description (capped at 300 characters each).
-        streak: Failures since the last success (all of them when not ``consecutive``).
+        streak: Failures since the last success.
     """
 
     reason: str
     limit: int
-    consecutive: bool = False
     details: list[str] = field(default_factory=list)
     streak: int = 0
 
@@ -36,6 +34,5 @@ class FailureCounter:
         return bool(self.limit) and self.streak >= self.limit
 
     def succeed(self) -> None:
-        """A success: a ``consecutive`` count starts again."""
-        if self.consecutive:
-            self.streak = 0
+        """A success: the count of failures in a row starts again."""
+        self.streak = 0
