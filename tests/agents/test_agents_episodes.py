@@ -13,6 +13,8 @@ import pytest
 
 from tests.agents.conftest import SMALL, ScriptedModel, reply, walk_then_stop
 from vlnverse.agents.base import EpisodeBudgetExceeded
+from vlnverse.agents.config import PanoramaConfig
+from vlnverse.agents.panorama import Panorama
 from vlnverse.envs.nav_env import NavEnv
 from vlnverse.errors import ConfigError
 from vlnverse.eval.registry import make_agent
@@ -189,10 +191,38 @@ def test_a_thin_multi_call_agent_builds_on_consult_and_choose(dataset):
 def test_the_fallback_keeps_moving_and_turns_when_boxed_in():
     from vlnverse.agents.base import _fallback
     from vlnverse.agents.candidate import Candidate
+    from vlnverse.agents.waypoints import turn_options
 
     ahead = [Candidate("C", 1.0, 2.0, 2), Candidate("A", 0.0, 0.8, 0), Candidate("L", -0.5, 3.0, 11)]
     assert _fallback(ahead).tolist() == pytest.approx([0.8, 0.0, 0.0])
-    assert _fallback([]).tolist() == pytest.approx([0.0, math.pi / 2, 0.0])   # a turn, never STOP
+    turns = turn_options(Panorama(PanoramaConfig(views=4, image_size=8), tuple(np.ones((4, 8, 8), np.float32))))
+    assert _fallback(turns).tolist() == pytest.approx([0.0, math.pi / 2, 0.0])   # a turn, never STOP
+
+
+class NoPlace:
+    """A predictor that proposes no place to move to (a boxed-in robot)."""
+
+    def __init__(self, config) -> None:
+        self.config = config
+
+    def predict(self, panorama) -> list:
+        return []
+
+
+def test_with_no_candidate_the_agent_is_offered_turns_in_place_not_stop_alone(dataset):
+    def turn_right_then_stop(step, options, prompt):
+        return reply("R" if step < 2 and "R" in options else "STOP" if "STOP" in options else "L")
+
+    model = ScriptedModel(turn_right_then_stop)
+    record, _ = run(dataset, "text_history", model, max_steps=6, config={
+        "waypoint_predictor": "tests.agents.test_agents_episodes:NoPlace", "min_steps_before_stop": 2})
+    steps = record["agent_trace"]["steps"]
+    assert steps[0]["options"] == ["L", "R"] and steps[2]["options"] == ["L", "R", "STOP"]   # STOP when due
+    assert "R: turn in place, 90 deg right" in model.prompts[0] and "L: turn in place, 90 deg left" in model.prompts[0]
+    assert [s["action"] for s in steps] == [[0.0, pytest.approx(-math.pi / 2, abs=1e-4), 0.0]] * 2 + [[0.0, 0.0, 1.0]]
+    yaws = [s["pose"][2] for s in steps]                                  # (x, y, yaw) at each decision
+    assert math.remainder(yaws[1] - yaws[0], 2 * math.pi) == pytest.approx(-math.pi / 2, abs=0.05)
+    assert record["fail_reason"] == "stop" and record["agent_trace"]["fallbacks"] == 0
 
 
 class ForwardOnly:

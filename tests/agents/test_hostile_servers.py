@@ -1,6 +1,7 @@
 """LLM agents against hostile servers on 127.0.0.1, through the eval harness: a server that
 never answers ends episodes at their time limit (the calls' deadline, not a killed worker),
-and a 5 MB reply is not read (its worker's peak memory is that of a run with small replies)."""
+and a 5 MB reply is the model's answer cut at the cap: a bad reply (repaired, then the fallback),
+never resent, that costs no memory (its worker's peak is that of a run with small replies)."""
 
 from __future__ import annotations
 
@@ -72,7 +73,8 @@ def test_a_5_MB_reply_costs_no_memory(dataset, tmp_path, monkeypatch):
         record = json.loads((out / "episodes.jsonl").read_text().splitlines()[0])
         if kind == "small":
             assert code == 0 and record["fail_reason"] == "step_budget" and calls >= 6
-        else:  # a reply past the read cap is a failed call, as a server error is (4: every episode errored)
-            assert code == 4 and record["fail_reason"] == "error" and "larger than 65536 bytes" in record["error"]
-            assert calls == 1
+        else:  # each reply is cut at the cap, unreadable: repaired once, then the fallback; never resent
+            trace = record["agent_trace"]
+            assert code == 0 and record["fail_reason"] == "step_budget" and record["error"] is None
+            assert calls == 12 and trace["truncations"] == 12 and trace["repairs"] == trace["fallbacks"] == 6
     assert peaks["huge"] < peaks["small"] + 60, peaks

@@ -111,3 +111,24 @@ def test_the_strict_rule_reads_long_hostile_fields_in_linear_time():
         with pytest.raises(ReplyError):
             parse_option(raw, ("A", "C"))
         assert time.perf_counter() - started < 1.0, raw[:20]
+
+
+def test_hostile_replies_through_the_new_readings_stay_fast_and_refused():
+    """Near-JSON read as a Python literal, reasoning blocks and labels: bounded, never a crash."""
+    import time
+
+    hostile = ["{'action': " + "[" * 10_000 + "'B'" + "]" * 10_000 + "}",     # nested too deeply for literal_eval
+               "{'action': 'B'," + " 'x': 1," * 5_000 + "}",                    # past the loose-object bound
+               "<think>" + "A, B or C? " * 20_000,                               # reasoning that never closes
+               "</think>" * 20_000 + "Answer:" * 10_000,
+               "<answer>" * 30_000 + "B"]
+    for text in hostile:
+        started = time.perf_counter()
+        try:
+            parse_reply(text, ("A", "B", "STOP"))
+        except ReplyError:
+            pass
+        assert time.perf_counter() - started < 2.0, text[:30]
+    with pytest.raises(ReplyError) as caught:
+        parse_reply(hostile[2], ("A", "B", "STOP"))
+    assert caught.value.kind == "empty"

@@ -1,5 +1,6 @@
 """The OpenAI client against hostile servers on 127.0.0.1: one that never answers is cut off
-at the episode's deadline, a huge reply is not read whole, and bad bytes (invalid UTF-8,
+at the episode's deadline, a huge reply sent whole is the model's answer cut at the cap (never
+resent), and bad bytes (invalid UTF-8,
 infinite usage counts, JSON nested too deeply) are bad replies, never crashes."""
 
 from __future__ import annotations
@@ -56,15 +57,37 @@ def test_calls_on_helper_threads_are_abandoned_at_the_deadline_not_awaited():
     assert deadline.run_all(lambda x: x * 2, [1, 2, 3], workers=2) == [2, 4, 6]  # no deadline: no bound
 
 
-def test_a_5_MB_reply_is_not_read_whole(client_for):
+def test_a_5_MB_reply_sent_whole_is_the_models_answer_cut_at_the_cap_and_never_resent(client_for):
+    huge = json.dumps(body("x" * 5_000_000, usage={"prompt_tokens": 7, "completion_tokens": 1_250_000})).encode()
+    with LoopbackServer(lambda request: Reply(raw=huge)) as server:
+        client = client_for(server, max_retries=4)
+        started = time.monotonic()
+        response = client.complete("tell me everything")
+        assert time.monotonic() - started < 5 and server.calls == 1   # answered once: not retried, not billed again
+        assert response.finish_reason == "length" and response.model == "gpt-4o"
+        assert response.text == "x" * len(response.text) and 60_000 < len(response.text) <= 65536
+        assert (response.usage.prompt_tokens, response.usage.completion_tokens) == (7, 1_250_000)
+        assert not response.usage.estimated                           # read from the body's tail
+        assert client_for(server, max_reply_bytes=8_000_000).complete("again").text == "x" * 5_000_000
+
+
+@pytest.mark.parametrize("ascii_only", [True, False])  # é as a \\u escape, or as two UTF-8 bytes
+def test_a_cut_reply_keeps_whole_characters_and_escapes(client_for, ascii_only):
+    text = 'é"\\\\' * 30_000          # characters, escaped quotes and backslashes past the cap
+    raw = json.dumps(body(text), ensure_ascii=ascii_only).encode()
+    with LoopbackServer(lambda request: Reply(raw=raw)) as server:
+        response = client_for(server, max_reply_bytes=4096).complete("hi")
+    assert response.finish_reason == "length" and text.startswith(response.text) and len(response.text) > 500
+    assert len(response.text.encode()) <= 4096 and server.calls == 1
+    assert (response.usage.prompt_tokens, response.usage.completion_tokens) == (1, 1)
+
+
+def test_a_reply_past_the_drain_limit_is_a_bad_reply(client_for):
     huge = json.dumps(body("x" * 5_000_000)).encode()
     with LoopbackServer(lambda request: Reply(raw=huge)) as server:
-        client = client_for(server, max_retries=1)
-        started = time.monotonic()
-        with pytest.raises(LLMRequestError, match="larger than 65536 bytes"):
-            client.complete("tell me everything")
-        assert time.monotonic() - started < 5 and server.calls == 2  # retried once, then given up
-        assert client_for(server, max_reply_bytes=8_000_000).complete("again").text == "x" * 5_000_000
+        with pytest.raises(LLMRequestError, match="larger than 262144 bytes"):
+            client_for(server, max_retries=1, max_reply_bytes=1024).complete("tell me everything")
+        assert server.calls == 2  # not sent whole within the limit: retried once, then given up
 
 
 @pytest.mark.parametrize("raw, problem", [

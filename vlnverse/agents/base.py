@@ -4,7 +4,9 @@ One step of :class:`LLMWaypointAgent`:
 
 1. **Perceive** from the agent's own sensors: the panorama (depth; RGB in ``vlm`` mode,
    semantics in ``gt`` mode), the bump flag, the dialogue answer, the instruction leg.
-2. **Propose** candidate waypoints (:class:`~vlnverse.agents.waypoints.WaypointPredictor`).
+2. **Propose** candidate waypoints (:class:`~vlnverse.agents.waypoints.WaypointPredictor`);
+   with none, turning in place 90° either way (:func:`~vlnverse.agents.waypoints.turn_options`),
+   never STOP alone.
 3. **Prompt**: the subclass fills a :class:`~vlnverse.agents.prompts.Prompt` from a
    :class:`StepView`; the base adds the reply format for the valid options.
 4. **Decide**: ``samples`` completions (one request with ``n`` where the server honours
@@ -13,7 +15,7 @@ One step of :class:`LLMWaypointAgent`:
    no valid action (``empty`` / ``malformed`` / ``unknown_id``, counted as
    ``parse_failures``) gets **one repair prompt** (``repairs``); if that fails too the
    **fallback** (``fallbacks``) is the candidate nearest straight ahead (the longer one
-   on a tie), or, with no candidate at all, a 90° turn on the spot. A failed reply is
+   on a tie; the left turn when only turns are offered). A failed reply is
    never turned into STOP.
 5. **Act**: a candidate → waypoint ``(distance, heading, 0)``; STOP → ``(0, 0, 1)``;
    ASK → :class:`~vlnverse.eval.agent.Ask` (dialogue episodes, within the budget).
@@ -61,6 +63,7 @@ from vlnverse.agents.waypoints import (
     WaypointPredictor,
     describe_predictor,
     predictor_named,
+    turn_options,
 )
 from vlnverse.config import config_from_mapping
 from vlnverse.deadline import run_all
@@ -72,7 +75,6 @@ from vlnverse.llm.types import ChatMessage
 logger = logging.getLogger(__name__)
 
 DEFAULT_QUESTION_BUDGET = 3
-FALLBACK_TURN = math.pi / 2
 FREE_SPACE_HINT = ("\nYour movement is physical: bumping into things can end the episode, so prefer "
                    "candidates with free space.")
 
@@ -299,7 +301,7 @@ class LLMWaypointAgent(Agent, abc.ABC):
         if bump and state.history:
             state.history[-1] += " You bumped into something on the way."
         panorama = Panorama.from_observation(observation, cfg.panorama)
-        candidates = tuple(self.predictor.predict(panorama))
+        candidates = tuple(self.predictor.predict(panorama)) or tuple(turn_options(panorama))
         objects = tuple(visible_objects(panorama, state.categories)) if cfg.perception == "gt" else None
         can_ask = cfg.ask_oracle and "oracle_answer" in observation and state.questions_left > 0
         reference = observation.get("reference_image")
@@ -449,7 +451,8 @@ class LLMWaypointAgent(Agent, abc.ABC):
             prompt.image("goal", view.reference_image)
         state = self.state
         if view.dialogue and self.config.ask_oracle:
-            prompt.section("Dialogue with a guide who knows the house", dialogue_text(state.exchanges, state.questions_left))
+            prompt.section("Dialogue with a guide who knows the house", dialogue_text(
+                state.exchanges, state.questions_left if ASK in view.options else 0))
         prompt.section("Candidate places you can move to", candidate_cards(view.candidates, views=view.objects,
                                                                             notes=self.candidate_notes(view)))
 
@@ -492,9 +495,8 @@ def majority(decisions: Sequence[Decision]) -> Decision:
 
 
 def _fallback(candidates: Sequence[Candidate]) -> np.ndarray:
-    """The documented fallback: nearest straight ahead (longer on a tie), else a turn."""
-    if not candidates:
-        return np.array([0.0, FALLBACK_TURN, 0.0], dtype=np.float32)
+    """The documented fallback: nearest straight ahead (longer on a tie; the first of the
+    turns when only turns are offered)."""
     best = min(candidates, key=lambda c: (round(abs(c.heading), 6), -c.distance))
     return np.array([best.distance, best.heading, 0.0], dtype=np.float32)
 

@@ -33,8 +33,15 @@ class Candidate:
         return round(math.degrees(self.heading), 1)
 
     @property
+    def turn(self) -> bool:
+        """Whether this is a turn in place (no distance), not a place to move to."""
+        return self.distance == 0.0
+
+    @property
     def phrase(self) -> str:
-        """``"forward-left, 1.2 m"``."""
+        """``"forward-left, 1.2 m"``, or ``"turn in place, 90 deg left"``."""
+        if self.turn:
+            return f"turn in place, {abs(self.heading_deg):.0f} deg {'left' if self.heading > 0 else 'right'}"
         return f"{direction_phrase(self.heading)}, {self.distance:.1f} m"
 
     @property

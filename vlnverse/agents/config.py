@@ -126,7 +126,7 @@ class LLMAgentConfig:
         history_window: Past steps listed verbatim in the prompt (0: every step of the
             episode).
         min_steps_before_stop: STOP is not offered before this many steps (MapGPT's
-            ``stop_after``; it stays offered when no candidate exists).
+            ``stop_after``; with no place to move to, turning in place is offered instead).
         panorama_images: ``vlm``: panorama views sent as images each step, each labelled
             with its heading (all 12 by default, as NavGPT describes and MapGPT shows every
             direction); with fewer, the views toward candidates first, then the others

@@ -50,6 +50,7 @@ from vlnverse.agents.config import LLMAgentConfig, _positive
 from vlnverse.agents.panorama import direction_phrase
 from vlnverse.agents.parsing import Decision, ReplyError, parse_reply
 from vlnverse.agents.prompts import (
+    ASK,
     STOP,
     Prompt,
     candidate_cards,
@@ -389,8 +390,8 @@ class DiscussNavAgent(LLMWaypointAgent):
             prompt.section("Goal picture", "STOP where you see this view.")
             prompt.image("goal", view.reference_image)
         if view.dialogue and cfg.ask_oracle:
-            prompt.section("Dialogue with a guide who knows the house", dialogue_text(state.exchanges,
-                                                                                      state.questions_left))
+            prompt.section("Dialogue with a guide who knows the house", dialogue_text(
+                state.exchanges, state.questions_left if ASK in view.options else 0))
         return prompt
 
     def _scene_of(self, view: StepView, action: str) -> str:

@@ -2,8 +2,8 @@
 
 One decision step follows the paper's Algorithm 1:
 
-1. **Candidate cards** ``C_t = Phi(A_t)`` (§3.1, Eq. 2): the shared candidate generator's
-   waypoints, each shown with its id, forward distance ``r``, yaw ``theta`` and direction
+1. **Candidate cards** ``C_t = Phi(A_t)`` (§3.1, Eq. 2): the candidate generator's
+   waypoints (by default geometry-aware, r in the paper's [0.4, 1.5] m: :class:`DSCDNavConfig`), each shown with its id, forward distance ``r``, yaw ``theta`` and direction
    text, without re-scoring. ``X_t = (g, C_t, E_t)``: the goal text, the cards and weak
    evidence (the last steps; room and visible objects in ``gt`` perception).
 2. **Debate** (§3.2): up to ``rounds`` (K, default 3) rounds, stopping early on agreement.
@@ -42,13 +42,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from vlnverse.agents.base import LLMWaypointAgent, StepView
-from vlnverse.agents.config import LLMAgentConfig, _positive
+from vlnverse.agents.config import LLMAgentConfig, WaypointConfig, _positive
 from vlnverse.agents.panorama import direction_phrase
 from vlnverse.agents.parsing import Decision, ReplyError, parse_reply, reply_fields
 from vlnverse.agents.prompts import ASK, STOP, Prompt, history_text, output_format
@@ -106,9 +106,28 @@ def soft_compromise(r_star: float, theta_star: float, theta_alt: float, beta_r: 
     return beta_r * r_star, wrap_angle(theta_star + beta_theta * delta), delta
 
 
+PAPER_RANGE_M = (0.4, 1.5)
+"""The paper's forward distances r of its candidates (§4 implementation details, Eq. 1)."""
+
+
+@dataclass(frozen=True)
+class DSCDWaypointConfig(WaypointConfig):
+    """DSCD-Nav's candidates: geometry-aware, r in the paper's [0.4, 1.5] m (other fields
+    as :class:`~vlnverse.agents.config.WaypointConfig`; a partial ``waypoints:`` mapping
+    keeps this range)."""
+
+    min_distance: float = PAPER_RANGE_M[0]
+    max_distance: float = PAPER_RANGE_M[1]
+
+
 @dataclass(frozen=True)
 class DSCDNavConfig(LLMAgentConfig):
     """``dscd_nav`` settings: the shared ones plus the paper's (Appendix A.2).
+
+    DSCD-Nav debates over "geometry-aware" candidates with r in [0.4, 1.5] m (Eq. 1): by
+    default the embodiment-aware depth predictor in that range (``waypoint_predictor:
+    depth``, ``waypoints`` a :class:`DSCDWaypointConfig`); ``waypoint_predictor: learned``
+    hands it the benchmark's learned waypoints instead, as the NavGPT/MapGPT agents use.
 
     Attributes:
         rounds: Most debate rounds K (early stop on agreement).
@@ -129,6 +148,8 @@ class DSCDNavConfig(LLMAgentConfig):
             from its object).
     """
 
+    waypoint_predictor: str = "depth"
+    waypoints: DSCDWaypointConfig = field(default_factory=DSCDWaypointConfig)
     rounds: int = 3
     schedule: str = "alternating"
     tsu_only: bool = False
@@ -255,7 +276,7 @@ class DSCDNavAgent(LLMWaypointAgent):
     def decide(self, view: StepView) -> Decision | None:
         cfg = self.config
         options = tuple(o for o in view.options if o != ASK)
-        goal_ctx, free_ctx = self._context(view)
+        goal_ctx, free_ctx = self._context(_with_options(view, options))
         entry: dict[str, Any] = {"rounds": [], "judge": None, "micro_probe": False}
         self.record["debate"] = entry
         if cfg.tsu_only or cfg.sib_only:

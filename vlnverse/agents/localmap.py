@@ -48,7 +48,7 @@ class LocalMap:
         chars = _GLYPHS[self.grid].astype("<U1")
         chars[self.centre, self.centre] = "@"
         for candidate in candidates:
-            cell = self.cell_of(candidate.offset)
+            cell = None if candidate.turn else self.cell_of(candidate.offset)
             if cell is not None:
                 chars[cell] = candidate.id
         return "\n".join("".join(row).rstrip() for row in chars)
@@ -58,7 +58,7 @@ class LocalMap:
         picture = _COLOURS[self.grid]
         picture[self.centre, self.centre] = (220, 30, 30)
         for candidate in candidates:
-            cell = self.cell_of(candidate.offset)
+            cell = None if candidate.turn else self.cell_of(candidate.offset)
             if cell is not None:
                 picture[cell] = (30, 180, 30)
         return np.repeat(np.repeat(picture, scale, axis=0), scale, axis=1)

@@ -1,22 +1,31 @@
 """Reading an action out of a model reply.
 
-A reply is a JSON object (``{"action": "B", ...}``, in code fences or prose too) or
-``Key: value`` lines (NavGPT/MapGPT string mode, ``Action: B``). The action field must
-name exactly one of the offered options (a candidate id, ``STOP``, or ``ASK`` with a
-``question``), read strictly by :func:`parse_option`:
+A reply is a JSON object (``{"action": "B", ...}``, in code fences or prose, with Python
+quoting or a trailing comma too), ``Key: value`` lines (NavGPT/MapGPT string mode,
+``Action: B``) or a bare answer (``B``, ``**B**``, ``<answer>B</answer>``); a reasoning
+block (``<think>…</think>``) before it is skipped. The **decision position** is the action
+field (``action``, else ``answer``, ``final_answer``, ``decision``, ``choice`` or
+``next_action``), or the reply itself when it has no such field and is not a JSON object.
+A reply is read when exactly one offered option (a candidate id, ``STOP``, or ``ASK`` with a
+``question``) is named there, by :func:`parse_option`:
 
-- the id alone, in any case, optionally wrapped in quotes, backticks, ``**`` or brackets
-  (``B``, ``"b"``, ``**B**``, ``(B)``, ``B.``);
-- optionally after one of the prefixes :data:`OPTION_PREFIXES` (``Candidate B``,
-  ``option: B``, ``Direction B``);
-- optionally followed by a separator (``.`` ``:`` ``)`` ``,`` ``;``, a line break or a
-  spaced dash) and an echo of the option's card or a reason, provided that tail names no other option
-  (``A: forward, 1.2 m`` is A; ``A. no, C`` names two and is refused).
+- at its head, after formatting (quotes, backticks, ``**``, brackets, tags, ``\\boxed{}``), a label
+  (``Answer:``, ``The answer is``) and a prefix of :data:`OPTION_PREFIXES`
+  (``Candidate B``), in any case (``b``);
+- followed by nothing, by a separator (``.`` ``:`` ``,`` ``;`` ``)`` ``(`` ``/`` a line
+  break or a dash) or by a reason word (``B because the kitchen is there``); whatever
+  follows (an echo of the option's card, a reason naming other options) is not read,
+
+except when what follows offers a second option in its place: a list or alternative
+(``B, C``, ``B/C``, ``B (or C)``) or a change of mind (``A. Actually, no: C``); then two
+options compete and the reply is refused. ``I`` and ``A`` before a lower-case word are the
+English words, not ids (``I think B``, ``B. A door leads on``).
 
 Prose is never read as an action: ``"STOP is not appropriate, choose B"``, ``"a good
-choice is C"`` and ``"I choose B"`` are ``malformed``, not STOP, A or candidate I.
-Anything unusable raises :class:`ReplyError` with a ``kind``: ``empty`` (no text),
-``malformed`` (no action field, prose, or more than one option named) or ``unknown_id``
+choice is C"``, ``"I choose B"`` and ``"stop here, we have arrived"`` name no option at the
+head followed by a separator, and are ``malformed``, not STOP, A or candidate I. Anything
+unusable raises :class:`ReplyError` with a ``kind``: ``empty`` (no text, or only
+reasoning), ``malformed`` (no action, prose, or two options competing) or ``unknown_id``
 (one id that is not among the options). Agents count these, send one repair prompt and
 then fall back; they never turn into a silent STOP.
 """
@@ -24,24 +33,39 @@ then fall back; they never turn into a silent STOP.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from vlnverse.agents.prompts import ASK, STOP
+from vlnverse.agents.reply_text import answer_part, reply_object
 from vlnverse.errors import LLMAnswerError
-from vlnverse.llm.jsonanswer import extract_json
 
 REPLY_ERRORS = ("empty", "malformed", "unknown_id")
-_LINE = re.compile(r"[*#-]*\s*([A-Za-z][A-Za-z _]{0,30}?)\s*(?:\*+\s*)?:\s*(.*)")  # on stripped lines: no backtracking
+ACTION_KEYS = ("action", "answer", "final_answer", "decision", "choice", "next_action")
+"""Fields read as the decision, the first present one (``decision`` is also DSCD's SIB's
+agree/counter: the ``action`` field comes first)."""
 OPTION_PREFIXES = ("candidate", "option", "direction", "waypoint", "id")
 """Words that may stand before the id in an action field (``Candidate B``)."""
-_WRAP = "\"'`*_[](){}<> \t\n"
-_OPTION = re.compile(  # linear time on any text (tests/agents/test_parsing.py reads 100 kB fields)
-    r"(?:(?:" + "|".join(OPTION_PREFIXES) + r")\b\s*(?:[:#]\s*)?)?"   # an optional prefix
-    r"([A-Za-z0-9]+)[\"'`*_\]}>]*"                                   # the id and its closing marks
-    r"(?:(?:\s*[.:),;\n]|\s+[-\u2013\u2014])(.*))?",                    # a separator and a tail
-    re.IGNORECASE | re.DOTALL)
-_WORD = re.compile(r"[A-Za-z0-9]+")
+REASON_WORDS = ("because", "since", "as", "given", "toward", "towards", "leading", "which", "where")
+"""Words that may follow the id and start a reason (``B because …``)."""
+ALTERNATIVE_WORDS = ("or", "and", "then", "maybe", "perhaps", "actually", "wait", "no", "instead", "rather",
+                     "alternatively", "otherwise", "else", "but", "correction", "sorry", "also", "plus", "nope")
+"""Words that, before a second id, make it compete with the first (``B, or maybe C``)."""
+NEGATIONS = ("not", "never", "avoid", "avoiding", "over", "than", "vs", "versus", "of")
+"""Words that, before a second id, set it aside (``B (not C)``, ``B instead of C``)."""
+ENGLISH_LETTERS = ("I", "A")
+_LINE = re.compile(r"[*#-]*\s*([A-Za-z][A-Za-z _]{0,30}?)\s*(?:\*+\s*)?:\s*(.*)")  # on stripped lines: no backtracking
+_WRAP = "\"'`*_[](){}<> \t\n\r"
+_TAG = re.compile(r"</?[A-Za-z][\w-]{0,24}>|\\boxed\{")
+_LABEL = re.compile(r"(?:(?:the|my)\s+)?(?:final\s+)?(?:answer|action|decision|choice|selection|next\s+action)"
+                    r"(?:\s*[:=]|\s+is\s*:?)\s*", re.IGNORECASE)
+_HEAD = re.compile(  # linear time on any text (tests/agents/test_parsing.py reads 100 kB fields)
+    r"(?:(?:" + "|".join(OPTION_PREFIXES) + r")\b\s*(?:[:#=]\s*)?[(\[\"'`*]*)?"   # an optional prefix
+    r"([A-Za-z0-9]+)[\"'`*_\]}>]*"                                                # the id and its closing marks
+    r"(?:$|\s*(?:[.:),;!?(\[{/|&+\n]|[\u2013\u2014]|--)|\s+-(?=\s)|\s+(?:" + "|".join(REASON_WORDS) + r")\b)",
+    re.IGNORECASE)
+_TOKEN = re.compile(r"[A-Za-z0-9]+")
+_TAIL_WINDOW = 200  # characters after the head read for a competing option
 
 
 class ReplyError(LLMAnswerError):
@@ -71,32 +95,48 @@ def _key(name: str) -> str:
     return re.sub(r"[\s-]+", "_", name.strip().lower())
 
 
-def reply_fields(text: str) -> dict[str, str]:
-    """The reply's fields (lower-case keys, ``new planning`` → ``new_planning``).
+def _answer(text: str) -> str:
+    """The reply after its reasoning block.
 
     Raises:
-        ReplyError: ``empty`` or ``malformed`` (neither a JSON object nor key lines).
+        ReplyError: ``empty`` (no text, or only an unclosed reasoning block).
     """
     if not isinstance(text, str) or not text.strip():
         raise ReplyError("empty", "the reply is empty")
-    try:
-        value = extract_json(text)
-    except LLMAnswerError:
-        value = None
-    if isinstance(value, dict):
-        return {_key(str(k)): v if isinstance(v, str) else str(v) for k, v in value.items()}
+    answer = answer_part(text)
+    if answer is None or not answer.strip():
+        raise ReplyError("empty", "the reply holds only reasoning (a <think> block and no answer after it)")
+    return answer
+
+
+def reply_fields(text: str) -> dict[str, str]:
+    """The reply's fields (lower-case keys, ``new planning`` → ``new_planning``), read
+    after any reasoning block.
+
+    Raises:
+        ReplyError: ``empty``, or ``malformed`` (neither an object nor key lines).
+    """
+    fields, _ = _fields(_answer(text))
+    if not fields:
+        raise ReplyError("malformed", f"no JSON object or 'Action:' line in {_excerpt(text)!r}")
+    return fields
+
+
+def _fields(answer: str) -> tuple[dict[str, str], bool]:
+    """The fields of ``answer`` and whether they came from an object."""
+    value = reply_object(answer)
+    if value is not None:
+        return {_key(str(k)): v if isinstance(v, str) else str(v) for k, v in value.items()}, True
     found: dict[str, str] = {}
     last = None
-    for line in text.splitlines():
+    for line in answer.splitlines():
         match = _LINE.match(line.strip())
         if match:
             last = _key(match.group(1))
             found[last] = match.group(2).strip()  # a repeated key: the last one counts
         elif last is not None and line.strip():
             found[last] = f"{found[last]}\n{line.strip()}".strip()
-    if not found:
-        raise ReplyError("malformed", f"no JSON object or 'Action:' line in {_excerpt(text)!r}")
-    return found
+    return found, False
 
 
 def parse_reply(text: str, options: Sequence[str]) -> Decision:
@@ -105,10 +145,12 @@ def parse_reply(text: str, options: Sequence[str]) -> Decision:
     Raises:
         ReplyError: see the module docs.
     """
-    fields = reply_fields(text)
-    raw = fields.pop("action", None)
-    if raw is None or not raw.strip():
+    answer = _answer(text)
+    fields, is_object = _fields(answer)
+    key = next((k for k in ACTION_KEYS if str(fields.get(k, "")).strip()), None)
+    if key is None and is_object:
         raise ReplyError("malformed", f"the reply has no action: {_excerpt(text)!r}")
+    raw = fields.pop(key) if key is not None else answer
     action = parse_option(raw, options)
     question = fields.pop("question", "").strip()
     if action == ASK and not question:
@@ -117,7 +159,8 @@ def parse_reply(text: str, options: Sequence[str]) -> Decision:
 
 
 def parse_option(raw: str, options: Sequence[str]) -> str:
-    """The one option that ``raw`` (an action field) names, read strictly (module docs).
+    """The one option that ``raw`` (an action field, or a bare reply) names in its
+    decision position (module docs).
 
     Args:
         raw: The field's text.
@@ -127,30 +170,69 @@ def parse_option(raw: str, options: Sequence[str]) -> str:
         The option as spelled in ``options``.
 
     Raises:
-        ReplyError: ``malformed`` (empty, prose, or several options named) or
+        ReplyError: ``malformed`` (empty, prose, or two options competing) or
             ``unknown_id`` (one id that is not an option).
     """
-    text = str(raw).strip().strip(_WRAP)
+    text = _unwrap(str(raw))
     by_upper = {str(o).upper(): str(o) for o in options}
-    match = _OPTION.fullmatch(text)
+    match = _HEAD.match(text)
     if not text or match is None:
         raise ReplyError("malformed", f"action {_excerpt(str(raw), 40)!r} does not name one option "
                                       f"(expected exactly one of: {', '.join(options)})")
-    word, tail = match.group(1), match.group(2) or ""
+    word = match.group(1)
     if word.upper() not in by_upper:
-        raise ReplyError("unknown_id", f"action {_excerpt(str(raw), 40)!r} is not one of {', '.join(options)}")
+        if len(word) <= 3 or word.isupper():
+            raise ReplyError("unknown_id", f"action {_excerpt(str(raw), 40)!r} is not one of {', '.join(options)}")
+        raise ReplyError("malformed", f"action {_excerpt(str(raw), 40)!r} does not name one option "
+                                      f"(expected exactly one of: {', '.join(options)})")
     action = by_upper[word.upper()]
-    others = sorted({w for w in _WORD.findall(tail) if w != action and _looks_like_option(w, by_upper.values())})
-    if others:
+    rival = _rival(text[match.end():match.end() + _TAIL_WINDOW], action, by_upper)
+    if rival is not None:
         raise ReplyError("malformed", f"action {_excerpt(str(raw), 40)!r} names more than one option "
-                                      f"({', '.join([action, *others])})")
+                                      f"({action}, {rival})")
     return action
 
 
-def _looks_like_option(word: str, options: Iterable[str]) -> bool:
-    """Whether a word of a tail names an option: an offered one, a lone capital letter
-    (an id of another step) or STOP / ASK in capitals."""
-    return word in options or (len(word) == 1 and word.isupper()) or word in (STOP, ASK)
+def _unwrap(text: str) -> str:
+    """The decision text without formatting, tags and a leading label."""
+    text = text.strip()
+    head = _TAG.sub(" ", text[:200]) + text[200:]   # tags open the answer (<answer>B</answer>, \boxed{B})
+    head = head.strip().strip(_WRAP)
+    label = _LABEL.match(head)
+    if label is not None:
+        head = head[label.end():].strip().strip(_WRAP)
+    return head
+
+
+def _rival(tail: str, action: str, by_upper: Mapping[str, str]) -> str | None:
+    """The option that ``tail`` (the text after the id and its separator) offers in the
+    id's place: the first one after alternative words, or one standing as a list item."""
+    alternative = False
+    for token in _TOKEN.finditer(tail):
+        word, after = token.group(0), tail[token.end():]
+        if word.lower() in ALTERNATIVE_WORDS:
+            alternative = True
+            continue
+        if word.lower() in OPTION_PREFIXES:
+            continue
+        if word.lower() in NEGATIONS or word.upper() == action.upper() or not _names_option(word, after, by_upper):
+            return None
+        following = after.lstrip(" \t\"'`*_]}>")
+        joined = _TOKEN.match(following)
+        listed = not following or following[0] in ".,;:/|&+)\n!?" or \
+            (joined is not None and joined.group(0).lower() in ("or", "and"))
+        return by_upper.get(word.upper(), word) if alternative or listed else None
+    return None
+
+
+def _names_option(word: str, after: str, by_upper: Mapping[str, str]) -> bool:
+    """Whether ``word`` names an option: an offered one, a capital letter (an id of another
+    step), STOP or ASK; ``I`` and ``A`` before a lower-case word are English words."""
+    if len(word) == 1:
+        if word.upper() in ENGLISH_LETTERS and after[:1] in (" ", "\t") and after.lstrip(" \t")[:1].islower():
+            return False
+        return word.isupper() or word.upper() in by_upper
+    return word.upper() in by_upper or word.upper() in (STOP, ASK)
 
 
 def _excerpt(text: str, limit: int = 100) -> str:

@@ -138,10 +138,11 @@ def history_text(entries: Sequence[str], window: int) -> str:
 
 
 def dialogue_text(exchanges: Sequence[tuple[str, str]], questions_left: int) -> str:
-    """Questions asked so far with the oracle's answers, and how many remain."""
+    """Questions asked so far with the oracle's answers, and how many remain when ASK is
+    offered (``questions_left = 0``: not offered, so nothing is said about asking)."""
     lines = [f"Q: {q}\nA: {a}" for q, a in exchanges]
-    lines.append(f"You may ask {questions_left} more question(s) (action ASK with a question)."
-                 if questions_left else "You have no questions left.")
+    if questions_left:
+        lines.append(f"You may ask {questions_left} more question(s) (action ASK with a question).")
     return "\n".join(lines)
 
 

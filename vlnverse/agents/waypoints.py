@@ -9,6 +9,10 @@ body clear of what it sees (embodiment-aware), which is not the paper's setting.
 
 Ids are letters fixed by the heading slot (``A`` straight ahead, then counter-clockwise),
 so the same free space always gets the same id and an id never names two candidates.
+
+When a predictor proposes no place to move to, the agents are offered turning in place
+instead (:func:`turn_options`: ``L`` and ``R``, 90 degrees each way), so a model that follows
+its options can look elsewhere rather than being left with STOP alone.
 """
 
 from __future__ import annotations
@@ -56,6 +60,12 @@ class DepthWaypoints:
         free = float(self.free_space(panorama, np.array([heading]))[0]) - cfg.safety_margin
         return float(np.clip(free, 0.0, cfg.max_distance))
 
+    def describe(self) -> dict[str, object]:
+        """What ``run.json`` records: the name and the candidates' range and spacing."""
+        cfg = self.config
+        return {"name": "depth", "embodiment_aware": True, "range_m": [cfg.min_distance, cfg.max_distance],
+                "spacing_deg": cfg.spacing_deg, "safety_margin_m": cfg.safety_margin}
+
     def predict(self, panorama: Panorama) -> list[Candidate]:
         cfg = self.config
         reach = self.free_space(panorama) - cfg.safety_margin
@@ -74,6 +84,17 @@ class DepthWaypoints:
     def _end(self, slot: int, distance: float) -> np.ndarray:
         h = self.headings[slot]
         return distance * np.array([math.cos(h), math.sin(h)])
+
+
+TURN_IDS = ("L", "R")
+TURN_DEG = 90.0
+
+
+def turn_options(panorama: Panorama) -> list[Candidate]:
+    """Turning in place, ``L`` (90 degrees left) and ``R`` (90 degrees right): the options
+    offered when the predictor proposes no place to move to."""
+    headings = (math.radians(TURN_DEG), -math.radians(TURN_DEG))
+    return [Candidate(i, h, 0.0, panorama.view_toward(h)) for i, h in zip(TURN_IDS, headings, strict=True)]
 
 
 def predictor_named(name: str, config: WaypointConfig, checkpoint: str | None = None) -> WaypointPredictor:

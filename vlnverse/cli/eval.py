@@ -95,7 +95,7 @@ def register(subparsers) -> None:
     parser.add_argument("--no-progress", action="store_true", help="do not draw the progress bar")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.set_defaults(handler=_eval, eval_parser=parser)
-    tools = parser.add_subparsers(dest="eval_tool", metavar="{verify,bundle,table,table5}",
+    tools = parser.add_subparsers(dest="eval_tool", metavar="{verify,bundle,table,table5,table6}",
                                   help="check, package or tabulate evaluation folders, or run the paper's zero-shot "
                                        "agent table, instead of running one agent")
     verify = tools.add_parser(

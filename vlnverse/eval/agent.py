@@ -45,8 +45,8 @@ class Answer:
 
 
 #: Why an EQA episode ended without an answer (``outcome_reason`` of an ``inconclusive`` outcome).
-OUTCOME_REASONS = ("step_limit", "time_limit", "cost_limit", "function_call_error", "statement_limit", "gave_up",
-                   "no_answer", "collision", "error")
+OUTCOME_REASONS = ("step_limit", "time_limit", "cost_limit", "function_call_error", "perception_error",
+                   "statement_limit", "gave_up", "no_answer", "collision", "error")
 
 
 @dataclass(frozen=True)

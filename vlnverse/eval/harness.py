@@ -107,6 +107,7 @@ class EvalConfig:
         budget_usd: Billed USD the output folder may spend in all (None: no limit).
         concurrency: Episodes each worker runs at once (overlapping the model's latency).
         oracle_llm: The dialogue oracle's model spec (None: the template oracle).
+        oracle_llm_record: JSONL transcript of every oracle call (for ``replay:FILE``).
         metrics: Scoring settings other than ``success_distance`` (trace-metric
             parameters: AORI, the debate's ``R_max``).
         episode_timeout: Wall-clock limit of one episode in seconds (``None``: none); an
@@ -149,6 +150,7 @@ class EvalConfig:
     budget_usd: float | None = None
     concurrency: int = 1
     oracle_llm: str | None = None
+    oracle_llm_record: str | None = None
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     episode_timeout: float | None = DEFAULT_EPISODE_TIMEOUT_S
     fallback_warning: float = DEFAULT_FALLBACK_WARNING
@@ -201,6 +203,8 @@ class EvalConfig:
         for name in ("llm", "oracle_llm"):
             if getattr(self, name) is not None:
                 check_llm_spec(getattr(self, name))
+        if self.oracle_llm_record is not None and self.oracle_llm is None:
+            raise ConfigError("oracle_llm_record needs an LLM oracle (oracle_llm)")
 
     def fingerprint(self, dataset_id: str) -> dict[str, Any]:
         """The settings that decide each episode's result (not which episodes, nor how
@@ -407,6 +411,7 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
                    llm=config.model_spec() if agent is None else config.llm, llm_cache=llm_cache,
                    llm_record=config.llm_record,
                    concurrency=config.concurrency, oracle_llm=config.oracle_llm,
+                   oracle_record=config.oracle_llm_record,
                    instruction_view=config.instruction_view, episode_timeout=config.episode_timeout,
                    trace_text_chars=config.trace_text_chars)
     if isinstance(spec.agent, str) and spec.llm is not None and not takes_llm(agent_factory(spec.agent)):
@@ -422,6 +427,9 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
         if spec.llm is None and getattr(probe, "needs_llm", False):
             raise ConfigError(f"agent {spec.agent} needs a model: pass --llm SPEC (e.g. "
                               "'openai:MODEL?base_url=URL') or set 'llm:' in its --agent-config")
+        check_model = getattr(probe, "check_model", None)  # a model the agent cannot run with: refused now
+        if callable(check_model) and spec.llm is not None:
+            check_model(spec.llm)
     for spec_text in (config.llm, config.oracle_llm):
         if spec_text is not None:
             check_llm_credentials(spec_text)  # the client itself is built in the workers
@@ -486,6 +494,7 @@ def _run(config: EvalConfig, spec: RunSpec, items: list[WorkItem], privileged: l
                     "budget_usd": config.budget_usd})
     if config.oracle_llm is not None:
         run["oracle_llm"] = describe_llm_spec(config.oracle_llm)
+        run["oracle_llm_record"] = config.oracle_llm_record
     write_json_atomic(out / RUN_FILE, {"fingerprint": fingerprint, "run": run})
     store = ResultStore(out / EPISODES_FILE)
     wanted = {item.key for item in items}

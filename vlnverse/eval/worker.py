@@ -79,6 +79,7 @@ class RunSpec:
         budget: The run's LLM budget ledger (None: no budget).
         concurrency: Episodes a worker runs at once.
         oracle_llm: The dialogue oracle's model spec (None: the template oracle).
+        oracle_record: JSONL transcript every oracle call is appended to (None: none).
         episode_timeout: Wall-clock limit of one episode (s; ``None``: none).
         trace_text_chars: The most characters of one text of an agent trace kept.
     """
@@ -100,6 +101,7 @@ class RunSpec:
     budget: Any = None
     concurrency: int = 1
     oracle_llm: str | None = None
+    oracle_record: str | None = None
     episode_timeout: float | None = None
     trace_text_chars: int = TRACE_TEXT_CHARS
 
@@ -199,6 +201,16 @@ class _Slot:
     meter: Any = None
 
 
+def build_oracle(spec: RunSpec) -> Any:
+    """The dialogue oracle's client shared by the worker's envs when its calls are recorded
+    (None otherwise: each env builds its own from ``spec.oracle_llm``)."""
+    if spec.oracle_llm is None or spec.oracle_record is None:
+        return None
+    from vlnverse.llm import make_llm
+
+    return make_llm(spec.oracle_llm, record=spec.oracle_record)
+
+
 class EvalWorker:
     """Runs work items, up to ``spec.concurrency`` at once, each with its own agent and env.
 
@@ -213,6 +225,7 @@ class EvalWorker:
             raise ConfigError(f"the {spec.backend} backend runs one env per process; use --concurrency 1")
         self.spec = spec
         self.llm = build_llm(spec)
+        self.oracle = build_oracle(spec)
         self._busy_envs = 0
         self._lock = threading.Lock()
         self.env_lock = threading.Lock()
@@ -272,7 +285,7 @@ class EvalWorker:
                          action_space=self.agent.action_space, sensors=self.agent.sensors,
                          max_episode_steps=self.spec.max_steps,
                          occupancy_resolution=self.spec.occupancy_resolution, task=item.task,
-                         oracle_llm=self.spec.oracle_llm if "dialogue" in components else None,
+                         oracle_llm=(self.oracle or self.spec.oracle_llm) if "dialogue" in components else None,
                          instruction_view=self.spec.instruction_view)
         with self._lock:
             self._busy_envs += 1
@@ -404,8 +417,9 @@ class EvalWorker:
         for slot in self._all_slots:
             slot.agent.close()
         self._all_slots.clear()
-        if self.llm is not None:
-            self.llm.close()
+        for client in (self.llm, self.oracle):
+            if client is not None:
+                client.close()
 
 
 def run_serial_items(worker: EvalWorker, items: Any, on_result: Any) -> None:

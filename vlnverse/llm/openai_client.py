@@ -35,6 +35,7 @@ from vlnverse.errors import (
     LLMUnsupportedFeature,
 )
 from vlnverse.llm.base import LLMClient
+from vlnverse.llm.capped import TAIL_BYTES, cap_text, first_content, model_named, usage_object
 from vlnverse.llm.negotiate import CALLER_FEATURES, FALLBACKS, read_rejection, sent_features
 from vlnverse.llm.pricing import PriceTable
 from vlnverse.llm.types import ChatMessage, LLMRequest, LLMResponse, ToolCall
@@ -51,8 +52,22 @@ BREAKER_FAILURES = 5
 stops calling the server for the rest of its life."""
 
 
+DRAIN_FACTOR = 256
+"""An oversized reply is read to its end (its middle dropped) up to this many times
+``max_reply_bytes``; a longer one is a bad reply (retried)."""
+
+
 class BadReply(Exception):
     """A 200 reply whose body is not a chat completion (retried like a 5xx)."""
+
+
+class ReplyTooLarge(Exception):
+    """A 200 reply sent whole but past ``max_reply_bytes``: its head and tail (the model's
+    answer, cut: :mod:`vlnverse.llm.capped`)."""
+
+    def __init__(self, head: bytes, tail: bytes, size: int) -> None:
+        super().__init__(f"the reply is {size} bytes, larger than its cap")
+        self.head, self.tail, self.size = head, tail, size
 
 
 class _Fields(dict):
@@ -219,8 +234,11 @@ class OpenAIClient(LLMClient):
         backoff_max: cap on one delay, also on a server's ``Retry-After``.
         deadline: seconds one call may take in all, attempts and backoff included (less
             when the episode's deadline, :mod:`vlnverse.deadline`, comes first).
-        max_reply_bytes: the most of a reply body read; a longer one is a bad reply
-            (retried like a 5xx), so a huge reply costs neither memory nor time.
+        max_reply_bytes: the most of a reply body kept. A longer reply the server sends
+            whole is the model's answer: its text is cut at this size and it is marked cut
+            (``finish_reason = "length"``), never retried (a retry would bill it again);
+            its middle is dropped as it arrives, so it costs no memory. One past
+            :data:`DRAIN_FACTOR` times this, or late, is a bad reply (retried like a 5xx).
         http_client: an ``httpx.Client`` to use (tests pass one with a mock transport).
         structured_output: send JSON schemas as the API's structured output (set false
             for servers without it; a server that rejects one also turns it off).
@@ -315,6 +333,13 @@ class OpenAIClient(LLMClient):
                 self.connection_failures = 0
                 self._note_sent(request, kwargs)
                 return response
+            except ReplyTooLarge as big:  # the model's whole answer: cut, never resent
+                response = self._capped(request, big)
+                self.connection_failures = 0
+                self._note_sent(request, kwargs)
+                log.warning("%s sent a %d-byte reply; its text is cut at %d bytes", where, big.size,
+                            self.max_reply_bytes)
+                return response
             except (openai.OpenAIError, BadReply) as exc:
                 episode.check()  # the episode's time is up: that ends the call, not this failure
                 if self._negotiate(exc, kwargs, where):
@@ -339,31 +364,53 @@ class OpenAIClient(LLMClient):
                 attempt += 1
 
     def _create(self, kwargs: dict[str, Any], timeout: float, ends: float) -> Any:
-        """One HTTP attempt: its body, read up to :attr:`max_reply_bytes` by ``ends`` (a
-        server that drips bytes is cut off), as JSON objects with attribute access.
+        """One HTTP attempt: its body, read by ``ends`` (a server that drips bytes is cut
+        off), as JSON objects with attribute access.
 
         Raises:
-            BadReply: a 200 whose body is too large, late, broken off, or not JSON (invalid
-                UTF-8 is replaced, JSON nested too deeply is not JSON).
+            ReplyTooLarge: a whole 200 body past :attr:`max_reply_bytes` (its middle dropped).
+            BadReply: a 200 whose body is past :data:`DRAIN_FACTOR` times the cap, late,
+                broken off, or not JSON (invalid UTF-8 is replaced, JSON nested too deeply
+                is not JSON).
         """
-        body = bytearray()
+        body, tail, size, limit = bytearray(), bytearray(), 0, self.max_reply_bytes * DRAIN_FACTOR
         with self._client.chat.completions.with_streaming_response.create(**kwargs, timeout=timeout) as response:
             try:
                 for chunk in response.iter_bytes():
-                    body += chunk
-                    if len(body) > self.max_reply_bytes:
-                        raise BadReply(f"the reply is larger than {self.max_reply_bytes} bytes")
+                    size += len(chunk)
+                    if len(body) <= self.max_reply_bytes:
+                        body += chunk
+                    else:
+                        tail = (tail + chunk)[-TAIL_BYTES:]
+                    if size > limit:
+                        raise BadReply(f"the reply is larger than {limit} bytes")
                     if time.monotonic() > ends:
                         raise BadReply(f"the reply did not arrive within the {self.deadline:g} s deadline")
             except BadReply:
                 raise
             except Exception as exc:  # noqa: BLE001 - the transport's errors (httpx or httpx2) mid-body
                 raise BadReply(f"the reply broke off: {type(exc).__name__}: {exc}") from exc
+        if size > self.max_reply_bytes:
+            raise ReplyTooLarge(bytes(body), bytes(tail), size)
         text = body.decode("utf-8", errors="replace")
         try:
             return json.loads(text, object_hook=_Fields)
         except (ValueError, RecursionError) as exc:
             raise BadReply(f"the reply is not JSON ({_describe_body(text)})") from exc
+
+    def _capped(self, request: LLMRequest, big: ReplyTooLarge) -> LLMResponse:
+        """The response of an oversized reply: its first choice's text cut at
+        :attr:`max_reply_bytes`, marked cut; the usage it reports, else estimated."""
+        head = big.head.decode("utf-8", errors="replace")
+        text = cap_text(first_content(head), self.max_reply_bytes)
+        reported = usage_object((big.head[-TAIL_BYTES:] + big.tail).decode("utf-8", errors="replace"))
+        try:
+            usage = reply_usage(_Fields(reported) if reported else None, request, (text,))
+        except ValueError:
+            usage = reply_usage(None, request, (text,))
+        answered_by = model_named(head) or self.model
+        return LLMResponse(text=text, model=answered_by, usage=usage, finish_reason="length", key=request.key,
+                           cost_usd=self.cost(usage, self.model, answered_by))
 
     def _count_connection_failure(self, exc: Exception, where: str) -> None:
         """Count consecutive connection failures; at :data:`BREAKER_FAILURES` say, once,

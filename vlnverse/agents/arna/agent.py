@@ -61,6 +61,8 @@ from pydantic import BaseModel, ValidationError
 
 from vlnverse.agents.arna import prompts as P
 from vlnverse.agents.arna.config import ARNAConfig
+from vlnverse.agents.arna.failures import FailureCounter
+from vlnverse.agents.arna.lineref import line_reference
 from vlnverse.agents.arna.memory import Memory
 from vlnverse.agents.arna.plan import (
     Interpreter,
@@ -92,7 +94,6 @@ logger = logging.getLogger(__name__)
 
 STOP_ACTION = (0.0, 0.0, 1.0)
 OPTION_LETTERS = "ABCD"  # the EQA options' labels (A..D), as the env shows them
-_LINE_CHOICE = re.compile(r"(?:line\s*)?(\d+)(?:\s*[.:)\-\u2013\u2014,](?:\s.*)?)?", re.IGNORECASE | re.DOTALL)
 
 #: The built-in plan when the model gives none in the grammar: explore, checking termination.
 FALLBACK_PLAN = {"main": [{"while": {"always": True}, "max_iterations": 50,
@@ -139,6 +140,7 @@ class ARNAState(EpisodeState):
     nav: Navigation | None = None
     executed: int = 0
     function_call_errors: list[str] = field(default_factory=list)
+    perception_failures: FailureCounter | None = None
     plan_rejections: list[list[str]] = field(default_factory=list)
     list_cost_usd: float = 0.0
     started: float = 0.0
@@ -186,7 +188,14 @@ class ARNAAgent(LLMWaypointAgent):
         return {}  # ARNA's replies are structured outputs and tool calls
 
     def new_state(self, episode: EpisodeInfo) -> ARNAState:
-        return ARNAState(episode)
+        return ARNAState(episode, perception_failures=FailureCounter(
+            "perception_error", self.config.max_perception_failures))
+
+    def check_model(self, spec: str) -> None:
+        """Refuse, before the run, a model without a price when no token cap is set."""
+        from vlnverse.agents.arna.preflight import check_priced
+
+        check_priced(spec, self.config.max_tokens_per_episode)
 
     # -- the model -----------------------------------------------------------------
 
@@ -210,9 +219,11 @@ class ARNAAgent(LLMWaypointAgent):
         self.record.setdefault("consultations", []).append(
             {"purpose": role, "messages": describe_messages(messages), "reply": reply})
 
-    def structured(self, role: str, system: str, prompt: Prompt, model: type[BaseModel]) -> Any | None:
+    def structured(self, role: str, system: str, prompt: Prompt, model: type[BaseModel], *,
+                   on_failure: Any = None) -> Any | None:
         """A structured answer (a validated ``model``), or None after its repair failed
-        (counted as a parse failure)."""
+        (counted as a parse failure, then reported to ``on_failure``: by default a
+        function-call error)."""
         self.state.role = role
         messages = prompt.messages(system)
         try:
@@ -221,7 +232,7 @@ class ARNAAgent(LLMWaypointAgent):
         except (LLMAnswerError, ValidationError) as exc:
             self.state.trace.failures["schema"] += 1
             self._call_record(role, messages, {"error": str(exc)[:300]})
-            self._function_call_error(f"{role}: no answer in its structure ({str(exc)[:200]})")
+            (on_failure or self._function_call_error)(f"{role}: no answer in its structure ({str(exc)[:200]})")
             return None
         self._call_record(role, messages, value)
         return parsed
@@ -360,9 +371,11 @@ class ARNAAgent(LLMWaypointAgent):
         prompt.section("Objects of interest", targets or "any notable object")
         for v in views:
             prompt.image(str(v), panorama.rgb[v])
-        answer = self.structured("perception", P.PERCEPTION_SYSTEM, prompt, P.Perception)
+        answer = self.structured("perception", P.PERCEPTION_SYSTEM, prompt, P.Perception,
+                                 on_failure=self._perception_failure)
         if answer is None:
             return "unknown", {}
+        state.perception_failures.succeed()
         seen: dict[int, list[str]] = {}
         for det in answer.objects:
             if det.view in views and det.label.strip():
@@ -554,11 +567,10 @@ class ARNAAgent(LLMWaypointAgent):
         text = (choice.next_step or "").strip() if choice is not None else ""
         if not text or line is None:   # no choice, or inside a reasoning function (runs in order)
             return None
-        match, count = _LINE_CHOICE.fullmatch(text), len(state.program.lines)
-        if match is None or not 1 <= int(match[1]) <= count:
+        target, count = line_reference(text), len(state.program.lines)
+        if target is None or not 1 <= target <= count:
             self._function_call_error(f"next_step: {text[:60]!r} names no line of the plan (1 to {count})")
             return None
-        target = int(match[1])
         if target == line:
             return None
         self.record.setdefault("jumps", []).append({"from": line or "end", "to": target})
@@ -650,6 +662,17 @@ class ARNAAgent(LLMWaypointAgent):
         state.memory.log(f"step {state.step}: function call error: {detail[:160]}")
         if len(state.function_call_errors) >= self.config.max_function_call_errors:
             raise BudgetSpent("function_call_error", f"invalid tool call: {detail[:200]}")
+
+    def _perception_failure(self, detail: str) -> None:
+        """A perception reply without its structure: counted apart from function-call
+        errors, ending the run (``perception_error``) after ``max_perception_failures`` in a row."""
+        state = self.state
+        state.trace.failures["perception"] += 1
+        state.memory.log(f"step {state.step}: perception failed: {detail[:160]}")
+        failures = state.perception_failures
+        if failures.fail(detail):
+            raise BudgetSpent(failures.reason, f"{failures.streak} perception replies in a row without their "
+                                               f"structure: {detail[:200]}")
 
     def _update_memory(self, line: str, result: ToolResult, selected: str = "") -> None:
         if not self.config.memory_updates:
@@ -763,6 +786,7 @@ class ARNAAgent(LLMWaypointAgent):
             "plan_rejections": len(state.plan_rejections),
             "plan_rejection_problems": state.plan_rejections,
             "function_call_errors": state.function_call_errors,
+            "perception_failures": state.perception_failures.details,
             "statements_executed": state.executed,
             "out_of_order_steps": state.jumps,
             "answer": ended.get("answer"),

@@ -29,7 +29,12 @@ class ARNAConfig(LLMAgentConfig):
         max_function_call_errors: Failed function calls (after their repair turn) that end
             the run inconclusive (``function_call_error``; the paper ends at the first): invalid
             tool calls and structured outputs that never followed their schema (next step,
-            condition, memory update, workflow stages, perception).
+            condition, memory update, workflow stages); a ``next_step`` that names no line
+            unambiguously (``Step 4``, ``#4``, ``4 (goto kitchen)`` are read) is one.
+        max_perception_failures: ``vlm`` perception replies in a row that never followed
+            their schema (after the repair turn) that end the run inconclusive
+            (``perception_error``); counted apart from function-call errors (in the paper
+            perception is a detector's job, not a plan step); 0 = never.
         max_plan_statements: Statements the plan interpreter executes before the run ends
             inconclusive (``statement_limit``).
         plan_repairs: Extra tries when a generated plan is outside the grammar (each
@@ -56,6 +61,7 @@ class ARNAConfig(LLMAgentConfig):
     max_cost_usd: float = 3.0
     max_wall_s: float = 0.0
     max_function_call_errors: int = 1
+    max_perception_failures: int = 3
     max_plan_statements: int = 200
     plan_repairs: int = 1
     fallback_plan: bool = False
@@ -81,8 +87,10 @@ class ARNAConfig(LLMAgentConfig):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"arna.{name} must be a positive integer, got {value!r}")
-        if isinstance(self.plan_repairs, bool) or not isinstance(self.plan_repairs, int) or self.plan_repairs < 0:
-            raise ConfigError(f"arna.plan_repairs must be a non-negative integer, got {self.plan_repairs!r}")
+        for name in ("plan_repairs", "max_perception_failures"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(f"arna.{name} must be a non-negative integer, got {value!r}")
         _positive("arna", max_cost_usd=self.max_cost_usd, grid_resolution=self.grid_resolution,
                   grid_extent=self.grid_extent, waypoint_step=self.waypoint_step, goal_tolerance=self.goal_tolerance)
         if self.clearance < 0:
