@@ -37,6 +37,10 @@ class LLMClient(abc.ABC):
             ``schema_in_prompt``; ``json_mode``: ``json_object`` / ``prompt``; ``tools``:
             ``native`` / ``emulated``; ``n``: ``native`` / ``single_seeded``; ``images``:
             ``native`` / ``refused``), for ``run.json``.
+        context_window: the model's context size in tokens (None: not known), from the
+            spec (``context=``) or learned from a context-length error
+            (:meth:`learn_context`); agents build their prompts within it.
+        context_source: where :attr:`context_window` came from (``spec``, ``server error``).
     """
 
     supports_json_schema = False
@@ -44,6 +48,8 @@ class LLMClient(abc.ABC):
     supports_n: bool | None = None
     supports_images: bool | None = None
     supports_json_object: bool | None = None
+    context_window: int | None = None
+    context_source: str | None = None
 
     def __init__(self, model: str, *, prices: PriceTable | None = None) -> None:
         self.model = model
@@ -60,6 +66,11 @@ class LLMClient(abc.ABC):
         modes = self._features.setdefault(capability, [])
         if mode not in modes:
             modes.append(mode)
+
+    def learn_context(self, window: int, source: str) -> None:
+        """Take ``window`` as the context size when it is smaller than the one known."""
+        if self.context_window is None or window < self.context_window:
+            self.context_window, self.context_source = int(window), source
 
     def request(self, messages: Messages, **params: Any) -> LLMRequest:
         """The request :meth:`complete` would send (e.g. to look up its hash)."""
@@ -179,6 +190,17 @@ class WrapperClient(LLMClient):
     @property
     def supports_json_object(self) -> bool | None:  # type: ignore[override]
         return self.inner.supports_json_object
+
+    @property
+    def context_window(self) -> int | None:  # type: ignore[override]
+        return self.inner.context_window
+
+    @property
+    def context_source(self) -> str | None:  # type: ignore[override]
+        return self.inner.context_source
+
+    def learn_context(self, window: int, source: str) -> None:
+        self.inner.learn_context(window, source)
 
     @property
     def features_used(self) -> dict[str, list[str]]:
