@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from vlnverse.llm.images import ImagePart
 from vlnverse.llm.types import ChatMessage, LLMRequest
-from vlnverse.llm.usage import image_tokens
+from vlnverse.llm.usage import IMAGE_BASE_TOKENS, image_tokens
 
 BYTES_PER_TOKEN = 3
 MESSAGE_TOKENS = 8
@@ -83,9 +83,18 @@ def repair_echo(reply: str) -> str:
     return clip(reply, REPAIR_ECHO_TOKENS) if reply else "(empty reply)"
 
 
+def _image_bound(image: ImagePart) -> int:
+    """An image's tokens by OpenAI's rule (its base alone when it cannot be decoded: the
+    server will refuse it for that, not for its size)."""
+    try:
+        return image_tokens(image)
+    except (OSError, ValueError):
+        return IMAGE_BASE_TOKENS
+
+
 def message_bound(message: ChatMessage) -> int:
     """Tokens one chat message takes at most (text, images and template markers)."""
-    return MESSAGE_TOKENS + sum(text_bound(p) if isinstance(p, str) else image_tokens(p) for p in message.parts)
+    return MESSAGE_TOKENS + sum(part_bound(p) for p in message.parts)
 
 
 def messages_bound(messages: Iterable[ChatMessage]) -> int:
@@ -100,7 +109,7 @@ def request_bound(request: LLMRequest) -> int:
 
 def part_bound(part: str | ImagePart) -> int:
     """Tokens of one message part (text or image)."""
-    return text_bound(part) if isinstance(part, str) else image_tokens(part)
+    return text_bound(part) if isinstance(part, str) else _image_bound(part)
 
 
 @dataclass(frozen=True)

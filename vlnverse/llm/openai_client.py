@@ -409,8 +409,10 @@ class OpenAIClient(LLMClient):
     def _refuse_oversized(self, request: LLMRequest, where: str) -> None:
         """Raise :class:`LLMContextExceeded`, without calling, for a request estimated
         larger than the known context window."""
+        if self.context_window is None:
+            return
         size = request_bound(request)
-        if self.context_window is not None and size > self.context_window:
+        if size > self.context_window:
             raise LLMContextExceeded(f"{where}: the request (about {size} tokens with its completion cap, "
                                      f"estimated) does not fit the {self.context_window}-token context window "
                                      f"({self.context_source}); not sent", self.context_window, size)
