@@ -30,15 +30,19 @@ WINDOWS = {"text_history": 1600, "text_history_cot": 1600, "map_history": 1600, 
 STEPS = 6
 
 
-def run(dataset, out, name: str, model: SmallContext, *, context: bool, **settings):
+def run(dataset, out, name: str, model: SmallContext, *, context: bool, record=None, **settings):
     with LoopbackServer(model) as server:
         spec = (f"openai:local-model?base_url={server.url}&api_key_env=none&max_retries=1&timeout=10"
                 + (f"&context={model.window}" if context else ""))
-        result = evaluate(EvalConfig(dataset=str(dataset), out=str(out), agent=name, agent_config={**CONFIG, **settings},
-                                     task="coarse", episodes=1, physics=("tel_hop",), max_steps=STEPS, plots=0,
-                                     bootstrap=10, llm=spec))
+        result = evaluate(config(dataset, out, name, spec, llm_record=record, **settings))
     assert len(model.seen) < MAX_REQUESTS
     return result.records[0]
+
+
+def config(dataset, out, name: str, spec: str, llm_record=None, **settings) -> EvalConfig:
+    return EvalConfig(dataset=str(dataset), out=str(out), agent=name, agent_config={**CONFIG, **settings},
+                      task="coarse", episodes=1, physics=("tel_hop",), max_steps=STEPS, plots=0, bootstrap=10,
+                      llm=spec, llm_record=llm_record)
 
 
 @pytest.mark.timeout(120)
@@ -68,7 +72,8 @@ def test_every_request_fits_the_window_the_spec_gives(dataset, tmp_path, name):
 def test_a_window_learned_from_the_server_is_kept_and_the_step_falls_back(dataset, tmp_path, name, style, window,
                                                                           settings):
     model = SmallContext(window, style=style)
-    record = run(dataset, tmp_path, name, model, context=False, **settings)
+    transcript = tmp_path / "calls.jsonl"
+    record = run(dataset, tmp_path / "run", name, model, context=False, record=str(transcript), **settings)
     assert record["error"] is None and record["fail_reason"] == "step_budget", record["error"]
     assert len(model.rejected) == 1  # refused once: never resent, not as n single samples either
     first = next(i for i, (_, _, rejected) in enumerate(model.seen) if rejected)
@@ -76,4 +81,10 @@ def test_a_window_learned_from_the_server_is_kept_and_the_step_falls_back(datase
     trace = record["agent_trace"]
     assert trace["failures"]["too_long"] >= 1 and trace["fitting"]["requests_cut"] > 0
     assert record["llm"]["failed_calls"] >= 1
-    assert "did not fit the context window even so" in (tmp_path / "summary.md").read_text()
+    assert "did not fit the context window even so" in (tmp_path / "run" / "summary.md").read_text()
+    # the refusal is in the transcript: the replay learns the window at the same request and cuts alike
+    replayed = evaluate(config(dataset, tmp_path / "replay", name, f"replay:{transcript}", **settings)).records[0]
+    assert replayed["error"] is None
+    assert [s["action"] for s in replayed["agent_trace"]["steps"]] == [s["action"] for s in trace["steps"]]
+    assert replayed["agent_trace"]["fitting"] == trace["fitting"]
+    assert replayed["agent_trace"]["failures"] == trace["failures"]

@@ -142,3 +142,30 @@ def test_llm_check_says_when_the_window_is_unknown(capsys, monkeypatch):
         code = main(["llm", "check", spec(server, max_retries=0)])
     out = capsys.readouterr().out
     assert code == 0 and "unknown: the server does not state it (give context=N in the spec)" in out
+
+
+def test_a_transcript_keeps_the_window_and_the_refusals(tmp_path):
+    from vlnverse.llm import RecordingClient, ReplayClient
+
+    model = SmallContext(600)
+    long = "Describe what you see. " + "a lamp by a sofa " * 250
+    with LoopbackServer(model) as server:
+        recorder = RecordingClient(make_llm(spec(server)), tmp_path / "calls.jsonl")
+        assert recorder.complete("Describe the room.", max_tokens=100).text
+        with pytest.raises(LLMContextExceeded):
+            recorder.complete(long, max_tokens=100)
+        assert recorder.context_window == 600 and recorder.complete("And now?", max_tokens=100).text
+    lines = [json.loads(line) for line in (tmp_path / "calls.jsonl").read_text().splitlines()]
+    assert [("context_error" in line, line.get("context_window")) for line in lines] == [
+        (False, None), (True, None), (False, 600)]
+    replay = ReplayClient(tmp_path / "calls.jsonl")
+    assert replay.context_window is None and replay.complete("Describe the room.", max_tokens=100).text
+    with pytest.raises(LLMContextExceeded, match="too long for its context"):
+        replay.complete(long, max_tokens=100)
+    assert replay.context_window == 600 and replay.context_source == "transcript"
+    assert replay.complete("And now?", max_tokens=100).text == lines[2]["response"]["text"]
+    (tmp_path / "spec.jsonl").write_text(json.dumps({**lines[2], "context_window": 900}) + "\n")
+    assert ReplayClient(tmp_path / "spec.jsonl").context_window == 900
+    (tmp_path / "bad.jsonl").write_text(json.dumps({"request": lines[0]["request"]}) + "\n")
+    with pytest.raises(ConfigError, match="needs 'request' and 'response' \\(or 'context_error'\\)"):
+        ReplayClient(tmp_path / "bad.jsonl")

@@ -6,6 +6,8 @@ import abc
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from vlnverse.errors import LLMContextExceeded
+from vlnverse.llm.context import request_bound
 from vlnverse.llm.jsonanswer import parse_json_answer
 from vlnverse.llm.pricing import PriceTable, UsageTotals
 from vlnverse.llm.types import ChatMessage, LLMRequest, LLMResponse, Usage
@@ -86,9 +88,16 @@ class LLMClient(abc.ABC):
 
         Raises:
             ConfigError: a message or parameter is invalid.
+            LLMContextExceeded: the request is estimated larger than the known context
+                window (:mod:`vlnverse.llm.context`); it is not sent.
             LLMError: the backend failed (see the subclasses in ``vlnverse.errors``).
         """
-        response = self.send(self.request(messages, **params))
+        request = self.request(messages, **params)
+        if self.context_window is not None and (size := request_bound(request)) > self.context_window:
+            raise LLMContextExceeded(f"{getattr(self, 'where', self.model)}: the request (about {size} tokens with "
+                                     f"its completion cap, estimated) does not fit the {self.context_window}-token "
+                                     f"context window ({self.context_source}); not sent", self.context_window, size)
+        response = self.send(request)
         self.totals.add(response)
         return response
 

@@ -33,6 +33,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from vlnverse.errors import ConfigError
 from vlnverse.llm.images import ImagePart
 from vlnverse.llm.types import ChatMessage, LLMRequest
 from vlnverse.llm.usage import IMAGE_BASE_TOKENS, image_tokens
@@ -58,6 +59,17 @@ _REQUESTED = (
     re.compile(r"request \((\d+) tokens?\)", re.IGNORECASE),
     re.compile(r"resulted in (\d+) tokens", re.IGNORECASE),
 )
+
+
+def check_context(context: int | None) -> int | None:
+    """A spec's ``context=`` value: a positive number of tokens, or None.
+
+    Raises:
+        ConfigError: anything else.
+    """
+    if context is not None and (isinstance(context, bool) or not isinstance(context, int) or context < 1):
+        raise ConfigError(f"context must be a positive number of tokens, got {context!r}")
+    return context
 
 
 def text_bound(text: str) -> int:

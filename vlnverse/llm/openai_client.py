@@ -15,10 +15,10 @@ client stops calling the server (each later call fails at once), so a dead serve
 seconds, not the full backoff for every request.
 
 A request that does not fit the model's context window (:mod:`vlnverse.llm.context`) is
-never sent again as it was: the spec's ``context=N`` (or a window learned from an earlier
-context-length error) refuses it before sending, and a server's context-length error
-teaches the window for the rest of the client's life; both raise
-:class:`~vlnverse.errors.LLMContextExceeded`, which no fallback resends.
+never sent again as it was: a server's context-length error teaches the window for the
+rest of the client's life (:meth:`LLMClient.complete` refuses, unsent, a request estimated
+larger than a known window) and raises :class:`~vlnverse.errors.LLMContextExceeded`, which
+no fallback resends.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from vlnverse.errors import (
     LLMUnsupportedFeature,
 )
 from vlnverse.llm.base import LLMClient
-from vlnverse.llm.context import read_context_error, request_bound
+from vlnverse.llm.context import check_context, read_context_error, request_bound
 from vlnverse.llm.negotiate import CALLER_FEATURES, FALLBACKS, read_rejection, sent_features
 from vlnverse.llm.pricing import PriceTable
 from vlnverse.llm.types import ChatMessage, LLMRequest, LLMResponse, ToolCall
@@ -275,9 +275,7 @@ class OpenAIClient(LLMClient):
             raise ConfigError(
                 f"need 0 <= backoff_base <= backoff_max, got {backoff_base}, {backoff_max}"
             )
-        if context is not None and (isinstance(context, bool) or not isinstance(context, int) or context < 1):
-            raise ConfigError(f"context must be a positive number of tokens, got {context!r}")
-        if context is not None:
+        if check_context(context) is not None:
             self.learn_context(context, "spec")
         api_key = require_api_key(api_key_env)
         self.base_url = base_url or os.environ.get(BASE_URL_ENV) or None
@@ -316,7 +314,6 @@ class OpenAIClient(LLMClient):
     def send(self, request: LLMRequest) -> LLMResponse:
         where = self.where
         self._refuse_known(request, where)
-        self._refuse_oversized(request, where)
         if self.connection_failures >= BREAKER_FAILURES:
             raise LLMServerUnreachable(f"{where} is not called any more: {self.connection_failures} "
                                        "consecutive connection failures")
@@ -405,17 +402,6 @@ class OpenAIClient(LLMClient):
                 if feature == "images":
                     self.note_feature("images", "refused")
                 raise LLMUnsupportedFeature(f"{where} does not take {feature} (known from an earlier answer)", feature)
-
-    def _refuse_oversized(self, request: LLMRequest, where: str) -> None:
-        """Raise :class:`LLMContextExceeded`, without calling, for a request estimated
-        larger than the known context window."""
-        if self.context_window is None:
-            return
-        size = request_bound(request)
-        if size > self.context_window:
-            raise LLMContextExceeded(f"{where}: the request (about {size} tokens with its completion cap, "
-                                     f"estimated) does not fit the {self.context_window}-token context window "
-                                     f"({self.context_source}); not sent", self.context_window, size)
 
     def _context_error(self, exc: Exception, request: LLMRequest, where: str) -> None:
         """Read a context-length error: learn the window (the one stated, else just under
