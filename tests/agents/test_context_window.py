@@ -62,6 +62,8 @@ def test_every_request_fits_the_window_the_spec_gives(dataset, tmp_path, name):
     summary = (tmp_path / "summary.md").read_text()
     assert f"Prompts were cut to fit the model's context window in {fitting['requests_cut']} request(s)" in summary
     assert json.loads((tmp_path / "summary.json").read_text())["llm"]["requests_cut"] == fitting["requests_cut"]
+    features = json.loads((tmp_path / "run.json").read_text())["run"]["llm_features"]
+    assert features["context_window"] == [f"{model.window} (spec)"]
 
 
 @pytest.mark.timeout(120)
@@ -82,6 +84,8 @@ def test_a_window_learned_from_the_server_is_kept_and_the_step_falls_back(datase
     assert trace["failures"]["too_long"] >= 1 and trace["fitting"]["requests_cut"] > 0
     assert record["llm"]["failed_calls"] >= 1
     assert "did not fit the context window even so" in (tmp_path / "run" / "summary.md").read_text()
+    features = json.loads((tmp_path / "run" / "run.json").read_text())["run"]["llm_features"]
+    assert features["context_window"] == [f"{window} (server error)"]
     # the refusal is in the transcript: the replay learns the window at the same request and cuts alike
     replayed = evaluate(config(dataset, tmp_path / "replay", name, f"replay:{transcript}", **settings)).records[0]
     assert replayed["error"] is None

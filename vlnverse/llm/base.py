@@ -38,7 +38,8 @@ class LLMClient(abc.ABC):
             (``structured``: ``json_schema`` / ``json_object+schema_in_prompt`` /
             ``schema_in_prompt``; ``json_mode``: ``json_object`` / ``prompt``; ``tools``:
             ``native`` / ``emulated``; ``n``: ``native`` / ``single_seeded``; ``images``:
-            ``native`` / ``refused``), for ``run.json``.
+            ``native`` / ``refused``; ``context_window``: each window taken, ``8192 (spec)``,
+            ``4096 (server error)``), for ``run.json``.
         context_window: the model's context size in tokens (None: not known), from the
             spec (``context=``) or learned from a context-length error
             (:meth:`learn_context`); agents build their prompts within it.
@@ -73,6 +74,7 @@ class LLMClient(abc.ABC):
         """Take ``window`` as the context size when it is smaller than the one known."""
         if self.context_window is None or window < self.context_window:
             self.context_window, self.context_source = int(window), source
+            self.note_feature("context_window", f"{self.context_window} ({source})")
 
     def request(self, messages: Messages, **params: Any) -> LLMRequest:
         """The request :meth:`complete` would send (e.g. to look up its hash)."""
