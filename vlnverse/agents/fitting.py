@@ -31,6 +31,7 @@ from typing import Any
 
 from vlnverse.agents.prompts import Prompt, Section
 from vlnverse.llm.context import (
+    BYTES_PER_TOKEN,
     CUT_MARK,
     MESSAGE_TOKENS,
     REPAIR_ECHO_TOKENS,
@@ -135,7 +136,7 @@ def _shorten(section: Section, target: int) -> Section:
 
 def _shorten_start(section: Section, target: int) -> Section:
     """``section`` with the start of its body cut, its end kept, within ``target`` tokens."""
-    keep = max(MIN_TAIL_TOKENS, target - text_bound(section.title) - 2) * 3 - len(CUT_MARK.encode())
+    keep = max(MIN_TAIL_TOKENS, target - text_bound(section.title) - 2) * BYTES_PER_TOKEN - len(CUT_MARK.encode())
     body = section.body.encode("utf-8")
     if len(body) <= keep:
         return section
