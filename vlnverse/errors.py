@@ -90,6 +90,22 @@ class LLMUnsupportedFeature(LLMRequestError):
         return type(self), (str(self), self.feature)
 
 
+class LLMContextExceeded(LLMRequestError):
+    """The request does not fit the model's context window: the server said so (a
+    context-length error, read by :mod:`vlnverse.llm.context`) or the client's estimate
+    showed it before sending. Never retried as the same request; an agent counts it as a
+    bad request and falls back. ``window`` is the context size (tokens) when known,
+    ``requested`` the request's size as the server counted it (or as estimated)."""
+
+    def __init__(self, message: str, window: int | None = None, requested: int | None = None) -> None:
+        super().__init__(message)
+        self.window = window
+        self.requested = requested
+
+    def __reduce__(self):
+        return type(self), (str(self), self.window, self.requested)
+
+
 class LLMAnswerError(LLMError):
     """The model answered, but the answer is not what was asked for."""
 

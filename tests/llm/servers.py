@@ -239,3 +239,130 @@ def server_answer(profile: Profile) -> Callable[[dict[str, Any]], Reply | str]:
         return reply
 
     return answer
+
+
+# -- a server with a small context window and a verbose model (issue 45) ------------------
+
+SERVER_BYTES_PER_TOKEN = 4
+"""How the small-context server counts tokens: UTF-8 bytes / 4 (a typical BPE rate on
+English text and JSON), plus 4 a message and 85 an image."""
+FILLER = ("the corridor runs on past a wooden cabinet and a grey rug toward a bright doorway, with a lamp and "
+          "a low shelf of books by the wall and a potted plant in the corner ")
+SHORT_FIELDS = {"action", "answer", "decision", "next_step", "run_function", "room", "label", "colour", "question",
+                "items", "objects", "order_correct", "terminal", "holds", "done", "visible", "type"}
+"""Fields the verbose model keeps short: ids, words and flags the agents read exactly."""
+LIST_FIELDS = ("actions", "executed", "in_progress", "waiting", "implementation")
+EXPERT_LISTS = {"split route instructions": {"actions": []},
+                "find the landmarks": {"order_correct": True, "actions": [], "landmarks": []},
+                "judge progress along a route": {"thought": "", "executed": [], "in_progress": [], "waiting": []}}
+
+
+def server_tokens(body: Mapping[str, Any]) -> int:
+    """The prompt tokens of a request as the small-context server counts them."""
+    tokens = 0
+    for message in body.get("messages", ()):
+        content = message.get("content")
+        parts = [content] if isinstance(content, str) else content or []
+        tokens += 4 + sum(len(p.encode()) // SERVER_BYTES_PER_TOKEN + 1 if isinstance(p, str) else
+                          len(p.get("text", "").encode()) // SERVER_BYTES_PER_TOKEN + 1 if p.get("type") == "text"
+                          else 85 for p in parts)
+    return tokens
+
+
+def _filler(nbytes: int) -> str:
+    return (FILLER * (nbytes // len(FILLER) + 1))[:max(0, nbytes)].strip()
+
+
+def _asked(body: Mapping[str, Any]) -> list[str]:
+    """The reply fields a request asks for: its JSON schema's properties, else the fields
+    its reply format names (``"why": "<...>"`` or ``Why: <...>`` lines)."""
+    schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema") or {}
+    if schema.get("properties"):
+        return list(schema["properties"])
+    text = _text(body)
+    return re.findall(r'"(\w+)": "<', text) + [m.lower().replace(" ", "_")
+                                               for m in re.findall(r"^([A-Z][a-z]+(?: [a-z]+)?): <", text, re.M)]
+
+
+def _lengthen(value: dict[str, Any], nbytes: int, asked: list[str]) -> dict[str, Any]:
+    """``value`` with every free-text field ``asked`` for (added when missing) and every
+    list of phrases grown, by about ``nbytes`` together."""
+    out = dict(value)
+    for key in asked:
+        if key not in SHORT_FIELDS and not isinstance(out.get(key, ""), (list, dict, bool, int)):
+            out[key] = str(out.get(key) or "")
+    long = [k for k in asked if isinstance(out.get(k), str) and k not in SHORT_FIELDS]
+    lists = [k for k in (*LIST_FIELDS, "landmarks") if isinstance(out.get(k), list)]
+    share = nbytes // max(1, len(long) + len(lists))
+    for key in long:
+        out[key] = f"{out[key]} {_filler(share)}".strip()
+    for key in lists:
+        items = max(1, share // 120)
+        out[key] = list(out[key]) + ([{"name": _filler(100), "type": "furniture"} for _ in range(items)]
+                                     if key == "landmarks" else [_filler(100) for _ in range(items)])
+    return out
+
+
+def verbose_answer(body: Mapping[str, Any]) -> Reply | str:
+    """:func:`model_answer` as a verbose model says it: every reply about as long as the
+    request's ``max_tokens`` allows; the JSON ones still parse, their ids and flags intact,
+    and a question asked in plain words gets plain words."""
+    budget = int(0.9 * (body.get("max_tokens") or body.get("max_completion_tokens") or 600)) * SERVER_BYTES_PER_TOKEN
+    system = next((m.get("content") for m in body.get("messages", ()) if m.get("role") == "system"), "") or ""
+    shape = next((dict(v) for k, v in EXPERT_LISTS.items() if k in system), None)
+    reply = json.dumps(shape) if shape is not None else model_answer(body)
+    if isinstance(reply, Reply):
+        return reply
+    asked = _asked(body)
+    try:
+        value = json.loads(reply)
+    except ValueError:
+        value = None
+    if isinstance(value, dict) and (asked or shape is not None or body.get("response_format")):
+        return json.dumps(_lengthen(value, budget - len(reply), asked))
+    if isinstance(value, dict):  # a question in plain words: a plain, long answer
+        reply = "I can see a sofa and a table in that direction."
+    return f"{reply} {_filler(budget - len(reply))}"
+
+
+@dataclass
+class SmallContext:
+    """A server with a context window of ``window`` tokens (:func:`server_tokens`) and a
+    verbose model: it rejects a request whose prompt plus ``max_tokens`` exceed the window
+    as vLLM does (400, ``This model's maximum context length is N tokens. However, you
+    requested M tokens ...``) or, with ``style="llama.cpp"``, as llama.cpp's server does
+    (400, ``exceed_context_size_error`` with ``n_ctx`` and ``n_prompt_tokens``), and
+    answers the others with :func:`verbose_answer` (``n`` choices). ``seen`` holds each
+    request's ``(prompt tokens, max_tokens, rejected)``; ``rejected`` the bodies refused."""
+
+    window: int
+    style: str = "vllm"
+
+    def __post_init__(self) -> None:
+        self.seen: list[tuple[int, int, bool]] = []
+        self.rejected: list[str] = []
+
+    def __call__(self, body: dict[str, Any]) -> Reply | str:
+        if len(self.seen) >= MAX_REQUESTS:
+            return Reply(status=400, raw=b'{"error": {"message": "request cap of the test server reached"}}')
+        prompt, completion = server_tokens(body), int(body.get("max_tokens") or 0)
+        # vLLM refuses a prompt and completion cap beyond the window; llama.cpp a prompt that fills it
+        too_long = prompt >= self.window if self.style == "llama.cpp" else prompt + completion > self.window
+        self.seen.append((prompt, completion, too_long))
+        if too_long:
+            self.rejected.append(json.dumps(body, sort_keys=True))
+            if self.style == "llama.cpp":
+                return Reply(status=400, raw=json.dumps({"error": {
+                    "code": 400, "message": f"request ({prompt} tokens) exceeds the available context size "
+                    f"({self.window} tokens), try increasing it", "type": "exceed_context_size_error",
+                    "n_prompt_tokens": prompt, "n_ctx": self.window}}).encode())
+            return Reply(status=400, raw=json.dumps({
+                "object": "error", "message": f"This model's maximum context length is {self.window} tokens. However, "
+                f"you requested {prompt + completion} tokens ({prompt} in the messages, {completion} in the "
+                "completion). Please reduce the length of the messages or completion.",
+                "type": "BadRequestError", "param": None, "code": 400}).encode())
+        reply = verbose_answer(body)
+        n = body.get("n", 1)
+        if n > 1 and isinstance(reply, str):
+            return Reply(content=reply, choices=[reply] * (n - 1))
+        return reply

@@ -24,8 +24,9 @@ def test_llama_cpp_server(capsys):
     report = json.loads(out)
     assert code == 0 and report["chat_ok"]
     supported = {name: result["supported"] for name, result in report["features"].items()}
-    assert supported == {"models": True, "chat": True, "json_mode": True, "json_schema": True, "tools": False,
-                         "n": False, "images": False}
+    assert supported == {"models": True, "context": None, "chat": True, "json_mode": True, "json_schema": True,
+                         "tools": False, "n": False, "images": False}
+    assert report["features"]["context"]["tokens"] is None and "unknown" in report["features"]["context"]["detail"]
     assert "Only one completion choice is allowed" in report["features"]["n"]["detail"]
     assert "tool calls emulated by prompt" in report["agents"]["arna"]
     assert "vlm refused" in report["agents"]["dscd_nav"]
@@ -47,4 +48,4 @@ def test_exit_1_only_when_plain_chat_fails(capsys):
     with LoopbackServer(lambda body: Reply(status=500, raw=b"Internal Server Error")) as server:
         code, out = check(capsys, server, "--json")
     report = json.loads(out)
-    assert code == 1 and report["chat_ok"] is False and set(report["features"]) == {"models", "chat"}
+    assert code == 1 and report["chat_ok"] is False and set(report["features"]) == {"models", "context", "chat"}

@@ -169,8 +169,8 @@ def test_images_rejected_once_then_refused_without_a_call():
 
 
 def test_a_rejection_naming_nothing_we_sent_is_not_retried():
-    with LoopbackServer(lambda b: servers.openai_error(400, "This model's maximum context length is 8 tokens.")) as server:
-        with pytest.raises(LLMRequestError, match="rejected the request .400: This model") as info:
+    with LoopbackServer(lambda b: servers.openai_error(400, "The prompt breaks the content policy.")) as server:
+        with pytest.raises(LLMRequestError, match="rejected the request .400: The prompt breaks") as info:
             client(server).complete("hi")
     assert not isinstance(info.value, LLMUnsupportedFeature) and server.calls == 1
 

@@ -16,7 +16,9 @@ One step of :class:`LLMWaypointAgent`:
    ``parse_failures``) gets **one repair prompt** (``repairs``); if that fails too the
    **fallback** (``fallbacks``) is the candidate nearest straight ahead (the longer one
    on a tie; the left turn when only turns are offered). A failed reply is
-   never turned into STOP.
+   never turned into STOP. Every prompt is fitted to the model's context window first
+   (:mod:`vlnverse.agents.fitting`); a request that does not fit even so is a bad request
+   (``failures["too_long"]``) and goes to the fallback at once (a repair would be longer).
 5. **Act**: a candidate → waypoint ``(distance, heading, 0)``; STOP → ``(0, 0, 1)``;
    ASK → :class:`~vlnverse.eval.agent.Ask` (dialogue episodes, within the budget).
 6. **Remember**: the subclass updates its memory (summary, map, plan) from the decision.
@@ -42,6 +44,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from vlnverse.agents.config import LLMAgentConfig
+from vlnverse.agents.fitting import Fit, cap, cap_items, fit_prompt, reserve_for, window_budget
 from vlnverse.agents.gt_perception import ViewObjects, visible_objects
 from vlnverse.agents.localmap import build_local_map
 from vlnverse.agents.panorama import Panorama, make_rig
@@ -57,7 +60,7 @@ from vlnverse.agents.prompts import (
     spread_views,
     view_label,
 )
-from vlnverse.agents.trace import AgentTrace
+from vlnverse.agents.trace import TOO_LONG, AgentTrace
 from vlnverse.agents.waypoints import (
     Candidate,
     WaypointPredictor,
@@ -67,10 +70,16 @@ from vlnverse.agents.waypoints import (
 )
 from vlnverse.config import config_from_mapping
 from vlnverse.deadline import run_all
-from vlnverse.errors import ConfigError, LLMBudgetExceeded, LLMUnsupportedFeature
+from vlnverse.errors import (
+    ConfigError,
+    LLMBudgetExceeded,
+    LLMContextExceeded,
+    LLMUnsupportedFeature,
+)
 from vlnverse.eval.agent import Agent, Ask, EpisodeInfo
+from vlnverse.llm.context import repair_echo
 from vlnverse.llm.sampling import merge_responses, sample_n
-from vlnverse.llm.types import ChatMessage
+from vlnverse.llm.types import ChatMessage, LLMResponse
 
 logger = logging.getLogger(__name__)
 
@@ -202,7 +211,8 @@ class LLMWaypointAgent(Agent, abc.ABC):
 
     def _request(self, messages: Sequence[ChatMessage], **overrides: Any) -> list[Any]:
         """Send one request (``n`` samples through :func:`~vlnverse.llm.sampling.sample_n`);
-        thread-safe: counts nothing (see :meth:`_count`)."""
+        thread-safe: counts nothing (see :meth:`_count`). A request too long for the
+        model's context gives a placeholder reply (empty, ``finish_reason`` ``too_long``)."""
         params: dict[str, Any] = {"temperature": self.config.temperature,
                                   "max_tokens": self.config.max_reply_tokens, "n": self.config.samples}
         if self.config.prompt_variant == "json":
@@ -210,10 +220,37 @@ class LLMWaypointAgent(Agent, abc.ABC):
         params.update(overrides)
         try:
             return sample_n(self.llm, list(messages), params.pop("n"), **params)
+        except LLMContextExceeded as exc:
+            logger.info("agent %s: a request did not fit the model's context (%s)", self.name, exc)
+            return [LLMResponse(text="", model=self.llm.model, finish_reason=TOO_LONG)]
         except LLMUnsupportedFeature as exc:
             if exc.feature == "images":
                 raise refuse_vlm(self.name, exc) from None
             raise
+
+    def fitted(self, prompt: Prompt, system: str, purpose: str, *, reserve: int = 0) -> Fit:
+        """``prompt`` (with ``system``) fitted to the model's context window less the reply
+        cap and ``reserve`` (:func:`~vlnverse.agents.fitting.fit_prompt`); what was cut is
+        counted in the trace and noted in the step's record under ``fits``."""
+        fit = fit_prompt(prompt, system, window_budget(self.llm, self.config.max_reply_tokens, reserve))
+        if fit.cuts:
+            self.state.trace.note_fit(fit.before - fit.after)
+            self.record.setdefault("fits", []).append({"purpose": purpose, **fit.to_dict()})
+        return fit
+
+    def capped(self, text: str, tokens: int | None = None) -> str:
+        """A model answer as later prompts carry it: at most ``tokens`` (default
+        ``answer_tokens``), counted in the trace when cut."""
+        text, cut = cap(text, tokens or self.config.answer_tokens)
+        self.state.trace.fitting["answers_capped"] += cut
+        return text
+
+    def capped_items(self, items: Sequence[str], tokens: int | None = None) -> list[str]:
+        """A list a model answered (actions, landmarks, steps) as later prompts carry it:
+        the first items within ``tokens`` (default ``answer_tokens``), counted when cut."""
+        kept, cut = cap_items(items, tokens or self.config.answer_tokens)
+        self.state.trace.fitting["answers_capped"] += cut
+        return kept
 
     def _check_cap(self) -> None:
         trace, cap = self.state.trace, self.config.max_tokens_per_episode
@@ -342,25 +379,26 @@ class LLMWaypointAgent(Agent, abc.ABC):
         """Ask for the action: the samples' valid decisions go to ``pick`` (default
         :func:`majority`), one repair prompt, then the fallback (None; see the module
         docs). ``params`` override generation parameters. Fills the step's trace record."""
-        state, record = self.state, self.record
-        messages = prompt.messages(self.system_text())
-        record["messages"] = prompt.describe(self.system_text())
-        response = self._complete(messages, **params)
+        state, record, system = self.state, self.record, self.system_text()
+        fit = self.fitted(prompt, system, self.decision_role)
+        record["messages"] = fit.prompt.describe(system)
+        response = self._complete(fit.messages, **params)
         record["reply"] = response.text
-        decision, error = self._vote(response.choices, view.options, pick)
-        if decision is None:
+        decision, error = self._vote(_replies(response), view.options, pick)
+        if decision is None and response.finish_reason != TOO_LONG:
             state.trace.repairs += 1
             record["repair"] = True
-            repair = [*messages, ChatMessage.assistant(response.text or "(empty reply)"),
-                      ChatMessage.user(self._repair_text(error, view))]
-            record["repair_messages"] = describe_messages(repair[-2:])
-            response = self._complete(repair, **params)
+            turns = [ChatMessage.assistant(repair_echo(response.text)), ChatMessage.user(self._repair_text(error, view))]
+            fit = self.fitted(prompt, system, "repair", reserve=reserve_for(turns))
+            record["repair_messages"] = describe_messages(turns)
+            response = self._complete([*fit.messages, *turns], **params)
             record["repair_reply"] = response.text
-            decision, error = self._vote(response.choices, view.options, pick)
+            decision, error = self._vote(_replies(response), view.options, pick)
         if decision is None:
             state.trace.fallbacks += 1
             record["fallback"] = True
-            record["parsed"] = {"error": error.kind, "message": str(error)}
+            record["parsed"] = ({"error": TOO_LONG, "message": "the request does not fit the model's context window"}
+                                if response.finish_reason == TOO_LONG else {"error": error.kind, "message": str(error)})
         else:
             record["parsed"] = decision.to_dict()
         return decision
@@ -391,8 +429,8 @@ class LLMWaypointAgent(Agent, abc.ABC):
         if decision.action == STOP:
             return np.array([0.0, 0.0, 1.0], dtype=np.float32)
         if decision.action == ASK:
-            self.state.pending_question = decision.question
-            return Ask(decision.question)
+            self.state.pending_question = self.capped(decision.question)
+            return Ask(self.state.pending_question)
         chosen = next(c for c in view.candidates if c.id == decision.action)
         return np.array([chosen.distance, chosen.heading, 0.0], dtype=np.float32)
 
@@ -436,7 +474,7 @@ class LLMWaypointAgent(Agent, abc.ABC):
         if view.room_type is not None:
             prompt.section("Current room", view.room_type)
         if view.objects is not None:
-            prompt.section("What you see around you", "\n".join(o.describe() for o in view.objects))
+            prompt.section("What you see around you", "\n".join(o.describe() for o in view.objects), cut="shorten")
         if self.config.local_map:
             local = build_local_map(view.panorama, self.config.waypoints)
             prompt.section("Local map (top-down, you are @ facing up, # obstacle, . free, letters = candidates)",
@@ -452,7 +490,7 @@ class LLMWaypointAgent(Agent, abc.ABC):
         state = self.state
         if view.dialogue and self.config.ask_oracle:
             prompt.section("Dialogue with a guide who knows the house", dialogue_text(
-                state.exchanges, state.questions_left if ASK in view.options else 0))
+                state.exchanges, state.questions_left if ASK in view.options else 0), cut="oldest")
         prompt.section("Candidate places you can move to", candidate_cards(view.candidates, views=view.objects,
                                                                             notes=self.candidate_notes(view)))
 
@@ -499,6 +537,11 @@ def _fallback(candidates: Sequence[Candidate]) -> np.ndarray:
     turns when only turns are offered)."""
     best = min(candidates, key=lambda c: (round(abs(c.heading), 6), -c.distance))
     return np.array([best.distance, best.heading, 0.0], dtype=np.float32)
+
+
+def _replies(response: Any) -> tuple[str, ...]:
+    """A response's choices to parse (none for a request that was too long to send)."""
+    return () if response.finish_reason == TOO_LONG else response.choices
 
 
 def _json_action(action: Any) -> Any:

@@ -123,6 +123,10 @@ class LLMAgentConfig:
         max_reply_tokens: Cap on tokens per reply.
         max_tokens_per_episode: Stop the episode (an agent error) once this many tokens
             were used (0 = no cap).
+        answer_tokens: The most (estimated) tokens one model answer adds to later prompts:
+            a summary, a plan, an expert's answer, a debate argument, a memory field
+            (longer ones are cut and counted; :mod:`vlnverse.agents.fitting`), so a verbose
+            model does not grow its own prompts.
         history_window: Past steps listed verbatim in the prompt (0: every step of the
             episode).
         min_steps_before_stop: STOP is not offered before this many steps (MapGPT's
@@ -160,6 +164,7 @@ class LLMAgentConfig:
     temperature: float = 0.0
     max_reply_tokens: int = 600
     max_tokens_per_episode: int = 0
+    answer_tokens: int = 200
     history_window: int = 8
     min_steps_before_stop: int = 0
     panorama_images: int = 12
@@ -180,7 +185,7 @@ class LLMAgentConfig:
             raise ConfigError(f"perception must be one of {PERCEPTION_MODES}, got {self.perception!r}")
         if self.prompt_variant not in PROMPT_VARIANTS:
             raise ConfigError(f"prompt_variant must be one of {PROMPT_VARIANTS}, got {self.prompt_variant!r}")
-        for name in ("samples", "max_reply_tokens"):
+        for name in ("samples", "max_reply_tokens", "answer_tokens"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")

@@ -34,6 +34,13 @@ candidate waypoint (its letter id); moving to it drives to that candidate. Each 
 trace has a ``discussion`` record (every expert's question and answer, the predictions,
 whether fusion ran, the decision); tokens are counted per expert role. Every prompt says
 the paper's instructions in our own words.
+
+Within the model's context window (:mod:`vlnverse.agents.fitting`): what each expert adds to
+later prompts is capped — a vision answer or a direction's tags at ``perception_tokens`` (the
+paper's are a sentence or a few tags), the actions, landmarks, step summaries, estimate and
+thoughts at ``answer_tokens``; a prompt still too long loses its oldest trajectory steps
+first, then the ends of the per-direction scene lines; the instruction and the places are
+never cut.
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ from typing import Any
 
 from vlnverse.agents.base import EpisodeState, LLMWaypointAgent, StepView, majority
 from vlnverse.agents.config import LLMAgentConfig, _positive
+from vlnverse.agents.fitting import reserve_for
 from vlnverse.agents.panorama import direction_phrase
 from vlnverse.agents.parsing import Decision, ReplyError, parse_reply
 from vlnverse.agents.prompts import (
@@ -58,8 +66,10 @@ from vlnverse.agents.prompts import (
     history_text,
     output_format,
 )
+from vlnverse.agents.trace import TOO_LONG
 from vlnverse.errors import ConfigError, LLMAnswerError
 from vlnverse.eval.agent import EpisodeInfo
+from vlnverse.llm.context import clip, repair_echo
 from vlnverse.llm.jsonanswer import extract_json
 from vlnverse.llm.types import ChatMessage
 
@@ -149,6 +159,8 @@ class DiscussNavConfig(LLMAgentConfig):
         questions_per_direction: Landmark types asked about per direction (the first ones
             of the instruction; the paper asks 2).
         expert_workers: Expert calls made at the same time (the per-direction questions).
+        perception_tokens: The most (estimated) tokens one vision answer (one direction,
+            one question) or one direction's object tags adds to the navigator's prompt.
     """
 
     samples: int = 5
@@ -163,12 +175,13 @@ class DiscussNavConfig(LLMAgentConfig):
     expert_temperature: float = 0.0
     questions_per_direction: int = 2
     expert_workers: int = 4
+    perception_tokens: int = 60
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if not 0.0 <= float(self.expert_temperature) <= 2.0:
             raise ConfigError(f"expert_temperature must be in [0, 2], got {self.expert_temperature!r}")
-        for name in ("questions_per_direction", "expert_workers"):
+        for name in ("questions_per_direction", "expert_workers", "perception_tokens"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ConfigError(f"discussnav.{name} must be a positive integer, got {value!r}")
@@ -220,10 +233,12 @@ class DiscussNavAgent(LLMWaypointAgent):
         self.record["discussion"]["decision"] = None if decision is None else decision.action
         return decision
 
-    def ask(self, calls: Sequence[tuple[str, str | ChatMessage]], json: bool) -> list[str]:
-        """The experts' answers to ``(role, question)`` calls, made concurrently."""
+    def ask(self, calls: Sequence[tuple[str, str | ChatMessage | Prompt]], json: bool) -> list[str]:
+        """The experts' answers to ``(role, question)`` calls, made concurrently (a
+        :class:`Prompt` question is fitted to the context window first)."""
         cfg = self.config
-        messages = [[ChatMessage.system(EXPERTS[role]),
+        messages = [self.fitted(question, EXPERTS[role], role).messages if isinstance(question, Prompt) else
+                    [ChatMessage.system(EXPERTS[role]),
                      question if isinstance(question, ChatMessage) else ChatMessage.user(question)]
                     for role, question in calls]
         responses = self.consult_many(list(zip(messages, (role for role, _ in calls), strict=True)),
@@ -236,15 +251,17 @@ class DiscussNavAgent(LLMWaypointAgent):
         state = self.state
         asked = f'Split this instruction into its actions: "{instruction}"'
         (answer,) = self.ask([("action_decomposition", asked)], json=True)
-        actions = _items(answer, "actions")
+        actions = self.capped_items(_items(answer, "actions"))
         question = (f'Which landmarks does this instruction mention: "{instruction}"?\n\n'
                     "Its actions, as split so far:\n" + _numbered(actions))
         (reply,) = self.ask([("landmark_extraction", question)], json=True)
         checked = _json(reply)
-        corrected = _items(reply, "actions") if isinstance(checked, dict) else []
+        corrected = self.capped_items(_items(reply, "actions")) if isinstance(checked, dict) else []
         order_correct = not (isinstance(checked, dict) and checked.get("order_correct") is False and corrected)
         state.actions = actions if order_correct else corrected
-        state.landmarks = _landmarks(reply)
+        landmarks = _landmarks(reply)
+        names = self.capped_items([name for name, _ in landmarks])
+        state.landmarks = [(name, clip(kind, 8)) for name, (_, kind) in zip(names, landmarks, strict=False)]
         state.analysed = True
         self.record["discussion"]["instruction_analysis"] = {
             "decomposition": {"question": asked, "answer": answer, "actions": actions},
@@ -271,11 +288,11 @@ class DiscussNavAgent(LLMWaypointAgent):
             calls += [("object_detection", self._looking("Tag this image.", view, d)) for d in directions]
         answers = self.ask(calls, json=False) if calls else []
         for d, answer in zip(directions, answers[len(keys):], strict=False):  # vlm: the tagger's
-            tags[d] = [t.strip() for t in answer.split("|") if t.strip()]
+            tags[d] = self.capped_items([t.strip() for t in answer.split("|") if t.strip()], cfg.perception_tokens)
         scene, talk = {}, []
         for (d, question), answer in zip(keys, answers, strict=False):
             talk.append({"direction": d, "question": question, "answer": answer.strip()})
-            scene[d] = f"{scene.get(d, '')} {answer.strip()}".strip()
+            scene[d] = f"{scene.get(d, '')} {self.capped(answer.strip(), cfg.perception_tokens)}".strip()
         for d, found in tags.items():
             scene[d] = f"{scene.get(d, '')} Objects: {' | '.join(found) or 'none'}.".strip()
         self.record["discussion"]["vision"] = {"questions": talk, "objects": tags,
@@ -294,23 +311,24 @@ class DiscussNavAgent(LLMWaypointAgent):
         state = self.state
         asked = "Condense this step of the route record.\n\nStep:\n" + state.last_step
         (summary,) = self.ask([("trajectory_summary", asked)], json=False)
-        state.trajectory.append(" ".join(summary.split()) or state.last_step)
-        question = ("Which actions of the instruction are done, given the trajectory?"
-                    f"\n\nInstruction: {instruction}\nActions:\n{_numbered(state.actions)}\n"
-                    f"Landmarks: {_landmark_text(state.landmarks)}\nNavigation trajectory:\n"
-                    + "\n".join(state.trajectory))
+        state.trajectory.append(self.capped(" ".join(summary.split()) or state.last_step))
+        question = Prompt([("text", "Which actions of the instruction are done, given the trajectory?")])
+        question.section("Instruction", instruction)
+        question.section("Actions", _numbered(state.actions))
+        question.section("Landmarks", _landmark_text(state.landmarks))
+        question.section("Navigation trajectory", "\n".join(state.trajectory), cut="oldest")
         (answer,) = self.ask([("completion_estimation", question)], json=True)
         parsed = _json(answer)
         if isinstance(parsed, dict):
             parts = {key: _items(answer, key) for key in ("executed", "in_progress", "waiting")}
-            state.estimation = (f"Executed Actions: {'; '.join(parts['executed']) or 'none'}\n"
-                                f"In-progress Actions: {'; '.join(parts['in_progress']) or 'none'}\n"
-                                f"Actions Waiting to be Executed: {'; '.join(parts['waiting']) or 'none'}")
+            state.estimation = self.capped(f"Executed Actions: {'; '.join(parts['executed']) or 'none'}\n"
+                                           f"In-progress Actions: {'; '.join(parts['in_progress']) or 'none'}\n"
+                                           f"Actions Waiting to be Executed: {'; '.join(parts['waiting']) or 'none'}")
         else:
-            state.estimation = answer.strip()
+            state.estimation = self.capped(answer.strip())
         self.record["discussion"]["completion"] = {
             "summary": {"question": asked.splitlines()[0], "answer": summary},
-            "estimation": {"question": question.splitlines()[0], "answer": answer, "used": state.estimation}}
+            "estimation": {"question": question.parts[0][1], "answer": answer, "used": state.estimation}}
 
     def settle(self, decisions: list[Decision], view: StepView) -> Decision:
         """Topic 4: agreeing predictions are executed; disagreeing ones are fused by
@@ -323,38 +341,49 @@ class DiscussNavAgent(LLMWaypointAgent):
             return majority(decisions)
         groups: dict[str, list[str]] = {}
         for d in sorted(decisions, key=lambda d: -counts[d.action]):
-            groups.setdefault(d.action, []).append(d.fields.get("thought", "").strip())
-        fuse = ("Merge the reasoning behind each proposed move. The reasoning, by move:\n"
-                + "\n".join(f"- Prediction {action}: {t}" for action, ts in groups.items() for t in ts))
+            groups.setdefault(d.action, []).append(self.capped(d.fields.get("thought", "").strip()))
+        fuse = Prompt([("text", "Merge the reasoning behind each proposed move.")])
+        fuse.section("The reasoning, by move", "\n".join(f"- Prediction {action}: {t}" for action, ts in groups.items()
+                                                         for t in ts), cut="shorten")
         (fusion,) = self.ask([("thought_fusion", fuse)], json=True)
         fused_map = _json(fusion)
-        fused = {action: str(fused_map.get(action) or " / ".join(ts)) if isinstance(fused_map, dict)
+        fused = {action: self.capped(str(fused_map.get(action) or " / ".join(ts))) if isinstance(fused_map, dict)
                  else " / ".join(ts) for action, ts in groups.items()}
         pairs = "\n".join(f"({i}) Thought: {fused[a]} Prediction: {a}" for i, a in enumerate(groups, 1))
         scene = "\n".join(f"Place {a}: {self._scene_of(view, a)}" for a in groups if a != STOP)
         fields = {"thought": "compare the predictions against the environment", "action": "the final prediction"}
-        test = (f"Choose the final move. The proposed moves with their reasoning:\n{pairs}\n\n"
-                f"Instruction: {view.instruction}\nCurrent environment:\n{scene or '(no scene information)'}\n\n"
-                + output_format(self.config.prompt_variant, fields, list(groups)))
-        (verdict,) = self.ask([("decision_testing", test)], json=self.config.prompt_variant == "json")
+        test = Prompt([("text", "Choose the final move.")])
+        test.section("The proposed moves with their reasoning", pairs, cut="shorten")
+        test.section("Instruction", view.instruction)
+        test.section("Current environment", scene or "(no scene information)", cut="shorten")
+        test.section("Reply format", output_format(self.config.prompt_variant, fields, list(groups)))
+        system = EXPERTS["decision_testing"]
+        messages = self.fitted(test, system, "decision_testing").messages
+        response = self.consult(messages, "decision_testing", temperature=self.config.expert_temperature,
+                                response_format="json" if self.config.prompt_variant == "json" else "text")
+        verdict = response.text
         talk["fused"] = [{"prediction": a, "thought": fused[a]} for a in groups]
-        messages = [ChatMessage.system(EXPERTS["decision_testing"]), ChatMessage.user(test)]
         for attempt in range(2):
+            if response.finish_reason == TOO_LONG:  # counted; a repair would be longer still
+                return majority(decisions)
             try:
                 chosen = parse_reply(verdict, list(groups))
             except ReplyError as exc:  # counted like any unusable reply: one repair, then the majority decides
                 self.state.trace.failures[exc.kind] += 1
-                talk["testing"] = {"question": test.splitlines()[0], "answer": verdict, "error": exc.kind}
+                talk["testing"] = {"question": test.parts[0][1], "answer": verdict, "error": exc.kind}
                 if attempt:
                     return majority(decisions)
                 self.state.trace.repairs += 1
-                messages += [ChatMessage.assistant(verdict or "(empty reply)"), ChatMessage.user(
+                turns = [ChatMessage.assistant(repair_echo(verdict)), ChatMessage.user(
                     f"Your reply could not be used ({exc}). " + output_format(self.config.prompt_variant, fields,
                                                                                 list(groups)))]
-                verdict = self.consult(messages, "decision_testing", temperature=self.config.expert_temperature,
-                                       response_format="json" if self.config.prompt_variant == "json" else "text").text
+                messages = self.fitted(test, system, "decision_testing", reserve=reserve_for(turns)).messages
+                response = self.consult([*messages, *turns], "decision_testing",
+                                        temperature=self.config.expert_temperature,
+                                        response_format="json" if self.config.prompt_variant == "json" else "text")
+                verdict = response.text
                 continue
-            talk["testing"] = {"question": test.splitlines()[0], "answer": verdict, "prediction": chosen.action}
+            talk["testing"] = {"question": test.parts[0][1], "answer": verdict, "prediction": chosen.action}
             first = next(d for d in decisions if d.action == chosen.action)
             thought = chosen.fields.get("thought") or fused[chosen.action]
             return Decision(first.action, first.question, {**first.fields, "thought": thought})
@@ -371,11 +400,11 @@ class DiscussNavAgent(LLMWaypointAgent):
             prompt.section("Landmarks", _landmark_text(state.landmarks))
         if cfg.completion_estimation:
             prompt.section("Your navigation trajectory (trajectory summary expert)",
-                           "\n".join(state.trajectory) or "(this is the first step)")
+                           "\n".join(state.trajectory) or "(this is the first step)", cut="oldest")
             prompt.section("Estimation of executed actions (completion estimation expert)",
-                           state.estimation or "No action has been executed yet.")
+                           state.estimation or "No action has been executed yet.", cut="shorten")
         else:
-            prompt.section("Your last steps", history_text(state.history, cfg.history_window))
+            prompt.section("Your last steps", history_text(state.history, cfg.history_window), cut="oldest")
         if view.room_type is not None:
             prompt.section("Current room", view.room_type)
         if state.scene:
@@ -384,14 +413,14 @@ class DiscussNavAgent(LLMWaypointAgent):
                 places.setdefault(c.view, []).append(c.id)
             prompt.section("What the vision experts see in each direction", "\n".join(
                 f"direction {d} ({_direction(view, d)}; places here: {', '.join(places.get(d, [])) or 'none'}): {text}"
-                for d, text in sorted(state.scene.items())))
+                for d, text in sorted(state.scene.items())), cut="shorten")
         prompt.section("Places you can move to (view = the direction it lies in)", candidate_cards(view.candidates))
         if view.reference_image is not None:
             prompt.section("Goal picture", "STOP where you see this view.")
             prompt.image("goal", view.reference_image)
         if view.dialogue and cfg.ask_oracle:
             prompt.section("Dialogue with a guide who knows the house", dialogue_text(
-                state.exchanges, state.questions_left if ASK in view.options else 0))
+                state.exchanges, state.questions_left if ASK in view.options else 0), cut="oldest")
         return prompt
 
     def _scene_of(self, view: StepView, action: str) -> str:
@@ -411,7 +440,7 @@ class DiscussNavAgent(LLMWaypointAgent):
             observed, thought, moved = "(undecided)", "", "a fallback move"
         else:
             observed = self._scene_of(view, decision.action)
-            thought = decision.fields.get("thought", "")
+            thought = self.capped(decision.fields.get("thought", ""))
             moved = "STOP" if decision.action == STOP else f"direction {decision.action}"
         self.state.last_step = (f"[Step {view.step}] Observation: {observed or '(not observed)'} "
                                 f"Thought: {thought} Decision: {moved}")

@@ -36,6 +36,11 @@ Ablations (Table 3): ``rounds``; ``tsu_only`` / ``sib_only`` (one stance decides
 false``; ``perception: vlm|gt``. The trace's ``debate`` (one entry per step: rounds,
 judge, override, consensus, mode, probe, stop verification) and ``debate_max_rounds``
 give DR, JOR and MPTR (:mod:`vlnverse.eval.trace_metrics`); AORI comes from the recorded path.
+
+Within the model's context window (:mod:`vlnverse.agents.fitting`): each stance's ``why`` and
+``evidence`` are capped (``answer_tokens``) before the other stance and the judge read them;
+a prompt still too long loses its oldest steps and debate rounds first, then the ends of
+the scene lines; the goal and the cards are never cut.
 """
 
 from __future__ import annotations
@@ -49,11 +54,14 @@ import numpy as np
 
 from vlnverse.agents.base import LLMWaypointAgent, StepView
 from vlnverse.agents.config import LLMAgentConfig, WaypointConfig, _positive
+from vlnverse.agents.fitting import reserve_for
 from vlnverse.agents.panorama import direction_phrase
 from vlnverse.agents.parsing import Decision, ReplyError, parse_reply, reply_fields
 from vlnverse.agents.prompts import ASK, STOP, Prompt, history_text, output_format
+from vlnverse.agents.trace import TOO_LONG
 from vlnverse.agents.waypoints import DepthWaypoints
 from vlnverse.errors import ConfigError
+from vlnverse.llm.context import repair_echo
 from vlnverse.llm.types import ChatMessage
 
 SCHEDULES = ("alternating", "simultaneous")
@@ -253,11 +261,11 @@ class DSCDNavAgent(LLMWaypointAgent):
         the goal's detections) and without any of it (SIB, §3.2.2)."""
         history = history_text(self.state.history, self.config.history_window)
         with_goal = Prompt([("text", f"Goal:\n{self.goal_text(view)}")])
-        with_goal.section("Your last steps", history)
+        with_goal.section("Your last steps", history, cut="oldest")
         self.observation_sections(with_goal, view)
         self._goal_evidence(with_goal, view)
         free = Prompt()
-        free.section("Your last steps", history)
+        free.section("Your last steps", history, cut="oldest")
         self.observation_sections(free, replace(view, reference_image=None, dialogue=False))
         return with_goal, free
 
@@ -269,7 +277,8 @@ class DSCDNavAgent(LLMWaypointAgent):
             return
         seen = [f"{category} at {dist:.1f} m in view {v.view} ({direction_phrase(v.heading)})"
                 for v in view.objects for name, dist in v.objects if name == category]
-        prompt.section("Detector evidence for the goal", "\n".join(seen) or f"{category}: not detected in any view")
+        prompt.section("Detector evidence for the goal", "\n".join(seen) or f"{category}: not detected in any view",
+                       cut="shorten")
 
     # -- one step (Algorithm 1) ------------------------------------------------------
 
@@ -282,7 +291,7 @@ class DSCDNavAgent(LLMWaypointAgent):
         if cfg.tsu_only or cfg.sib_only:
             stance = "tsu" if cfg.tsu_only else "sib"
             ctx = goal_ctx if cfg.tsu_only else free_ctx
-            decision = self._ask(self._stance_messages(stance, ctx, (), None, options), stance, options)
+            decision = self._ask(self._stance(stance, ctx, (), None, options), stance, options)
             entry.update(mode="A", consensus=None)
             return self._finish(view, decision, (), entry)
         rounds = self._debate(goal_ctx, free_ctx, options)
@@ -305,22 +314,25 @@ class DSCDNavAgent(LLMWaypointAgent):
         rounds: list[Round] = []
         for k in range(1, self.config.rounds + 1):
             if k == 1 or self.config.schedule == "alternating":
-                tsu = self._ask(self._stance_messages("tsu", goal_ctx, rounds, None, options), "tsu", options)
-                sib = self._ask(self._stance_messages("sib", free_ctx, rounds, tsu, options), "sib", options)
+                tsu = self._ask(self._stance("tsu", goal_ctx, rounds, None, options), "tsu", options)
+                sib = self._ask(self._stance("sib", free_ctx, rounds, tsu, options), "sib", options)
             else:  # both read round k-1 only: independent, sent together
-                calls = [(self._stance_messages("tsu", goal_ctx, rounds, None, options), "tsu"),
-                         (self._stance_messages("sib", free_ctx, rounds, rounds[-1].tsu, options), "sib")]
-                tsu, sib = (self._parse(messages, response, purpose, options)
-                            for (messages, purpose), response in zip(calls, self.consult_many(calls), strict=True))
+                asked = [(self._stance("tsu", goal_ctx, rounds, None, options), "tsu"),
+                         (self._stance("sib", free_ctx, rounds, rounds[-1].tsu, options), "sib")]
+                calls = [(self.fitted(*request, purpose).messages, purpose) for request, purpose in asked]
+                tsu, sib = (self._parse(request, response, purpose, options)
+                            for (request, purpose), response in zip(asked, self.consult_many(calls), strict=True))
             rounds.append(Round(k, tsu, sib))
             if rounds[-1].agree:
                 break
         return rounds
 
-    def _stance_messages(self, stance: str, ctx: Prompt, rounds: Sequence[Round], proposal: Decision | None,
-                         options: Sequence[str]) -> list[ChatMessage]:
+    def _stance(self, stance: str, ctx: Prompt, rounds: Sequence[Round], proposal: Decision | None,
+                options: Sequence[str]) -> tuple[Prompt, str]:
+        """A stance's request: its prompt and system prompt."""
         prompt = Prompt(list(ctx.parts))
-        prompt.section("Debate so far", "\n\n".join(r.describe() for r in rounds) or "(this is the first round)")
+        prompt.section("Debate so far", "\n\n".join(r.describe() for r in rounds) or "(this is the first round)",
+                       cut="oldest")
         if stance == "tsu":
             fields = {"why": "why this candidate advances toward the goal, briefly",
                       "evidence": "the visual, layout or commonsense cues you rely on", "action": "one option"}
@@ -328,19 +340,19 @@ class DSCDNavAgent(LLMWaypointAgent):
         else:
             if proposal is not None:
                 prompt.section("TSU's proposal to audit", f"id {proposal.action}. why: {proposal.fields.get('why', '')} "
-                               f"evidence: {proposal.fields.get('evidence', '')}")
+                               f"evidence: {proposal.fields.get('evidence', '')}", cut="shorten")
             else:
                 prompt.section("Your task", "No proposal to audit: choose the safest, most informative candidate.")
             fields = {"decision": "agree or counter", "why": "why, in terms of safety and information value",
                       "evidence": "the cues you rely on", "action": "the option you prefer (the proposed one if you agree)"}
             system = SIB_SYSTEM
         prompt.section("Reply format", output_format(self.config.prompt_variant, fields, options))
-        return prompt.messages(system)
+        return prompt, system
 
     def _arbitrate(self, view: StepView, goal_ctx: Prompt, rounds: Sequence[Round],
                    options: Sequence[str]) -> Decision | None:
         prompt = Prompt(list(goal_ctx.parts))
-        prompt.section("Debate trace", "\n\n".join(r.describe() for r in rounds))
+        prompt.section("Debate trace", "\n\n".join(r.describe() for r in rounds), cut="oldest")
         prompt.section("Reply format", output_format(self.config.prompt_variant, dict(self.reply_fields(view)), options))
         return self.choose(prompt, _with_options(view, options))
 
@@ -424,7 +436,7 @@ class DSCDNavAgent(LLMWaypointAgent):
         self.observation_sections(prompt, view)
         prompt.section("Question", 'Is the goal target clearly visible and close now? Reply with one JSON object: '
                                    '{"visible": "yes or no", "evidence": "<what you see>"}')
-        response = self.consult(prompt.messages(VERIFY_SYSTEM), "stop verification")
+        response = self.consult(self.fitted(prompt, VERIFY_SYSTEM, "stop verification").messages, "stop verification")
         try:
             answer = reply_fields(response.text).get("visible", "")
         except ReplyError:
@@ -433,26 +445,33 @@ class DSCDNavAgent(LLMWaypointAgent):
 
     # -- stance replies ---------------------------------------------------------------
 
-    def _ask(self, messages: list[ChatMessage], purpose: str, options: Sequence[str]) -> Decision | None:
-        return self._parse(messages, self.consult(messages, purpose), purpose, options)
+    def _ask(self, asked: tuple[Prompt, str], purpose: str, options: Sequence[str]) -> Decision | None:
+        return self._parse(asked, self.consult(self.fitted(*asked, purpose).messages, purpose), purpose, options)
 
-    def _parse(self, messages: list[ChatMessage], response: Any, purpose: str,
+    def _parse(self, asked: tuple[Prompt, str], response: Any, purpose: str,
                options: Sequence[str]) -> Decision | None:
-        """The stance's decision; one repair prompt, then None (counted in the trace)."""
-        trace, text = self.state.trace, response.text
+        """The stance's decision (its arguments capped); one repair prompt, then None
+        (counted in the trace); None at once for a request too long to send."""
+        trace = self.state.trace
         for attempt in range(2):
+            if response.finish_reason == TOO_LONG:
+                return None
+            text = response.text
             try:
-                return parse_reply(text, options)
+                decision = parse_reply(text, options)
+                return Decision(decision.action, decision.question,
+                                {key: self.capped(value) for key, value in decision.fields.items()})
             except ReplyError as exc:
                 trace.failures[exc.kind] += 1
                 if attempt:
                     return None
                 trace.repairs += 1
                 self.record["repair"] = True
-                repair = [*messages, ChatMessage.assistant(text or "(empty reply)"),
-                          ChatMessage.user(f"Your reply could not be used ({exc}). Reply again in the format asked; "
-                                           f"the action must be exactly one of: {', '.join(options)}.")]
-                text = self.consult(repair, purpose).text
+                turns = [ChatMessage.assistant(repair_echo(text)),
+                         ChatMessage.user(f"Your reply could not be used ({exc}). Reply again in the format asked; "
+                                          f"the action must be exactly one of: {', '.join(options)}.")]
+                messages = self.fitted(*asked, purpose, reserve=reserve_for(turns)).messages
+                response = self.consult([*messages, *turns], purpose)
         return None
 
     def trace(self) -> Mapping[str, Any] | None:

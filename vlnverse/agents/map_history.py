@@ -81,17 +81,17 @@ class MapHistoryAgent(LLMWaypointAgent):
         state = self.state
         prompt = Prompt()
         prompt.section("Instruction", state.instruction(view.instruction))
-        prompt.section("History", history_text(state.history, self.config.history_window))
+        prompt.section("History", history_text(state.history, self.config.history_window), cut="oldest")
         prompt.section("Trajectory", "Place " + " ".join(str(p) for p in state.topo.trajectory)
-                       + f" (you are at Place {state.here})")
-        prompt.section("Map", state.topo.describe() or "(nothing mapped yet)")
+                       + f" (you are at Place {state.here})", cut="shorten_start")
+        prompt.section("Map", state.topo.describe() or "(nothing mapped yet)", cut="oldest")
         notes = [f"Place {p} (observed, unvisited): {state.seen_from[p]}"
                  for p in state.topo.unvisited() if p in state.seen_from]
-        prompt.section("Supplementary info", "\n".join(notes))
+        prompt.section("Supplementary info", "\n".join(notes), cut="oldest")
         unvisited = [p for p in reversed(state.place_images) if p not in state.topo.visited]
         for place in unvisited[:self.config.supplementary_images]:
             prompt.image(f"place {place} (observed, unvisited)", state.place_images[place])
-        prompt.section("Previous planning", state.memory or "(none yet)")
+        prompt.section("Previous planning", state.memory or "(none yet)", cut="shorten")
         self.observation_sections(prompt, view)
         return prompt
 
@@ -105,7 +105,7 @@ class MapHistoryAgent(LLMWaypointAgent):
 
     def remember(self, view: StepView, decision: Decision | None) -> None:
         if decision is not None and decision.fields.get("new_planning", "").strip():
-            self.state.memory = decision.fields["new_planning"].strip()
+            self.state.memory = self.capped(decision.fields["new_planning"].strip())
 
 
 class MapHistoryCoTAgent(MapHistoryAgent):

@@ -2,7 +2,8 @@
 
 A :class:`Prompt` is an ordered list of titled text sections and labelled images; it
 becomes chat messages for the client and, with every image replaced by its label, the
-JSON form stored in the agent trace. The section helpers render the pieces every agent
+JSON form stored in the agent trace. Each section says how it may be cut when the prompt
+must fit the model's context window (:class:`Section`; :mod:`vlnverse.agents.fitting`). The section helpers render the pieces every agent
 needs: instruction, candidate cards, step history, the local map, what the agent sees,
 the reference image (visual reference) and the dialogue state.
 """
@@ -21,6 +22,27 @@ from vlnverse.llm.images import ImagePart
 from vlnverse.llm.types import ChatMessage
 
 STOP, ASK = "STOP", "ASK"
+CUTS = ("keep", "oldest", "shorten", "shorten_start")
+"""How a section may be cut to fit the context window: ``keep`` (never: the instruction,
+the options, the reply format), ``oldest`` (drop its first lines, keeping the newest: a
+history), ``shorten`` (cut each line's end: scene text, a model's summary),
+``shorten_start`` (cut the start, keeping the end: a one-line trajectory)."""
+
+
+class Section(str):
+    """A prompt section's text (``Title:`` then the body) that knows its ``title``,
+    ``body`` and ``cut`` rule (one of :data:`CUTS`)."""
+
+    title: str
+    body: str
+    cut: str
+
+    def __new__(cls, title: str, body: str, cut: str = "keep") -> Section:
+        if cut not in CUTS:
+            raise ValueError(f"cut must be one of {CUTS}, got {cut!r}")
+        text = super().__new__(cls, f"{title}:\n{body}")
+        text.title, text.body, text.cut = title, body, cut
+        return text
 
 
 @dataclass
@@ -29,10 +51,11 @@ class Prompt:
 
     parts: list[tuple[str, Any]] = field(default_factory=list)
 
-    def section(self, title: str, text: str) -> None:
-        """Add ``Title:`` followed by ``text`` (skipped when empty)."""
+    def section(self, title: str, text: str, cut: str = "keep") -> None:
+        """Add ``Title:`` followed by ``text`` (skipped when empty); ``cut``: how it may be
+        shortened to fit the context window (:data:`CUTS`)."""
         if text.strip():
-            self.parts.append(("text", f"{title}:\n{text.strip()}"))
+            self.parts.append(("text", Section(title, text.strip(), cut)))
 
     def image(self, label: str, image: np.ndarray) -> None:
         """Add ``Image <label>:`` and the image."""

@@ -37,8 +37,8 @@ class TextHistoryAgent(LLMWaypointAgent):
         state = self.state
         prompt = Prompt()
         prompt.section("Instruction", state.instruction(view.instruction))
-        prompt.section("Summary of your progress", state.memory or "You have just started.")
-        prompt.section("Your last steps", history_text(state.history, self.config.history_window))
+        prompt.section("Summary of your progress", state.memory or "You have just started.", cut="shorten")
+        prompt.section("Your last steps", history_text(state.history, self.config.history_window), cut="oldest")
         self.observation_sections(prompt, view)
         return prompt
 
@@ -47,7 +47,7 @@ class TextHistoryAgent(LLMWaypointAgent):
 
     def remember(self, view: StepView, decision: Decision | None) -> None:
         if decision is not None and decision.fields.get("summary", "").strip():
-            self.state.memory = decision.fields["summary"].strip()
+            self.state.memory = self.capped(decision.fields["summary"].strip())
 
 
 class TextHistoryCoTAgent(TextHistoryAgent):

@@ -7,7 +7,8 @@ The output folder holds:
 - ``run.json`` — the settings that decide the results (a re-run with other settings into
   the same folder is refused, so records of two runs never mix) and, after an LLM run,
   ``llm_features``: how the endpoint served each capability (structured output, JSON
-  mode, tools, ``n``, images; see :mod:`vlnverse.llm.negotiate`);
+  mode, tools, ``n``, images; see :mod:`vlnverse.llm.negotiate`) and the context windows
+  the agents fitted their prompts to (from the spec, or learned from the server);
 - ``summary.json`` / ``summary.md`` — Tables 5 and 6 (:mod:`vlnverse.eval.report`), with the
   run's LLM usage and trace metrics when there are any;
 - ``llm_budget.json`` — what the run has billed in this folder, over every invocation (a

@@ -5,7 +5,9 @@
   and list cost (as if nothing were cached), plus the agents' reply-handling counters
   from their traces (``fallbacks``, ``repairs``, ``parse_failures``), so unusable model
   replies are visible in every report, and the traces' calls and tokens per role
-  (``roles``: the decision, or each expert of a multi-call agent such as DiscussNav).
+  (``roles``: the decision, or each expert of a multi-call agent such as DiscussNav), and
+  what was cut to fit the model's context window (``FITTING``, from the traces'
+  ``fitting`` counts; ``too_long``: requests that did not fit even so and fell back).
 - **Trace metrics** (AORI, DR, JOR, MPTR) get a table when any episode has them.
 """
 
@@ -19,11 +21,12 @@ USAGE_FIELDS = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "
                 "estimated_calls")
 TRACE_COUNTERS = ("fallbacks", "repairs", "parse_failures")
 TRACE_METRICS = ("AORI", "DR", "JOR", "MPTR")
+FITTING = ("requests_cut", "tokens_cut", "answers_capped", "too_long")
 
 
 def llm_totals(records: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
     """Per-run LLM totals (None when no record used a model or traced reply handling)."""
-    totals: dict[str, Any] = {name: 0 for name in (*USAGE_FIELDS, *TRACE_COUNTERS)}
+    totals: dict[str, Any] = {name: 0 for name in (*USAGE_FIELDS, *TRACE_COUNTERS, *FITTING)}
     roles: dict[str, dict[str, int]] = {}
     episodes = 0
     seen = False
@@ -40,6 +43,11 @@ def llm_totals(records: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
                 value = trace.get(name)
                 totals[name] += value if isinstance(value, int) and not isinstance(value, bool) else 0
             counted = True
+        if isinstance(trace, Mapping):
+            fitting = trace.get("fitting") if isinstance(trace.get("fitting"), Mapping) else {}
+            failures = trace.get("failures") if isinstance(trace.get("failures"), Mapping) else {}
+            for name, value in (*((n, fitting.get(n)) for n in FITTING[:3]), ("too_long", failures.get("too_long"))):
+                totals[name] += value if isinstance(value, int) and not isinstance(value, bool) else 0
         if isinstance(trace, Mapping) and isinstance(trace.get("roles"), Mapping):
             for role, counts in trace["roles"].items():
                 into = roles.setdefault(str(role), {"calls": 0, "prompt": 0, "completion": 0})
@@ -80,7 +88,22 @@ def usage_markdown(totals: Mapping[str, Any] | None) -> list[str]:
     if totals.get("estimated_calls"):
         lines.append(f"{totals['estimated_calls']} call(s) came without token usage; their tokens are estimates "
                      "(vlnverse.llm.usage: UTF-8 bytes / 4, images by OpenAI's tile rule).")
+    lines += fitting_markdown(totals)
     return [*lines, "", *roles_markdown(totals.get("roles"))]
+
+
+def fitting_markdown(totals: Mapping[str, Any]) -> list[str]:
+    """The ``summary.md`` lines saying when prompts were cut to fit the context window."""
+    lines = []
+    if totals.get("requests_cut"):
+        lines.append(f"Prompts were cut to fit the model's context window in {totals['requests_cut']} request(s) "
+                     f"(about {totals['tokens_cut']} tokens, estimated; vlnverse.agents.fitting).")
+    if totals.get("answers_capped"):
+        lines.append(f"{totals['answers_capped']} model answer(s) were capped before going into later prompts.")
+    if totals.get("too_long"):
+        lines.append(f"{totals['too_long']} request(s) did not fit the context window even so; they were not sent "
+                     "and counted as bad replies (the agent's fallback).")
+    return lines
 
 
 def budget_markdown(budget: Mapping[str, Any] | None) -> list[str]:

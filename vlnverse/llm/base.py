@@ -6,6 +6,8 @@ import abc
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from vlnverse.errors import LLMContextExceeded
+from vlnverse.llm.context import request_bound
 from vlnverse.llm.jsonanswer import parse_json_answer
 from vlnverse.llm.pricing import PriceTable, UsageTotals
 from vlnverse.llm.types import ChatMessage, LLMRequest, LLMResponse, Usage
@@ -36,7 +38,12 @@ class LLMClient(abc.ABC):
             (``structured``: ``json_schema`` / ``json_object+schema_in_prompt`` /
             ``schema_in_prompt``; ``json_mode``: ``json_object`` / ``prompt``; ``tools``:
             ``native`` / ``emulated``; ``n``: ``native`` / ``single_seeded``; ``images``:
-            ``native`` / ``refused``), for ``run.json``.
+            ``native`` / ``refused``; ``context_window``: each window taken, ``8192 (spec)``,
+            ``4096 (server error)``), for ``run.json``.
+        context_window: the model's context size in tokens (None: not known), from the
+            spec (``context=``) or learned from a context-length error
+            (:meth:`learn_context`); agents build their prompts within it.
+        context_source: where :attr:`context_window` came from (``spec``, ``server error``).
     """
 
     supports_json_schema = False
@@ -44,6 +51,8 @@ class LLMClient(abc.ABC):
     supports_n: bool | None = None
     supports_images: bool | None = None
     supports_json_object: bool | None = None
+    context_window: int | None = None
+    context_source: str | None = None
 
     def __init__(self, model: str, *, prices: PriceTable | None = None) -> None:
         self.model = model
@@ -61,6 +70,12 @@ class LLMClient(abc.ABC):
         if mode not in modes:
             modes.append(mode)
 
+    def learn_context(self, window: int, source: str) -> None:
+        """Take ``window`` as the context size when it is smaller than the one known."""
+        if self.context_window is None or window < self.context_window:
+            self.context_window, self.context_source = int(window), source
+            self.note_feature("context_window", f"{self.context_window} ({source})")
+
     def request(self, messages: Messages, **params: Any) -> LLMRequest:
         """The request :meth:`complete` would send (e.g. to look up its hash)."""
         return LLMRequest.build(self.model, messages, **params)
@@ -75,9 +90,16 @@ class LLMClient(abc.ABC):
 
         Raises:
             ConfigError: a message or parameter is invalid.
+            LLMContextExceeded: the request is estimated larger than the known context
+                window (:mod:`vlnverse.llm.context`); it is not sent.
             LLMError: the backend failed (see the subclasses in ``vlnverse.errors``).
         """
-        response = self.send(self.request(messages, **params))
+        request = self.request(messages, **params)
+        if self.context_window is not None and (size := request_bound(request)) > self.context_window:
+            raise LLMContextExceeded(f"{getattr(self, 'where', self.model)}: the request (about {size} tokens with "
+                                     f"its completion cap, estimated) does not fit the {self.context_window}-token "
+                                     f"context window ({self.context_source}); not sent", self.context_window, size)
+        response = self.send(request)
         self.totals.add(response)
         return response
 
@@ -179,6 +201,17 @@ class WrapperClient(LLMClient):
     @property
     def supports_json_object(self) -> bool | None:  # type: ignore[override]
         return self.inner.supports_json_object
+
+    @property
+    def context_window(self) -> int | None:  # type: ignore[override]
+        return self.inner.context_window
+
+    @property
+    def context_source(self) -> str | None:  # type: ignore[override]
+        return self.inner.context_source
+
+    def learn_context(self, window: int, source: str) -> None:
+        self.inner.learn_context(window, source)
 
     @property
     def features_used(self) -> dict[str, list[str]]:

@@ -3,7 +3,8 @@
 :func:`check_endpoint` lists the models, then asks for plain chat, JSON mode, a
 ``json_schema`` answer, a tool call, ``n = 2`` choices and an answer about an image, each
 once, through the same client the agents use (so a rejection is read, and fallen back
-from, exactly as in a run: :mod:`vlnverse.llm.negotiate`). :func:`agent_plan` says what
+from, exactly as in a run: :mod:`vlnverse.llm.negotiate`), and reads the context window
+where the server states it (:mod:`vlnverse.llm.context_probe`). :func:`agent_plan` says what
 each agent will use on that endpoint.
 """
 
@@ -17,6 +18,7 @@ import numpy as np
 
 from vlnverse.errors import LLMError, LLMUnsupportedFeature
 from vlnverse.llm.base import LLMClient
+from vlnverse.llm.context_probe import probe_context
 from vlnverse.llm.types import ChatMessage, LLMResponse
 
 PROBE_SCHEMA = {"title": "Probe", "type": "object", "properties": {"colour": {"enum": ["red", "green", "blue"]}},
@@ -45,24 +47,28 @@ def _probe(client: LLMClient, ask: Callable[[], Any]) -> tuple[Any, dict[str, An
         return None, {"supported": None, "detail": f"error: {_detail(exc, where)}"}
 
 
-def _models(client: LLMClient) -> dict[str, Any]:
+def _models(client: LLMClient) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The ``models`` entry of the report, and the listing's entries as JSON objects."""
     sdk = getattr(client, "_client", None)
     if sdk is None:
-        return {"supported": None, "detail": f"not an HTTP endpoint ({type(client).__name__})"}
+        return {"supported": None, "detail": f"not an HTTP endpoint ({type(client).__name__})"}, []
     try:
-        names = sorted(m.id for m in sdk.models.list())
+        listed = [m.model_dump() for m in sdk.models.list()]
     except Exception as exc:  # noqa: BLE001 - any failure of this optional listing is reported
-        return {"supported": False, "detail": _detail(exc)}
+        return {"supported": False, "detail": _detail(exc)}, []
+    names = sorted(str(m.get("id")) for m in listed)
     return {"supported": True, "detail": f"{len(names)} model(s): {', '.join(names[:8])}"
-            + (", ..." if len(names) > 8 else ""), "models": names}
+            + (", ..." if len(names) > 8 else ""), "models": names}, listed
 
 
 def check_endpoint(client: LLMClient) -> dict[str, dict[str, Any]]:
     """Probe ``client``'s endpoint; feature -> ``{"supported": True/False/None, "detail"}``
     (None: not known, e.g. the probe failed for another reason). Features: ``models``,
-    ``chat``, ``json_mode``, ``json_schema``, ``tools``, ``n``, ``images``; when plain chat
-    fails the others are not asked."""
-    out: dict[str, dict[str, Any]] = {"models": _models(client)}
+    ``context`` (the window in ``tokens``, None when unknown), ``chat``, ``json_mode``,
+    ``json_schema``, ``tools``, ``n``, ``images``; when plain chat fails the chat features
+    after it are not asked."""
+    models, listed = _models(client)
+    out: dict[str, dict[str, Any]] = {"models": models, "context": probe_context(client, listed)}
     answer, out["chat"] = _probe(client, lambda: client.complete("Reply with the single word: ready", **_PARAMS))
     if answer is None:
         out["chat"]["supported"] = False

@@ -19,6 +19,7 @@ from typing import Any
 
 from vlnverse.errors import ConfigError, DependencyNotInstalled, LLMError, LLMRequestError
 from vlnverse.llm.base import LLMClient
+from vlnverse.llm.context import check_context
 from vlnverse.llm.pricing import PriceTable
 from vlnverse.llm.types import LLMRequest, LLMResponse, Usage
 
@@ -60,6 +61,8 @@ class HFClient(LLMClient):
         device: torch device (``cpu``, ``cuda``, ``cuda:1``).
         dtype: torch dtype name (``float32``, ``bfloat16``...); None: the checkpoint's.
         max_new_tokens: default generation cap when a request sets no ``max_tokens``.
+        context: the context window in tokens the agents fit their prompts to (None: not
+            known; ``hf:PATH?context=N``).
         prices: price table (local models are usually not in it: cost None).
     """
 
@@ -71,9 +74,12 @@ class HFClient(LLMClient):
         device: str = "cpu",
         dtype: str | None = None,
         max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
+        context: int | None = None,
         prices: PriceTable | None = None,
     ) -> None:
         super().__init__(name or str(path), prices=prices)
+        if check_context(context) is not None:
+            self.learn_context(context, "spec")
         torch, transformers = require_hf()
         self._torch = torch
         self.path = Path(path)

@@ -79,6 +79,10 @@ class LoopbackServer:
         answer: maps a request body to a :class:`Reply` or a text.
         delay_s: seconds every answer waits (added to a reply's own delay).
         models: the model names ``GET .../models`` lists.
+        model_fields: further fields of every listed model (vLLM's ``max_model_len``,
+            llama.cpp's ``meta``).
+        routes: other paths (``/props``, ``/api/show``) → the JSON body answered to a GET
+            or POST there (servers that state their context window).
 
     Attributes:
         url: the ``base_url`` to give a client (``http://127.0.0.1:PORT/v1``).
@@ -86,10 +90,13 @@ class LoopbackServer:
     """
 
     def __init__(self, answer: Callable[[dict[str, Any]], Reply | str], *, delay_s: float = 0.0,
-                 models: Sequence[str] = ("loopback",)) -> None:
+                 models: Sequence[str] = ("loopback",), model_fields: Mapping[str, Any] | None = None,
+                 routes: Mapping[str, Any] | None = None) -> None:
         self.answer = answer
         self.delay_s = delay_s
         self.models = tuple(models)
+        self.model_fields = dict(model_fields or {})
+        self.routes = dict(routes or {})
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         server = self
@@ -132,14 +139,19 @@ class LoopbackServer:
             return len(self.requests)
 
     def list_models(self, path: str) -> tuple[int, dict[str, str], bytes]:
-        """Status, headers and body answering ``GET``: the model list at ``.../models``."""
+        """Status, headers and body answering ``GET``: the model list at ``.../models``, a route's body."""
+        if path in self.routes:
+            return 200, {}, json.dumps(self.routes[path]).encode()
         if not path.endswith("/models"):
             return 404, {}, b'{"error": {"message": "not found"}}'
-        data = [{"id": name, "object": "model", "created": 1700000000, "owned_by": "loopback"} for name in self.models]
+        data = [{"id": name, "object": "model", "created": 1700000000, "owned_by": "loopback", **self.model_fields}
+                for name in self.models]
         return 200, {}, json.dumps({"object": "list", "data": data}).encode()
 
     def respond(self, path: str, raw: bytes) -> tuple[int, dict[str, str], bytes]:
         """Status, headers and body answering one request."""
+        if path in self.routes:
+            return 200, {}, json.dumps(self.routes[path]).encode()
         if not path.endswith("/chat/completions"):
             return 404, {}, b'{"error": {"message": "not found"}}'
         body = json.loads(raw)

@@ -13,6 +13,12 @@ SDK's own retries are turned off so the policy lives in one place. Every call ha
 overall deadline, and after :data:`BREAKER_FAILURES` consecutive connection failures the
 client stops calling the server (each later call fails at once), so a dead server costs
 seconds, not the full backoff for every request.
+
+A request that does not fit the model's context window (:mod:`vlnverse.llm.context`) is
+never sent again as it was: a server's context-length error teaches the window for the
+rest of the client's life (:meth:`LLMClient.complete` refuses, unsent, a request estimated
+larger than a known window) and raises :class:`~vlnverse.errors.LLMContextExceeded`, which
+no fallback resends.
 """
 
 from __future__ import annotations
@@ -30,12 +36,14 @@ import openai
 from vlnverse import deadline as episode
 from vlnverse.errors import (
     ConfigError,
+    LLMContextExceeded,
     LLMRequestError,
     LLMServerUnreachable,
     LLMUnsupportedFeature,
 )
 from vlnverse.llm.base import LLMClient
 from vlnverse.llm.capped import TAIL_BYTES, cap_text, first_content, model_named, usage_object
+from vlnverse.llm.context import check_context, read_context_error, request_bound
 from vlnverse.llm.negotiate import CALLER_FEATURES, FALLBACKS, read_rejection, sent_features
 from vlnverse.llm.pricing import PriceTable
 from vlnverse.llm.types import ChatMessage, LLMRequest, LLMResponse, ToolCall
@@ -246,6 +254,8 @@ class OpenAIClient(LLMClient):
             that rejects them also turns it off).
         json_mode: send ``response_format: json_object`` for JSON answers (false: the
             prompt alone asks for JSON; a server that rejects it also turns it off).
+        context: the model's context window in tokens (None: not known until a
+            context-length error tells it); requests estimated larger are not sent.
         prices: price table for ``cost_usd``.
         sleep: the sleep function used between retries (injectable for tests).
     """
@@ -266,6 +276,7 @@ class OpenAIClient(LLMClient):
         structured_output: bool = True,
         native_tools: bool = True,
         json_mode: bool = True,
+        context: int | None = None,
         prices: PriceTable | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -282,6 +293,8 @@ class OpenAIClient(LLMClient):
             raise ConfigError(
                 f"need 0 <= backoff_base <= backoff_max, got {backoff_base}, {backoff_max}"
             )
+        if check_context(context) is not None:
+            self.learn_context(context, "spec")
         api_key = require_api_key(api_key_env)
         self.base_url = base_url or os.environ.get(BASE_URL_ENV) or None
         check_base_url(self.base_url)
@@ -342,6 +355,7 @@ class OpenAIClient(LLMClient):
                 return response
             except (openai.OpenAIError, BadReply) as exc:
                 episode.check()  # the episode's time is up: that ends the call, not this failure
+                self._context_error(exc, request, where)
                 if self._negotiate(exc, kwargs, where):
                     continue  # rewritten without the rejected feature: resent at once
                 self._count_connection_failure(exc, where)
@@ -435,6 +449,23 @@ class OpenAIClient(LLMClient):
                 if feature == "images":
                     self.note_feature("images", "refused")
                 raise LLMUnsupportedFeature(f"{where} does not take {feature} (known from an earlier answer)", feature)
+
+    def _context_error(self, exc: Exception, request: LLMRequest, where: str) -> None:
+        """Read a context-length error: learn the window (the one stated, else just under
+        the rejected request's estimated size) and raise :class:`LLMContextExceeded`."""
+        if not isinstance(exc, openai.APIStatusError):
+            return
+        found = read_context_error(exc.status_code, _body_text(exc))
+        if found is None:
+            return
+        size = request_bound(request)
+        window = found.window if found.window is not None else min(found.requested or size, size) - 1
+        if window >= 1:
+            self.learn_context(window, "server error")
+        log.warning("%s: the request does not fit the model's context (%s: %s); from now on the window is "
+                    "%s tokens", where, exc.status_code, found.message, self.context_window)
+        raise LLMContextExceeded(f"{where} rejected the request as too long for its context ({exc.status_code}: "
+                                 f"{found.message})", self.context_window, found.requested or size) from exc
 
     def _negotiate(self, exc: Exception, kwargs: dict[str, Any], where: str) -> bool:
         """Read an error answer as a rejection of the request (see :mod:`vlnverse.llm.negotiate`).

@@ -6,7 +6,9 @@ first time a client answers fewer than ``n`` choices (or rejects the request), i
 marked ``supports_n = False`` and the missing samples, and from then on all samples, are
 asked as separate requests made concurrently, each with its own ``seed`` (``seed + i``)
 so that they differ in the request hash (caches and transcripts keep them apart) and a
-server that honours seeds answers reproducibly.
+server that honours seeds answers reproducibly. A request too long for the model's context
+(:class:`~vlnverse.errors.LLMContextExceeded`) is not asked again one sample at a time:
+each of those would be as long.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from vlnverse.deadline import run_all
-from vlnverse.errors import ConfigError, LLMRequestError
+from vlnverse.errors import ConfigError, LLMContextExceeded, LLMRequestError
 from vlnverse.llm.base import LLMClient, Messages
 from vlnverse.llm.types import LLMResponse, Usage
 
@@ -42,6 +44,8 @@ def sample_n(client: LLMClient, messages: Messages, n: int, *, max_workers: int 
     if client.supports_n is not False:
         try:
             first = [client.complete(messages, n=n, **params)]
+        except LLMContextExceeded:
+            raise
         except LLMRequestError as exc:  # LLMUnsupportedFeature: a server that does not take n
             log.warning("%s rejected n=%d (%s); asking for the samples one by one", client.model, n, exc)
         have = len(first[0].choices) if first else 0

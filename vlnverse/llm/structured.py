@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vlnverse.errors import LLMAnswerError, LLMSchemaError, LLMUnsupportedFeature
+from vlnverse.llm.context import REPAIR_ECHO_TOKENS, clip, repair_echo
 from vlnverse.llm.jsonanswer import extract_json
 from vlnverse.llm.schema import check_schema, schema_errors
 from vlnverse.llm.types import ChatMessage, LLMRequest, LLMResponse, ToolCall
@@ -61,8 +62,8 @@ def _with_instruction(messages: Sequence[ChatMessage], text: str) -> list[ChatMe
 
 def _repair(messages: list[ChatMessage], reply: str, problem: str) -> list[ChatMessage]:
     """``messages`` plus the unusable reply and a turn saying what is wrong with it."""
-    return [*messages, ChatMessage.assistant(reply or "(empty reply)"),
-            ChatMessage.user(f"Your reply could not be used: {problem}. Reply again, following the "
+    return [*messages, ChatMessage.assistant(repair_echo(reply)),
+            ChatMessage.user(f"Your reply could not be used: {clip(problem, REPAIR_ECHO_TOKENS)}. Reply again, following the "
                              "required format exactly.")]
 
 

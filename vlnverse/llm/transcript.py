@@ -13,6 +13,13 @@ image changes a request's hash. When no recorded request has the exact hash, rep
 takes the recorded request that matches in everything but its images and whose images'
 signatures (8 x 8 thumbnails) are each within :data:`IMAGE_TOLERANCE` of the new ones:
 a few changed pixel values barely move a thumbnail, a different view moves it a lot.
+
+The model's context window travels with the calls, so a run whose agents cut their prompts
+to fit it replays exactly: each line notes the window known when it was sent
+(``context_window``), and a request the server refused as too long is a line with
+``context_error`` (``window``, ``requested``, ``message``) in place of ``response``. Replay
+starts from the first line's window and, at such a line, learns the window and raises
+:class:`~vlnverse.errors.LLMContextExceeded` as the server did.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from vlnverse.errors import ConfigError, ReplayMissError
+from vlnverse.errors import ConfigError, LLMContextExceeded, ReplayMissError
 from vlnverse.llm.base import LLMClient, WrapperClient
 from vlnverse.llm.images import signature_distance
 from vlnverse.llm.pricing import PriceTable
@@ -110,9 +117,18 @@ IMAGE_TOLERANCE = 8.0
 """Largest thumbnail difference (0-255) at which a re-rendered image still replays."""
 
 
-def transcript_record(request: LLMRequest, response: LLMResponse) -> dict[str, Any]:
-    """The transcript line (as a dict) for one call."""
-    record = {"key": request.key, "request": request.describe(), "response": response.to_dict()}
+def transcript_record(request: LLMRequest, response: LLMResponse | None, *, context_window: int | None = None,
+                      context_error: LLMContextExceeded | None = None) -> dict[str, Any]:
+    """The transcript line (as a dict) for one call: its answer, or the server's refusal of
+    it as too long (``context_error``); with the context window known when it was sent."""
+    record: dict[str, Any] = {"key": request.key, "request": request.describe()}
+    if context_error is not None:
+        record["context_error"] = {"window": context_error.window, "requested": context_error.requested,
+                                   "message": str(context_error)[:300]}
+    else:
+        record["response"] = response.to_dict()
+    if context_window is not None:
+        record["context_window"] = context_window
     images = [p for m in request.messages for p in m.images]
     if images:
         record["image_signatures"] = {image.sha256: image.signature() for image in images}
@@ -161,12 +177,17 @@ def read_transcript(path: str | os.PathLike) -> list[dict[str, Any]]:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{where}: not valid JSON ({exc.msg})") from exc
-        if not isinstance(record, dict) or "request" not in record or "response" not in record:
-            raise ConfigError(f"{where}: a transcript line needs 'request' and 'response'")
+        if not isinstance(record, dict) or "request" not in record or not (
+                "response" in record or isinstance(record.get("context_error"), dict)):
+            raise ConfigError(f"{where}: a transcript line needs 'request' and 'response' (or 'context_error')")
         request = canonical_request(record["request"], where=where)
-        LLMResponse.from_dict(record["response"])  # validates early, with the line number
+        if "response" in record:
+            LLMResponse.from_dict(record["response"])  # validates early, with the line number
+        window = record.get("context_window")
         records.append(
-            {"key": hash_described(request), "request": request, "response": record["response"],
+            {"key": hash_described(request), "request": request, "response": record.get("response"),
+             "context_error": record.get("context_error"),
+             "context_window": window if isinstance(window, int) and not isinstance(window, bool) else None,
              "image_signatures": dict(record.get("image_signatures") or {})}
         )
     return records
@@ -180,8 +201,13 @@ class RecordingClient(WrapperClient):
         self.path = Path(path)
 
     def send(self, request: LLMRequest) -> LLMResponse:
-        response = self.inner.send(request)
-        append_record(self.path, transcript_record(request, response))
+        window = self.context_window
+        try:
+            response = self.inner.send(request)
+        except LLMContextExceeded as exc:  # the server's refusal replays as one
+            append_record(self.path, transcript_record(request, None, context_window=window, context_error=exc))
+            raise
+        append_record(self.path, transcript_record(request, response, context_window=window))
         return response
 
 
@@ -211,8 +237,10 @@ class ReplayClient(LLMClient):
         super().__init__(model, prices=prices)
         self._answers: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self._by_layout: dict[str, dict[str, list[str]]] = defaultdict(dict)
+        if records and records[0]["context_window"] is not None:
+            self.learn_context(records[0]["context_window"], "transcript")
         for record in records:
-            self._answers[record["key"]].append(record["response"])
+            self._answers[record["key"]].append(record)
             digests = [p["sha256"] for m in record["request"]["messages"] for p in m["content"]
                        if p["type"] == "image"]
             signatures = record["image_signatures"]
@@ -267,5 +295,11 @@ class ReplayClient(LLMClient):
                     "Re-record the run with a RecordingClient."
                 )
             self._served[key] = index + 1
-        response = LLMResponse.from_dict(answers[index])
+        refused = answers[index]["context_error"]
+        if refused is not None:
+            if isinstance(refused.get("window"), int):
+                self.learn_context(refused["window"], "transcript")
+            raise LLMContextExceeded(str(refused.get("message", "the request was too long for the context")),
+                                     refused.get("window"), refused.get("requested"))
+        response = LLMResponse.from_dict(answers[index]["response"])
         return dataclasses.replace(response, model=response.model or request.model, key=request.key)

@@ -43,6 +43,14 @@ interpreter's statement limit ends the run as ``statement_limit``. A run ended s
 :class:`~vlnverse.eval.agent.Inconclusive` with the reason (the episode's ``outcome`` is
 ``inconclusive``); a terminal answer that names no option gives ``no_answer``. The trace's
 ``arna`` entry keeps the answer, the reason and what led there.
+
+Within the model's context window (:mod:`vlnverse.agents.fitting`): the memory's fields, the
+workflow's texts and the visual analyses are capped (``answer_tokens``) when kept; a prompt
+still too long loses the oldest new observations, then the ends of the long lines (memory,
+plan, scene-graph listings); every structured or tool request keeps room for its repair
+turn and, where the server takes no schema or tools natively, for their text. A request
+that does not fit even so is counted (``too_long``) and its answer is missing (the same
+fallbacks as an unusable answer), not a function-call error.
 """
 
 from __future__ import annotations
@@ -83,11 +91,15 @@ from vlnverse.agents.arna.tools import (
 )
 from vlnverse.agents.arna.worldmodel import UNKNOWN_COST, OccupancyGrid, SceneMemoryGraph
 from vlnverse.agents.base import EpisodeState, LLMWaypointAgent, StepView, refuse_vlm
+from vlnverse.agents.fitting import REPAIR_RESERVE
 from vlnverse.agents.panorama import Panorama
 from vlnverse.agents.prompts import Prompt, describe_messages
-from vlnverse.errors import ConfigError, LLMAnswerError, LLMUnsupportedFeature
+from vlnverse.agents.trace import TOO_LONG
+from vlnverse.errors import ConfigError, LLMAnswerError, LLMContextExceeded, LLMUnsupportedFeature
 from vlnverse.eval.agent import Answer, EpisodeInfo, Inconclusive
 from vlnverse.llm.base import WrapperClient
+from vlnverse.llm.context import text_bound
+from vlnverse.llm.structured import schema_instruction, tool_instruction
 from vlnverse.llm.types import ChatMessage
 
 logger = logging.getLogger(__name__)
@@ -225,10 +237,15 @@ class ARNAAgent(LLMWaypointAgent):
         (counted as a parse failure, then reported to ``on_failure``: by default a
         function-call error)."""
         self.state.role = role
-        messages = prompt.messages(system)
+        schema = P.schema(model)
+        reserve = REPAIR_RESERVE + (0 if self.llm.supports_json_schema else text_bound(schema_instruction(schema)))
+        messages = self.fitted(prompt, system, role, reserve=reserve).messages
         try:
-            value, _ = _Meter(self).complete_structured(messages, P.schema(model), **self._params())
+            value, _ = _Meter(self).complete_structured(messages, schema, **self._params())
             parsed = model.model_validate(value)
+        except LLMContextExceeded as exc:
+            self._too_long(role, messages, exc)
+            return None
         except (LLMAnswerError, ValidationError) as exc:
             self.state.trace.failures["schema"] += 1
             self._call_record(role, messages, {"error": str(exc)[:300]})
@@ -238,12 +255,21 @@ class ARNAAgent(LLMWaypointAgent):
         return parsed
 
     def text(self, role: str, system: str, prompt: Prompt) -> str:
-        """A free-text answer."""
+        """A free-text answer ("" when the request does not fit the context window)."""
         self.state.role = role
-        messages = prompt.messages(system)
-        response = _Meter(self).complete(messages, **self._params())
+        messages = self.fitted(prompt, system, role).messages
+        try:
+            response = _Meter(self).complete(messages, **self._params())
+        except LLMContextExceeded as exc:
+            self._too_long(role, messages, exc)
+            return ""
         self._call_record(role, messages, response.text)
         return response.text.strip()
+
+    def _too_long(self, role: str, messages: Sequence[ChatMessage], exc: LLMContextExceeded) -> None:
+        """A request that does not fit the context window: counted, its answer missing."""
+        self.state.trace.failures[TOO_LONG] += 1
+        self._call_record(role, messages, {"error": f"{TOO_LONG}: {str(exc)[:300]}"})
 
     # -- the episode loop ----------------------------------------------------------
 
@@ -418,12 +444,12 @@ class ARNAAgent(LLMWaypointAgent):
             else:
                 prompt.section("Goal picture", "(a picture of the goal exists, but this text-only robot cannot see it)")
         if self.state.workflow.get("termination"):
-            prompt.section("Termination conditions", self.state.workflow["termination"])
+            prompt.section("Termination conditions", self.state.workflow["termination"], cut="shorten")
         return prompt
 
     def _generate_workflow(self) -> None:
         state, wf = self.state, self.state.workflow
-        wf["termination"] = self.text("termination", P.TERMINATION_SYSTEM, self._task_prompt()) \
+        wf["termination"] = self.capped(self.text("termination", P.TERMINATION_SYSTEM, self._task_prompt())) \
             or "- The task's goal is verified by the robot's own observations."
         if self.config.workflow == "self_discover":
             prompt = self._task_prompt()
@@ -435,11 +461,11 @@ class ARNAAgent(LLMWaypointAgent):
             prompt = self._task_prompt()
             prompt.section("Pre-selected heuristic", wf["heuristic"])
             adapted = self.structured("adapt", P.ADAPT_SYSTEM, prompt, P.AdaptHeuristic)
-            wf["adapted"] = adapted.adapted_heuristic if adapted is not None else wf["heuristic"]
+            wf["adapted"] = self.capped(adapted.adapted_heuristic) if adapted is not None else wf["heuristic"]
             prompt = self._task_prompt()
             prompt.section("Adapted heuristic", wf["adapted"])
             pseudo = self.structured("pseudocode", P.PSEUDOCODE_SYSTEM, prompt, P.PseudocodeHeuristic)
-            wf["pseudocode"] = list(pseudo.implementation) if pseudo is not None else []
+            wf["pseudocode"] = self.capped_items(list(pseudo.implementation)) if pseudo is not None else []
         if self.config.perception == "vlm":
             prompt = self._task_prompt()
             targets = self.structured("targets", P.TARGETS_SYSTEM, prompt, P.PerceptionTargets)
@@ -468,7 +494,8 @@ class ARNAAgent(LLMWaypointAgent):
                 state.plan_rejections.append(exc.problems)
                 logger.info("arna: %s", exc)
                 prompt.section("Your previous plan was rejected", json.dumps(answer.plan)[:2000]
-                               + "\nProblems:\n" + "\n".join(exc.problems[:12]) + "\nFollow the grammar exactly.")
+                               + "\nProblems:\n" + "\n".join(exc.problems[:12]) + "\nFollow the grammar exactly.",
+                               cut="shorten")
                 continue
             wf["plan_source"] = "model"
             return program
@@ -516,19 +543,19 @@ class ARNAAgent(LLMWaypointAgent):
         state = self.state
         prompt = self._task_prompt()
         if state.program is not None:
-            prompt.section("Plan", state.program.listing())
-        prompt.section("Next plan step", upcoming)
-        prompt.section("Memory", state.memory.render())
-        prompt.section("Scene graph statistics", state.graph.statistics())
+            prompt.section("Plan", state.program.listing(), cut="shorten")
+        prompt.section("Next plan step", upcoming, cut="shorten")
+        prompt.section("Memory", state.memory.render(), cut="shorten")
+        prompt.section("Scene graph statistics", state.graph.statistics(), cut="shorten")
         pose = state.pose
         prompt.section("Robot state", f"step {state.step}, at ({pose[0]:.1f}, {pose[1]:.1f}) facing "
                        f"{math.degrees(pose[3]) % 360:.0f} deg; {state.episode.max_steps - state.step} environment "
                        "steps left")
         tools = state.tools
-        prompt.section("Frontiers", tools.frontier_listing())
+        prompt.section("Frontiers", tools.frontier_listing(), cut="shorten")
         known = [*state.graph.objects, *(r.name for r in state.graph.rooms),
                  *(f"Point_{i}" for i in tools.points)]
-        prompt.section("Known nodes", ", ".join(known) or "none yet")
+        prompt.section("Known nodes", ", ".join(known) or "none yet", cut="shorten_start")
         picture, ascii_map = tools.overlay_grid(pose[:2], 6.0, [], [])
         if self.config.perception == "vlm":
             prompt.image("occupancy grid", picture)
@@ -592,7 +619,7 @@ class ARNAAgent(LLMWaypointAgent):
                        "the findings below, not from whether a tool answered.")
         findings = getattr(result, "text", None) or ("(that step has not run yet)" if var not in variables
                                                      else str(result))
-        prompt.section("Findings of that step", findings)
+        prompt.section("Findings of that step", findings, cut="shorten")
         answer = self.structured("condition", P.CONDITION_SYSTEM, prompt, P.ConditionCheck)
         holds = answer.holds if answer is not None else flag
         self.record.setdefault("conditions", []).append(
@@ -644,9 +671,13 @@ class ARNAAgent(LLMWaypointAgent):
         state = self.state
         state.role = "execute"
         specs = tool_specs(KIND_TOOLS[stmt["step"]])
-        messages = self._context(describe(stmt)).messages(P.EXECUTE_SYSTEM)
+        reserve = REPAIR_RESERVE + text_bound(tool_instruction(specs, "required"))  # the tools are prompt text too
+        messages = self.fitted(self._context(describe(stmt)), P.EXECUTE_SYSTEM, "execute", reserve=reserve).messages
         try:
             response = _Meter(self).complete_tools(messages, specs, tool_choice="required", **self._params())
+        except LLMContextExceeded as exc:
+            self._too_long("execute", messages, exc)
+            return None, {}
         except LLMAnswerError as exc:
             self._call_record("execute", messages, {"error": str(exc)[:300]})
             self._function_call_error(str(exc))
@@ -679,9 +710,9 @@ class ARNAAgent(LLMWaypointAgent):
             return
         prompt = Prompt()
         prompt.section("Task", self.task_text())
-        prompt.section("Current memory", self.state.memory.render())
-        prompt.section("Step just executed", line)
-        prompt.section("New information", (selected + "\n" + result.text).strip())
+        prompt.section("Current memory", self.state.memory.render(), cut="shorten")
+        prompt.section("Step just executed", line, cut="shorten")
+        prompt.section("New information", (selected + "\n" + result.text).strip(), cut="shorten")
         if self.config.perception == "vlm":
             for label, image in result.images[:4]:
                 prompt.image(label, image)
@@ -689,7 +720,7 @@ class ARNAAgent(LLMWaypointAgent):
         if answer is None:
             self.state.trace.fallbacks += 1
             return
-        self.state.memory.update(answer.model_dump())
+        self.state.memory.update({key: self.capped(value) for key, value in answer.model_dump().items()})
 
     def _analyse(self, rationale: str, records: list[Any], joint: bool) -> str:
         """The visual analysis tool's model call(s)."""
@@ -697,13 +728,13 @@ class ARNAAgent(LLMWaypointAgent):
         findings = []
         for group in groups[:6]:
             prompt = Prompt()
-            prompt.section("Question", rationale)
+            prompt.section("Question", rationale, cut="shorten")
             for r in group:
                 prompt.section(f"Image {r.image_id}", r.description)
                 if self.config.perception == "vlm" and r.rgb is not None:
                     prompt.image(str(r.image_id), r.rgb)
             text = self.text("visual_analysis", P.ANALYSIS_SYSTEM, prompt)
-            findings.append(f"[{', '.join(str(r.image_id) for r in group)}] {text}")
+            findings.append(f"[{', '.join(str(r.image_id) for r in group)}] {self.capped(text)}")
         return "\n".join(findings)
 
     # -- navigation ---------------------------------------------------------------
@@ -749,7 +780,7 @@ class ARNAAgent(LLMWaypointAgent):
             listing += [graph.objects[n].describe() for n in nav.new_objects]
             prompt = Prompt()
             prompt.section("Task", self.task_text())
-            prompt.section("New observations while moving", "\n".join(listing))
+            prompt.section("New observations while moving", "\n".join(listing), cut="oldest")
             picked = self.structured("information_selection", P.SELECT_INFO_SYSTEM, prompt, P.InformationSelection)
             if picked is not None and not picked.done and picked.items:
                 details = self._details(picked.items)
