@@ -32,11 +32,16 @@ Figures (``BENCH <name> <value> <unit> target <op> <value>``):
   figure above (context, no target).
 - ``train.online_scaling_vs_machine_ceiling``: each online pair's 2-env scaling over the
   machine's 2-process scaling measured right after it, median over pairs.
+- ``train.mini_track_minutes.<stage>``: wall minutes of each stage of the VLNVerse-mini CPU
+  track as run for ``docs/results-mini.md`` (read from ``assets/tracks/mini/timings.json``,
+  which records each run's command, its wall time and how loaded the machine was), and
+  ``train.mini_track_minutes.total`` against the track's 3-hour aim. ``--mini-track-only``
+  prints just these.
 
 The dataset is generated from the bundled scenes (fine-grained episodes). The machine is
 shared, so absolute numbers are noisy; ratios are measured within one run.
 
-Usage: ``python benchmarks/train_bench.py [--episodes N] [--size PX] [--rounds R]``
+Usage: ``python benchmarks/train_bench.py [--episodes N] [--size PX] [--rounds R] [--mini-track-only]``
 """
 
 from __future__ import annotations
@@ -250,13 +255,30 @@ def _spin(n: int) -> int:
     return total
 
 
+def mini_track_lines() -> list[str]:
+    """``BENCH train.mini_track_minutes.<stage>`` lines from the recorded runs of the CPU track."""
+    import json
+
+    timings = json.loads((ROOT / "assets" / "tracks" / "mini" / "timings.json").read_text(encoding="utf-8"))
+    lines = [f"BENCH train.mini_track_minutes.{run['stage']} {run['seconds'] / 60:.1f} min target >= 0"
+             for run in timings["runs"]]
+    total = sum(run["seconds"] for run in timings["runs"]) / 60
+    lines.append(f"BENCH train.mini_track_minutes.total {total:.1f} min target <= 180")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=24, help="episodes pre-rendered per round")
     parser.add_argument("--size", type=int, default=128, help="RGB and depth resolution")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved pre-render rounds")
     parser.add_argument("--online-pairs", type=int, default=3, help="back-to-back (1, 2)-env online pairs")
+    parser.add_argument("--mini-track-only", action="store_true",
+                        help="only print the CPU track's recorded stage times")
     args = parser.parse_args()
+    print("\n".join(mini_track_lines()))
+    if args.mini_track_only:
+        return
     import torch
 
     torch.set_num_threads(1)

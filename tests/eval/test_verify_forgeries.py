@@ -215,7 +215,7 @@ def test_a_named_track_states_its_selection_and_its_published_checksums(oracle_f
     done = verify_cli(oracle_folder, verify_dataset, "--track", "mini")  # the bundled dataset is not the track's
     assert done.returncode == 1, done.stdout + done.stderr
     assert "selection     split val_seen,val_unseen,test · task fine,coarse · physics strict, tel_hop · " \
-           "episodes all · seed 3 (split, task, episodes stated by the verifier" in done.stdout
+           "episodes all · seed 3 (split, task, physics, episodes stated by the verifier" in done.stdout
     assert "inputs        FAIL: dataset: sha256" in done.stdout and "in SHA256SUMS" in done.stdout
 
 

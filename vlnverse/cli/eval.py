@@ -123,8 +123,9 @@ def register(subparsers) -> None:
                         help="a release's published SHA256SUMS (vlnverse release build): your dataset's manifest "
                              "and every scene verify reads must have the digests it lists")
     verify.add_argument("--track", default=None, metavar="NAME",
-                        help="a named track (e.g. mini): its published SHA256SUMS as --release-sums, and its "
-                             "splits and tasks, every episode, as the required selection (options you give win)")
+                        help="a named track (e.g. mini): its published SHA256SUMS as --release-sums, and its splits, "
+                             "tasks, physics, every episode, step budget and success radius as the required "
+                             "selection and scoring (options you give win)")
     required = verify.add_argument_group(
         "required selection (default: the run's own, as run.json states it)")
     required.add_argument("--split", default=None, help="split name(s), comma-separated, or 'all'")
@@ -205,10 +206,14 @@ def _verify(args: argparse.Namespace) -> int:
             raise ConfigError(f"track {track.name} publishes no SHA256SUMS to check a dataset against")
         release_sums = release_sums or track.checksums
         selection = Selection(split=args.split or ",".join(track.splits), task=args.task or ",".join(track.tasks),
-                              physics=args.physics, episodes=args.episodes or "all", seed=args.seed)
+                              physics=args.physics or track.physics, episodes=args.episodes or "all",
+                              seed=args.seed)
+        scoring = {"success_distance": track.success_distance, "max_steps": track.max_steps, **_scoring(args)}
+    else:
+        scoring = _scoring(args)
     report = verify_run(args.folder, dataset=args.dataset, scenes_dir=args.scenes_dir,
                         expect_dataset=args.expect_dataset, release_sums=release_sums, selection=selection,
-                        scoring=_scoring(args), allow_partial=args.allow_partial,
+                        scoring=scoring, allow_partial=args.allow_partial,
                         rerun=args.rerun, transcript=args.transcript, checkpoints=_checkpoints(args.checkpoint),
                         workers=args.workers, on_check=show)
     if args.json:

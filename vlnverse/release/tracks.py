@@ -34,6 +34,9 @@ class Track:
         seed: ``release build --seed``.
         splits: Evaluation splits of its result tables.
         tasks: Tasks trained on and reported.
+        physics: Physics modes every result reports.
+        max_steps: Step budget per episode (the learned baselines' 200-step cap, §5.2).
+        success_distance: Success radius (m).
         config_hash: The dataset's ``manifest.json`` ``config_hash`` (None: not published).
     """
 
@@ -43,6 +46,9 @@ class Track:
     seed: int
     splits: tuple[str, ...] = ("val_seen", "val_unseen", "test")
     tasks: tuple[str, ...] = ("fine", "coarse")
+    physics: tuple[str, ...] = ("strict", "tel_hop")
+    max_steps: int = 200
+    success_distance: float = 3.0
     config_hash: str | None = None
 
     @property
