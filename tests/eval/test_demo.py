@@ -4,11 +4,13 @@ Tel-Hop → report."""
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 
 from tests.bundled import BUNDLED_SCENES, REPO
 from tests.outputs import assert_drawn, index_rows
+from vlnverse.cli.demo import cli_command
 
 
 def test_demo_runs_end_to_end(tmp_path):
@@ -38,6 +40,7 @@ def test_demo_runs_end_to_end(tmp_path):
     oracle = json.loads((out / "eval" / "oracle" / "summary.json").read_text())
     assert all(g["metrics"]["SR"]["mean"] == 1.0 for g in oracle["overall"] if g["physics"] == "tel_hop")
     assert "Coarse-grained task" in result.stdout and "Long-horizon" in result.stdout
+    assert f"eval --dataset {out / 'dataset'} --split val_unseen" in result.stdout  # the next command to type
     # Re-run with --json: everything is reused, and stdout is one JSON object with the same results.
     again = subprocess.run([*command, "--json"], capture_output=True, text=True, cwd=REPO, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
@@ -46,3 +49,14 @@ def test_demo_runs_end_to_end(tmp_path):
     assert sorted(s["scene_id"] for s in data["scenes"]) == scenes
     assert data["runs"]["oracle"] == oracle
     assert "0 evaluated" in again.stderr  # the narration went to stderr, and nothing was run twice
+
+
+def test_the_next_command_runs_as_printed_without_an_activated_venv(tmp_path, monkeypatch):
+    """``make demo`` runs ``.venv/bin/python`` with ``vlnverse`` off ``PATH``: the command it prints must
+    name a program that runs from where the user stands."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    command = cli_command()
+    assert command != "vlnverse"
+    done = subprocess.run([*shlex.split(command), "--help"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "datagen" in done.stdout, done.stderr

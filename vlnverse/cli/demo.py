@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
+import sys
 from pathlib import Path
 
 from vlnverse.errors import ConfigError
@@ -135,7 +137,23 @@ def _demo(args: argparse.Namespace) -> int:
         return 0
     print_summary(runs)
     console.print(f"report: {report}")
+    console.print(f"next, an evaluation of your own (docs/own-agent.md swaps in your agent):\n  "
+                  f"{cli_command()} eval --dataset {dataset} --split val_unseen --task fine --agent random "
+                  f"--out runs/random", soft_wrap=True)
     return 0
+
+
+def cli_command() -> str:
+    """How to type ``vlnverse`` in this shell: bare when it is on ``PATH``, else the script beside
+    this interpreter (``.venv/bin/vlnverse`` after ``make demo``), else ``python -m vlnverse``."""
+    script = Path(sys.executable).parent / "vlnverse"
+    found = shutil.which("vlnverse")
+    if found and script.is_file() and Path(found).resolve() == script.resolve():
+        return "vlnverse"
+    if script.is_file():
+        relative = os.path.relpath(script)
+        return str(script) if relative.startswith("..") else relative
+    return f"{sys.executable} -m vlnverse"
 
 
 def write_demo_report(out: Path, runs: list, scenes: list[dict]) -> Path:
