@@ -21,16 +21,41 @@ PAGES = [REPO / "README.md", *sorted(DOCS.rglob("*.md"))]
 #: The dataset every page's examples use, made once as the Getting started page makes it.
 DATASET_COMMAND = "vlnverse datagen --scenes assets/scenes --out data/ds --per-scene 2"
 SHELL_TIMEOUT_S = 300
+#: Where ``make`` installs the project, as the README's quickstart says.
+VENV_BIN = Path(".venv") / "bin"
 
 
-def test_the_site_builds_strictly(tmp_path):
-    """``make docs``: broken links, missing pages or anchors and unresolved API references fail."""
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """``make docs``: the site built strictly; broken links, missing pages or anchors and unresolved
+    API references fail the build."""
+    site_dir = tmp_path_factory.mktemp("site")
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site_dir)],
                           cwd=REPO, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     assert done.returncode == 0, done.stderr
     assert "WARNING" not in done.stderr, done.stderr
-    assert (tmp_path / "site" / "own-agent" / "index.html").is_file()
+    return site_dir
+
+
+def test_the_site_builds_strictly(site):
+    assert (site / "own-agent.html").is_file()
+
+
+def test_every_link_of_the_built_site_opens_a_file(site):
+    """``make docs`` says to open ``_build/site/index.html`` from disk, where a link to a folder
+    shows a directory listing: every relative ``href``/``src`` must name a file that exists."""
+    pages = sorted(p for p in site.rglob("*.html") if p.name != "404.html")  # a web server's page: root-absolute
+    broken = [f"{page.relative_to(site)} -> {link}" for page in pages for link in local_links(page)
+              if not (page.parent / link).is_file()]
+    assert len(pages) > 10 and broken == []
+
+
+def local_links(page: Path) -> list[str]:
+    """The relative links of an HTML page, without query or fragment."""
+    links = re.findall(r'(?:href|src)="([^"]*)"', page.read_text())
+    return [link for link in (re.split(r"[?#]", link)[0] for link in links)
+            if link and not re.match(r"^[a-z][a-z0-9+.-]*:|^//", link)]
 
 
 def test_readme_links_resolve():
@@ -52,24 +77,25 @@ def test_every_block_is_fenced_with_a_known_language(page):
 
 @pytest.fixture(scope="session")
 def workspace(tmp_path_factory) -> Path:
-    """A folder laid out as a user's checkout (``assets``, ``datagen``) with ``data/ds`` made,
-    and ``vlnverse`` on ``PATH`` running this checkout."""
+    """A folder laid out as a user's checkout after ``make`` (``assets``, ``datagen``, a ``.venv``
+    whose ``vlnverse`` runs this checkout) with ``data/ds`` made and that ``.venv`` on ``PATH``."""
     root = tmp_path_factory.mktemp("docs-workspace")
     for name in ("assets", "datagen"):
         (root / name).symlink_to(REPO / name)
-    bin_dir = root / ".bin"
-    bin_dir.mkdir()
+    bin_dir = root / VENV_BIN
+    bin_dir.mkdir(parents=True)
     shim = bin_dir / "vlnverse"
     shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m vlnverse "$@"\n')
     shim.chmod(0o755)
     (bin_dir / "python").symlink_to(sys.executable)
+    (bin_dir / "activate").write_text(f'export PATH="{bin_dir}:$PATH"\n')
     _shell(DATASET_COMMAND, root)
     return root
 
 
 def _env(root: Path) -> dict[str, str]:
     env = dict(os.environ)
-    env["PATH"] = f"{root / '.bin'}{os.pathsep}{env['PATH']}"
+    env["PATH"] = f"{root / VENV_BIN}{os.pathsep}{env['PATH']}"
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
     return env
 
