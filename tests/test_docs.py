@@ -51,6 +51,16 @@ def test_every_link_of_the_built_site_opens_a_file(site):
     assert len(pages) > 10 and broken == []
 
 
+def test_the_site_shows_no_sphinx_role_nor_path_outside_the_repository(site):
+    """Docstrings' ``:func:``/``:class:`` roles render as code, and no page cites the workspace's
+    ``shared/`` folder, which a clone does not have."""
+    pages = {page.relative_to(site): page.read_text() for page in site.rglob("*.html")}
+    roles = {str(name) for name, text in pages.items() if re.search(r":(func|class|mod|meth|attr):<code>", text)}
+    outside = {str(name) for name, text in pages.items() if re.search(r"\bshared/(reference|papers)", text)}
+    assert "<code>compute_episode_metrics</code>" in pages[Path("evaluation.html")]
+    assert roles == set() and outside == set()
+
+
 def local_links(page: Path) -> list[str]:
     """The relative links of an HTML page, without query or fragment."""
     links = re.findall(r'(?:href|src)="([^"]*)"', page.read_text())
@@ -64,6 +74,12 @@ def test_readme_links_resolve():
     targets = re.findall(r"\]\((?!https?://|#)([^)#\s]+)", text)
     assert targets and [t for t in targets if not (REPO / t).exists()] == []
     assert len(text.splitlines()) < 200
+
+
+def test_the_readme_names_every_extra_make_test_installs():
+    extras = re.search(r"^EXTRAS \?= (\S+)$", (REPO / "Makefile").read_text(), re.MULTILINE)[1].split(",")
+    tests_section = (REPO / "README.md").read_text().split("\n## Tests\n", 1)[1]
+    assert extras and [e for e in extras if f"`{e}`" not in tests_section] == []
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
