@@ -82,6 +82,15 @@ def test_the_readme_names_every_extra_make_test_installs():
     assert extras and [e for e in extras if f"`{e}`" not in tests_section] == []
 
 
+def test_the_results_page_names_every_published_table():
+    """A shipped agent's table or a results page of the docs that the Results page does not list
+    is a number nobody will find."""
+    listed = (DOCS / "results.md").read_text()
+    tables = [str(p.relative_to(REPO)) for p in (REPO / "assets" / "agents").glob("*/table*.md")]
+    pages = [p.name for p in DOCS.glob("results-*.md")]
+    assert tables and pages and [name for name in tables + pages if name not in listed] == []
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
 def test_every_block_is_fenced_with_a_known_language(page):
     assert indented_code(page) == [], f"{page.name}: indented code blocks (fence them) at lines {indented_code(page)}"
