@@ -91,6 +91,22 @@ def test_the_results_page_names_every_published_table():
     assert tables and pages and [name for name in tables + pages if name not in listed] == []
 
 
+def test_the_dataset_shape_table_is_what_datagen_makes():
+    """``docs/datasets.md``'s table of what ``--per-scene N`` makes, against the generator's counts."""
+    from vlnverse.tasks.generate import COARSE_FAMILY, GenerationConfig
+
+    lines = (DOCS / "datasets.md").read_text().split("### What `--per-scene N` makes", 1)[1].splitlines()
+    table = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines if line.startswith("| ")]
+    header, rows = table[0], {cells[0]: cells for cells in table[1:]}
+    assert f"N = {GenerationConfig().per_scene} (default)" in header
+    for column, name in enumerate(header):
+        if name.startswith("N = "):
+            counts = GenerationConfig(per_scene=int(name.split()[2])).counts()
+            expected = {"fine": counts["fine"], "long_horizon": counts["long_horizon"],
+                        **dict.fromkeys(COARSE_FAMILY, counts["coarse"])}
+            assert {task: int(rows[task][column]) for task in expected} == expected, name
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
 def test_every_block_is_fenced_with_a_known_language(page):
     assert indented_code(page) == [], f"{page.name}: indented code blocks (fence them) at lines {indented_code(page)}"

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from vlnverse.cli.output import print_json, print_table
 from vlnverse.errors import ConfigError
+from vlnverse.tasks.episode import SPLITS
 from vlnverse.tasks.registry import task_families
 
 
@@ -16,7 +17,13 @@ def register(subparsers) -> None:
         "datagen", help="generate a dataset of all task types from a scene corpus (resumable, parallel)",
         description="Sample paths, write instructions (prior templates, optionally refined by an LLM "
                     "Describer/Verifier/Synthesizer) and store episodes. Re-running the same command "
-                    "resumes an interrupted run.")
+                    "resumes an interrupted run.",
+        epilog="What --per-scene N makes in each scene: N coarse-grained paths, each also a visual-reference and "
+               "a dialogue episode (same path and split, so an agent that ignores the goal picture and never asks "
+               "scores the same on the three tasks); N/3 fine-grained paths, rounded; N long-horizon chains. "
+               "Scenes go whole to train, val_unseen or test; a train scene holds out about 1 path in 10 of each "
+               "kind as val_seen, rounded at random, so with a small N a task may have no val_seen episode. "
+               "docs/datasets.md has the table.")
     parser.add_argument("--config", type=Path, default=None,
                         help="pipeline config (YAML, see datagen/); command-line options override it")
     parser.add_argument("--scenes", type=Path, default=None, help="scene corpus folder")
@@ -112,10 +119,10 @@ def _run(args) -> int:
         return _exit_code(result)
     from vlnverse.tasks.report import TASK_LABELS
 
-    rows = [(TASK_LABELS[t], *[_cell(summary.manifest["splits"], s, t) for s in ("train", "val_seen", "val_unseen", "test")])
+    rows = [(TASK_LABELS[t], *[_cell(summary.manifest["splits"], s, t) for s in SPLITS])
             for t in config.generation.tasks]
     print_table(f"{result['episodes']} episodes → {config.out} ({generated} scenes generated, {resumed} resumed)",
-                ("task", "train", "val_seen", "val_unseen", "test"), rows)
+                ("task", *(f"{split} episodes" for split in SPLITS)), rows)
     for scene_id, error in summary.manifest["skipped_scenes"].items():
         print(f"skipped scene {scene_id}: {error}")
     for scene_id, short in summary.manifest["shortfall"].items():
@@ -141,7 +148,9 @@ def _exit_code(result: dict) -> int:
 
 def _cell(splits: dict, split: str, task: str) -> str:
     entry = splits.get(split, {}).get(task)
-    return f"{entry['episodes']} ({entry['scenes']})" if entry else "0"
+    if not entry:
+        return "0"
+    return f"{entry['episodes']} in {entry['scenes']} scene{'' if entry['scenes'] == 1 else 's'}"
 
 
 def _report(config, summary, usage) -> Path:
