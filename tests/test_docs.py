@@ -107,6 +107,23 @@ def test_the_dataset_shape_table_is_what_datagen_makes():
             assert {task: int(rows[task][column]) for task in expected} == expected, name
 
 
+AGENT_CONFIGS = [block for page in PAGES for block in code_blocks(page) if block.agent is not None]
+
+
+@pytest.mark.parametrize("block", AGENT_CONFIGS, ids=lambda b: b.where)
+def test_an_example_agent_config_shows_the_defaults_or_says_why_not(block):
+    """A reader copies the example: a value that is not the agent's default says so on its line."""
+    from vlnverse.eval.registry import agent_factory
+
+    defaults = agent_factory(block.agent).config_class()
+    lines = {line.split(":", 1)[0]: line for line in block.code.splitlines() if line[:1].isalpha()}
+    for key, value in yaml.safe_load(block.code).items():
+        default = getattr(defaults, key)
+        pairs = [(getattr(default, k), v) for k, v in value.items()] if isinstance(value, dict) else [(default, value)]
+        if any(d != pytest.approx(v, rel=1e-3) if isinstance(v, float) else d != v for d, v in pairs):
+            assert "not the default" in lines[key], f"{block.where}: {key}: {value!r}, default {default!r}"
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
 def test_every_block_is_fenced_with_a_known_language(page):
     assert indented_code(page) == [], f"{page.name}: indented code blocks (fence them) at lines {indented_code(page)}"
