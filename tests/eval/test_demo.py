@@ -10,7 +10,7 @@ import sys
 
 from tests.bundled import BUNDLED_SCENES, REPO
 from tests.outputs import assert_drawn, index_rows
-from vlnverse.cli.demo import cli_command
+from vlnverse.cli.demo import cli_command, missing_rows
 
 
 def test_demo_runs_end_to_end(tmp_path):
@@ -41,6 +41,8 @@ def test_demo_runs_end_to_end(tmp_path):
     assert all(g["metrics"]["SR"]["mean"] == 1.0 for g in oracle["overall"] if g["physics"] == "tel_hop")
     assert "Coarse-grained task" in result.stdout and "Long-horizon" in result.stdout
     assert f"eval --dataset {out / 'dataset'} --split val_unseen" in result.stdout  # the next command to type
+    assert "splits test + val_seen + val_unseen pooled" in result.stdout and "+ train" not in result.stdout
+    assert "no cma rows for visual_reference, long_horizon, dialogue" in result.stdout
     # Re-run with --json: everything is reused, and stdout is one JSON object with the same results.
     again = subprocess.run([*command, "--json"], capture_output=True, text=True, cwd=REPO, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
@@ -60,3 +62,9 @@ def test_the_next_command_runs_as_printed_without_an_activated_venv(tmp_path, mo
     assert command != "vlnverse"
     done = subprocess.run([*shlex.split(command), "--help"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "datagen" in done.stdout, done.stderr
+
+
+def test_an_agent_run_on_some_tasks_says_why_it_has_no_row_for_the_others():
+    notes = missing_rows({"oracle": "all", "cma": "fine,coarse"}, ["fine", "coarse", "dialogue"])
+    assert notes == ["no cma rows for dialogue: the demo evaluates it on fine and coarse only, the tasks it was "
+                     "trained on"]

@@ -20,6 +20,8 @@ from vlnverse.errors import ConfigError
 DEMO_AGENTS = ("oracle", "random", "forward")
 SHIPPED_CMA_TASKS = "fine,coarse"
 """The tasks the shipped CMA was trained on, the ones the demo evaluates it on."""
+HELD_OUT = ("val_seen", "val_unseen", "test")
+"""The splits the printed tables pool: the shipped CMA was trained on the train split."""
 
 
 def default_scenes() -> Path:
@@ -106,7 +108,7 @@ def _demo(args: argparse.Namespace) -> int:
                   + ", ".join(f"{task} {n}" for task, n in counts.items()) + f" → {dataset}")
 
     console.rule("3/4 evaluation: Strict and Tel-Hop")
-    runs = []
+    runs, held_out, tasks_of = [], [], {}
     for agent, task, agent_config in demo_agents(console):
         progress: list[RunProgress] = []
 
@@ -127,6 +129,8 @@ def _demo(args: argparse.Namespace) -> int:
                 progress[0].__exit__(None, None, None)
         console.print(f"{agent}: {result.evaluated} evaluated, {result.resumed} resumed → {result.index_html}")
         runs.append((agent, result.summary))
+        held_out.append((agent, held_out_summary(result.records, result.summary["run"], args.seed)))
+        tasks_of[agent] = task
 
     console.rule("4/4 results")
     report = write_demo_report(out, runs, inspected)
@@ -135,12 +139,34 @@ def _demo(args: argparse.Namespace) -> int:
                     "episodes": made.manifest["total_episodes"], "episodes_per_task": counts,
                     "runs": dict(runs), "report": str(report)})
         return 0
-    print_summary(runs)
-    console.print(f"report: {report}")
+    print_summary(held_out)
+    for note in missing_rows(tasks_of, [task for task, n in counts.items() if n]):
+        console.print(note, soft_wrap=True)
+    console.print(f"held-out splits ({', '.join(HELD_OUT)}) above; every split, train included: {report}",
+                  soft_wrap=True)
     console.print(f"next, an evaluation of your own (docs/own-agent.md swaps in your agent):\n  "
                   f"{cli_command()} eval --dataset {dataset} --split val_unseen --task fine --agent random "
                   f"--out runs/random", soft_wrap=True)
     return 0
+
+
+def held_out_summary(records: list, run: dict, seed: int) -> dict:
+    """The summary of a run's held-out episodes: a trained agent's first numbers leave its training
+    episodes out."""
+    from vlnverse.eval.report import summarize
+
+    return summarize([r for r in records if r["split"] in HELD_OUT], run, seed=seed)
+
+
+def missing_rows(tasks_of: dict[str, str], tasks: list[str]) -> list[str]:
+    """Why an agent has no row in a task's table: the demo runs a trained agent on its own tasks only."""
+    notes = []
+    for agent, spec in tasks_of.items():
+        missing = [] if spec == "all" else [t for t in tasks if t not in spec.split(",")]
+        if missing:
+            notes.append(f"no {agent} rows for {', '.join(missing)}: the demo evaluates it on "
+                         f"{spec.replace(',', ' and ')} only, the tasks it was trained on")
+    return notes
 
 
 def cli_command() -> str:
