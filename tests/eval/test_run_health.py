@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -122,3 +123,21 @@ def test_retry_errors_runs_again_only_the_episodes_that_errored(bundled_dataset,
     records = [json.loads(line) for line in lines]
     assert [r["fail_reason"] for r in records] == ["stop"] * 4
     assert len({(r["episode_id"], r["physics"]) for r in records}) == 4
+
+
+def test_an_agent_from_a_file_is_named_by_its_class_and_its_errors_are_marked(bundled_dataset, tmp_path):
+    """``--agent path/file.py:Class`` rows read ``Class`` (``--label`` renames them), errored episodes are
+    counted in their row, the warning says where the traceback is, and no LLM health line is printed."""
+    out = tmp_path / "run"
+    result = vlnverse(*small_run(bundled_dataset, out, "--agent", "tests/eval/agents_for_tests.py:FixableAgent"),
+                      env={BROKEN_ENV: "1"})
+    assert result.returncode == ALL_ERRORED_EXIT, result.stderr
+    assert "│ FixableAgent │ Tel-Hop │" in result.stdout and "2 (2 errored)" in result.stdout
+    assert "health:" not in result.stdout and "agents_for_tests.py" not in result.stdout
+    assert any("--debug shows each traceback" in w for w in warnings(result.stderr))
+    assert "# VLNVerse evaluation — agent `FixableAgent`" in (out / "summary.md").read_text()
+    assert "<title>VLNVerse evaluation — FixableAgent</title>" in (out / "index.html").read_text()
+    again = vlnverse(*small_run(bundled_dataset, out, "--agent", "tests/eval/agents_for_tests.py:FixableAgent",
+                                "--label", "mine"), env={BROKEN_ENV: "1"})
+    assert re.search(r"│ mine +│ Tel-Hop +│", again.stdout) and "0 evaluated, 2 resumed" in again.stdout
+    assert "agent `mine`" in (out / "summary.md").read_text()

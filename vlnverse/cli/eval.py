@@ -30,6 +30,9 @@ def register(subparsers) -> None:
     parser.add_argument("--agent",
                         help="(required) agent name (random, forward, oracle, replay, ...), module:attr (a module on "
                              "PYTHONPATH or in the current folder) or path/to/file.py:attr")
+    parser.add_argument("--label", default=None,
+                        help="the agent's name in tables and pages (default: its name; a file.py:Class agent by "
+                             "its class)")
     parser.add_argument("--agent-config", type=Path, default=None, help="agent settings (YAML or JSON)")
     parser.add_argument("--physics", default="strict,tel_hop", type=_modes,
                         help="comma-separated physics modes: strict, slide, tel_hop (any case; "
@@ -318,7 +321,7 @@ def _eval(args: argparse.Namespace) -> int:
     from vlnverse.eval.harness import EvalConfig, evaluate
     from vlnverse.eval.health import health_line
     from vlnverse.eval.progress import RunProgress
-    from vlnverse.eval.registry import load_agent_config
+    from vlnverse.eval.registry import agent_label, load_agent_config
 
     missing = [f"--{name}" for name in ("dataset", "agent", "out") if getattr(args, name) is None]
     if missing:
@@ -332,7 +335,7 @@ def _eval(args: argparse.Namespace) -> int:
         success_distance=args.success_distance, plots=args.plots, instruction_view=args.instruction_view,
         **_timeout(args.episode_timeout),
         **({} if args.fallback_warning is None else {"fallback_warning": args.fallback_warning}),
-        retry_errors=args.retry_errors,
+        retry_errors=args.retry_errors, label=args.label,
         scenes_dir=str(args.scenes_dir) if args.scenes_dir else None,
         llm=args.llm, llm_cache=str(args.llm_cache) if args.llm_cache else None,
         llm_record=str(args.llm_record) if args.llm_record else None, budget_tokens=args.budget_tokens,
@@ -342,7 +345,7 @@ def _eval(args: argparse.Namespace) -> int:
     progress: list[RunProgress] = []
 
     def on_start(total: int, finished: list) -> None:
-        bar = RunProgress(total, finished, description=f"eval {args.agent}",
+        bar = RunProgress(total, finished, description=f"eval {args.label or agent_label(args.agent)}",
                           enabled=False if (args.no_progress or args.json) else None)
         progress.append(bar.__enter__())
 
@@ -360,8 +363,9 @@ def _eval(args: argparse.Namespace) -> int:
                     "resumed": result.resumed, "retried": result.retried, "stopped": result.stopped})
     else:
         if result.records:
-            print_summary([(args.agent, result.summary)])
-            print(f"health: {health_line(health)}")
+            print_summary([(result.summary["run"]["label"], result.summary)])
+            if health.get("fallback_share") is not None:  # the agent's steps were traced: an LLM agent
+                print(f"health: {health_line(health)}")
         retried = f", {result.retried} error record(s) run again" if result.retried else ""
         print(f"{result.evaluated} evaluated, {result.resumed} resumed{retried} · report {result.summary_markdown} · "
               f"episodes {result.index_html}")

@@ -42,7 +42,7 @@ from vlnverse.eval.executors import run_items
 from vlnverse.eval.health import DEFAULT_FALLBACK_WARNING
 from vlnverse.eval.html_index import write_index
 from vlnverse.eval.inputs import checkpoint_checksums, input_checksums
-from vlnverse.eval.registry import agent_factory, takes_llm
+from vlnverse.eval.registry import agent_factory, agent_label, takes_llm
 from vlnverse.eval.report import summarize, summary_markdown
 from vlnverse.eval.store import TRACE_TEXT_CHARS, ResultStore, error_record, json_safe, record_key
 from vlnverse.eval.viewer import VIEWER_DIR, write_episode_pages
@@ -121,6 +121,7 @@ class EvalConfig:
             which the run is flagged (:mod:`vlnverse.eval.health`).
         retry_errors: Run again the selection's episodes whose record ended in ``error``
             (their records are replaced; every other record is kept).
+        label: The agent's name in tables and pages (default: ``agent_label(agent)``, a file's agent by its class).
     """
 
     dataset: str
@@ -157,6 +158,7 @@ class EvalConfig:
     fallback_warning: float = DEFAULT_FALLBACK_WARNING
     retry_errors: bool = False
     trace_text_chars: int = TRACE_TEXT_CHARS
+    label: str | None = None
 
     def __post_init__(self) -> None:
         physics = tuple(physics_mode(p) for p in self.physics)
@@ -358,10 +360,10 @@ def write_reports(out: Path, records: Sequence[Mapping[str, Any]], run: Mapping[
     write_json_atomic(out / "summary.json", summary)
     # summary.md renders summary.json as written (sorted keys), so `eval verify` can regenerate it
     write_text_atomic(out / "summary.md", summary_markdown(json.loads(json.dumps(summary, sort_keys=True))))
-    meta = (f"agent {run.get('agent')} · dataset {run.get('dataset')} · physics "
+    meta = (f"agent {run.get('label', run.get('agent'))} · dataset {run.get('dataset')} · physics "
             f"{', '.join(run.get('physics', []))} · {len(records)} records")
     pages = write_episode_pages(out, records)
-    write_index(out / "index.html", records, title=f"VLNVerse evaluation — {run.get('agent')}", meta=meta,
+    write_index(out / "index.html", records, title=f"VLNVerse evaluation — {run.get('label', run.get('agent'))}", meta=meta,
                 pages=pages)
     return summary
 
@@ -478,7 +480,7 @@ def _run(config: EvalConfig, spec: RunSpec, items: list[WorkItem], privileged: l
         if _previous_fingerprint(out) != fingerprint:
             ledger.reset()  # a new run takes the folder
         ledger.spent()  # a damaged ledger is refused here, in one line
-    run = {"agent": config.agent, "agent_config": fingerprint["agent_config"], "dataset": dataset_id,
+    run = {"agent": config.agent, "label": config.label or agent_label(config.agent), "agent_config": fingerprint["agent_config"], "dataset": dataset_id,
            "split": config.split, "task": config.task, "physics": list(config.physics),
            "physics_hz": PhysicsConfig().physics_hz,
            "episodes": config.episodes, "seed": config.seed, "max_steps": config.max_steps,

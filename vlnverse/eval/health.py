@@ -70,7 +70,8 @@ def run_health(records: Iterable[Mapping[str, Any]], fallback_warning: float = D
     if errors:
         sources = sorted({str(r.get("error_source") or "unknown") for r in errors})
         warnings.append(f"{len(errors)} of {len(rows)} episode(s) ended in an error (source: {', '.join(sources)}; "
-                        f"first: {errors[0].get('error')}); fix the cause and re-run with --retry-errors")
+                        f"first: {errors[0].get('error')}); --debug shows each traceback; fix the cause and re-run with "
+                        "--retry-errors")
     if share is not None and share > fallback_warning:
         warnings.append(f"{100 * share:.0f}% of the agent's steps ({fallback_steps} of {steps}) were fallback moves, "
                         f"above the {100 * fallback_warning:.0f}% threshold: the model's replies did not follow the "

@@ -51,6 +51,12 @@ def agent_factory(name: str) -> Any:
     return AGENTS.get(name)
 
 
+def agent_label(name: str) -> str:
+    """The agent's name in tables and pages: ``path/to/file.py:MyAgent`` and ``module:MyAgent``
+    are named ``MyAgent``, a registered agent by its name."""
+    return name.rsplit(":", 1)[-1] if ":" in name and name not in AGENTS else name
+
+
 def make_agent(name: str, config: Mapping[str, Any] | None = None, *, llm: Any = None) -> Agent:
     """Build the agent ``name`` with its config mapping and, for agents that take a model,
     the model client ``llm`` (agents take it as ``factory(config, *, llm=...)``; None lets

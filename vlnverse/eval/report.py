@@ -122,14 +122,19 @@ def _cell(metric: Mapping[str, Any] | None, name: str) -> str:
     return f"{value:.2f}"
 
 
+def n_cell(group: Mapping[str, Any]) -> str:
+    """A row's episode count, with how many of them ended in an error (their metrics are in the row)."""
+    errored = group.get("fail_reasons", {}).get("error", 0)
+    return f"{group.get('n_episodes', 0)}" + (f" ({errored} errored)" if errored else "")
+
+
 def _table(title: str, columns: Sequence[str], rows: list[tuple[str, str, Mapping[str, Any]]]) -> list[str]:
     header = ["Agent", "Physics", *[f"{c}{ARROWS.get(c, '')}" for c in columns], "n"]
     lines = [f"#### {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for agent, physics, group in rows:
         metrics = group.get("metrics", {})
         cells = [_cell(metrics.get(c), c) for c in columns]
-        lines.append("| " + " | ".join([agent, PHYSICS_TITLES.get(physics, physics), *cells,
-                                         str(group.get("n_episodes", 0))]) + " |")
+        lines.append("| " + " | ".join([agent, PHYSICS_TITLES.get(physics, physics), *cells, n_cell(group)]) + " |")
     return [*lines, ""]
 
 
@@ -240,7 +245,7 @@ def _legend(summary: Mapping[str, Any]) -> list[str]:
 def summary_markdown(summary: Mapping[str, Any], *, label: str | None = None) -> str:
     """The ``summary.md`` text of one run."""
     run = summary.get("run", {})
-    label = label or str(run.get("agent", "agent"))
+    label = label or str(run.get("label") or run.get("agent", "agent"))
     lines = [
         f"# VLNVerse evaluation — agent `{label}`",
         "",
@@ -272,7 +277,7 @@ def table_data(runs: Sequence[tuple[str, Mapping[str, Any]]], task: str) -> tupl
     columns = _columns(task, rows)
     header = ["Agent", "Physics", *[f"{c}{ARROWS.get(c, '')}" for c in columns], "n"]
     body = [[label, PHYSICS_TITLES.get(physics, physics), *[_cell(g["metrics"].get(c), c) for c in columns],
-             str(g.get("n_episodes", 0))] for label, physics, g in rows]
+             n_cell(g)] for label, physics, g in rows]
     return header, body
 
 
