@@ -119,3 +119,6 @@ def test_page_of_a_plain_record_and_marker_positions():
     page = render_episode_page(record, {})
     assert "go &lt;b&gt;" in page and 'Step 0: <span class="act">FORWARD 0.25 m</span>' in page
     assert strip_x(0) == 0.5 and strip_x(90) == 0.25 and strip_x(-90) == 0.75 and strip_x(180) == 0.0
+    assert "<th>SR</th><td>0.0 %</td>" in page  # rates in %, as every other page shows them
+    assert all(f"</svg>{entry}" in page for entry in ("start", "goal", "success radius", "STOP", "collision"))
+    assert 'type="range"' in page and "ArrowRight" in page  # stepped with a slider or the keyboard

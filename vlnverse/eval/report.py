@@ -52,7 +52,8 @@ ARROWS = {"NE": "↓", "SR": "↑", "OSR": "↑", "SPL": "↑", "nDTW": "↑", "
 DETAIL_METRICS = ("TL", "NE", "NE_euclidean", "SR", "OSR", "SPL", "nDTW", "SDTW", "CR", "steps")
 
 
-def _is_percent(name: str) -> bool:
+def is_percent(name: str) -> bool:
+    """Whether metric ``name`` is a rate, shown in %."""
     return name in PERCENT or name.startswith("SR_")
 
 
@@ -118,7 +119,7 @@ def _finite(value: Any) -> bool:
 def _cell(metric: Mapping[str, Any] | None, name: str) -> str:
     if metric is None or metric.get("mean") is None or metric["mean"] != metric["mean"]:
         return "-"
-    value = metric["mean"] * (100.0 if _is_percent(name) else 1.0)
+    value = metric["mean"] * (100.0 if is_percent(name) else 1.0)
     return f"{value:.2f}"
 
 
@@ -213,7 +214,7 @@ def _details(summary: Mapping[str, Any]) -> list[str]:
         parts = []
         for name in names:
             m = metrics[name]
-            scale = 100.0 if _is_percent(name) else 1.0
+            scale = 100.0 if is_percent(name) else 1.0
             if not _finite(m.get("mean")):
                 continue  # undefined for these episodes (e.g. CR of episodes without a step)
             low, high = m.get("ci_low"), m.get("ci_high")

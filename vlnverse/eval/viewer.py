@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from vlnverse.eval.report import PHYSICS_TITLES
+from vlnverse.eval.report import PHYSICS_TITLES, is_percent
 from vlnverse.eval.viewer_map import MAPS_DIR, read_scene_map
 from vlnverse.fileio import write_bytes_atomic, write_text_atomic
 
@@ -55,7 +55,52 @@ pre{white-space:pre-wrap;background:#f6f6f6;padding:.5em;font-size:.8em;max-heig
 .cols{display:flex;gap:1em;align-items:flex-start}.act{font-weight:600}.hit{color:#c92a2a}.cols>div{flex:1;min-width:0}
 table{border-collapse:collapse;font-size:.85em}td,th{padding:.15em .5em;border-bottom:1px solid #eee;text-align:left}
 details{font-size:.85em;margin:.15em 0}summary{cursor:pointer}
+.legend{font-size:.8em;color:#444;margin:.3em 0}.legend svg{vertical-align:middle;margin:0 .2em 0 .8em}
+#stepper{position:sticky;top:0;background:#fff;padding:.4em 0;border-bottom:1px solid #ccc;z-index:1}
+#stepper input[type=range]{width:30em;vertical-align:middle}
 """
+_LEGEND = ('<p class="legend">'
+           '<svg width="14" height="14"><circle cx="7" cy="7" r="4" fill="none" stroke="#1c7ed6" stroke-width="2"/></svg>'
+           "start"
+           '<svg width="22" height="14"><line x1="0" y1="7" x2="22" y2="7" stroke="#1c7ed6" stroke-width="2"/></svg>'
+           "agent path"
+           '<svg width="22" height="14"><line x1="0" y1="7" x2="22" y2="7" stroke="#888" stroke-width="2" '
+           'stroke-dasharray="4 3"/></svg>reference path'
+           '<svg width="14" height="14"><circle cx="7" cy="7" r="2.5" fill="#2b8a3e"/></svg>goal'
+           '<svg width="14" height="14"><circle cx="7" cy="7" r="6" fill="none" stroke="#2b8a3e" stroke-width="1.5"/>'
+           "</svg>success radius"
+           '<svg width="14" height="14"><rect x="2" y="2" width="10" height="10" fill="none" stroke="#000" '
+           'stroke-width="2"/></svg>STOP'
+           '<svg width="14" height="14"><circle cx="7" cy="7" r="4" fill="#c92a2a"/></svg>agent'
+           '<svg width="14" height="14"><path d="M3,3L11,11M3,11L11,3" stroke="#c92a2a" stroke-width="2"/></svg>'
+           "collision</p>")
+"""What the bird's-eye views draw, under the episode's map."""
+_STEPPER = """<div id="stepper" hidden><button id="prev">&#9664;</button>
+<input type="range" id="slider" min="0" value="0" aria-label="step"> <button id="next">&#9654;</button>
+<span id="where"></span> <label><input type="checkbox" id="all"> every step</label></div>"""
+_STEPPER_SCRIPT = """<script>(() => {
+const steps = [...document.querySelectorAll('.step')];
+if (!steps.length) return;
+const bar = document.getElementById('stepper'), slider = document.getElementById('slider');
+const where = document.getElementById('where'), all = document.getElementById('all');
+bar.hidden = false; slider.max = steps.length - 1;
+const show = i => {
+  i = Math.max(0, Math.min(steps.length - 1, i)); slider.value = i;
+  steps.forEach((s, k) => { s.hidden = !all.checked && k !== i; });
+  where.textContent = `step ${i + 1} of ${steps.length} (keys: left and right arrows)`;
+};
+slider.oninput = () => show(+slider.value);
+document.getElementById('prev').onclick = () => show(+slider.value - 1);
+document.getElementById('next').onclick = () => show(+slider.value + 1);
+all.onchange = () => show(+slider.value);
+document.addEventListener('keydown', e => {
+  if (e.key === 'ArrowRight') show(+slider.value + 1);
+  if (e.key === 'ArrowLeft') show(+slider.value - 1);
+});
+const anchor = steps.findIndex(s => '#' + s.id === location.hash);
+show(anchor < 0 ? 0 : anchor);
+})();</script>"""
+"""One step at a time: a slider, buttons and the arrow keys (without JavaScript every step shows)."""
 
 
 def page_name(record: Mapping[str, Any]) -> str:
@@ -229,6 +274,14 @@ def _bev_svg(record: Mapping[str, Any], upto: int | None, scene_map: Mapping[str
         cx, cy = pt(goal).split(",")
         parts.append(f'<circle cx="{cx}" cy="{cy}" r="{max(radius * scale, 3):.1f}" fill="none" '
                      'stroke="#2b8a3e" stroke-width="1.5"/>')
+        parts.append(f'<circle cx="{cx}" cy="{cy}" r="2.5" fill="#2b8a3e"/>')
+    if traj:
+        cx, cy = pt(traj[0]).split(",")
+        parts.append(f'<circle cx="{cx}" cy="{cy}" r="4" fill="none" stroke="#1c7ed6" stroke-width="2"/>')
+    if traj and record.get("fail_reason") == "stop" and len(shown) == len(traj):
+        cx, cy = (float(v) for v in pt(traj[-1]).split(","))
+        parts.append(f'<rect x="{cx - 6:.1f}" y="{cy - 6:.1f}" width="12" height="12" fill="none" stroke="#000" '
+                     'stroke-width="2"/>')
     if shown:
         parts.append(f'<polyline points="{" ".join(pt(p) for p in shown)}" fill="none" stroke="#1c7ed6" '
                      'stroke-width="2"/>')
@@ -348,8 +401,8 @@ def render_episode_page(record: Mapping[str, Any], strips: Mapping[int, str],
         steps = [{"step": i, "action": a} for i, a in enumerate(actions)]
     metrics = record.get("metrics") or {}
     title = f"{record.get('episode_id')} · {PHYSICS_TITLES.get(str(record.get('physics')), record.get('physics'))}"
-    rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(_fmt(v))}</td></tr>"
-                   for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
+    rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(f'{100 * v:.1f} %' if is_percent(k) else _fmt(v))}"
+                   "</td></tr>" for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
     counts = ", ".join(f"{k} {trace[k]}" for k in ("fallbacks", "repairs", "parse_failures") if k in trace)
     roles = trace.get("roles") if isinstance(trace.get("roles"), Mapping) else {}
     if len(roles) > 1:
@@ -368,11 +421,13 @@ def render_episode_page(record: Mapping[str, Any], strips: Mapping[int, str],
         + (f' · <span class="flag">{html.escape(str(record.get("error")))}</span>' if record.get("error") else "")
         + "</p>",
         f"<p><b>Instruction.</b> {html.escape(str(record.get('instruction', '')))}</p>",
-        '<div class="cols"><div>', _bev_svg(record, None, scene_map, size=360), "</div><div><table>", rows, "</table>",
+        '<div class="cols"><div>', _bev_svg(record, None, scene_map, size=360), _LEGEND, "</div><div><table>", rows,
+        "</table>",
         f'<p class="meta">{html.escape(counts)}'
         + (f" · {usage.get('calls', 0)} calls ({usage.get('cached_calls', 0)} cached), "
            f"{usage.get('tokens', 0)} tokens, billed ${usage.get('cost_usd', 0):.4f}" if usage else "")
         + "</p></div></div>",
+        _STEPPER,
     ]
     llm_steps = any(k in step for step in steps for k in ("messages", "reply", "parsed"))
     for i, step in enumerate(steps):
@@ -400,7 +455,7 @@ def render_episode_page(record: Mapping[str, Any], strips: Mapping[int, str],
             out.append("<div>")
         out += [f"<b>Action</b><pre>{html.escape(json.dumps(action, default=str))}</pre></div></div>",
                 _discussion_html(step), "</div>"]
-    out += ["</body></html>", ""]
+    out += [_STEPPER_SCRIPT, "</body></html>", ""]
     return "\n".join(out)
 
 

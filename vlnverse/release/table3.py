@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from vlnverse.errors import ConfigError
-from vlnverse.eval.report import ARROWS, COLUMNS, PHYSICS_TITLES, TASK_TITLES, _is_percent
+from vlnverse.eval.report import ARROWS, COLUMNS, PHYSICS_TITLES, TASK_TITLES, is_percent
 
 TASKS = ("fine", "coarse")
 SPLITS = ("val_seen", "val_unseen", "test")
@@ -64,7 +64,7 @@ def load_runs(specs: Sequence[str]) -> list[tuple[str, str, Mapping[str, Any]]]:
 def _cell(metric: Mapping[str, Any] | None, name: str) -> str:
     if not metric or metric.get("mean") is None:
         return "-"
-    scale = 100.0 if _is_percent(name) else 1.0
+    scale = 100.0 if is_percent(name) else 1.0
     return f"{metric['mean'] * scale:.1f} [{metric['ci_low'] * scale:.1f}, {metric['ci_high'] * scale:.1f}]"
 
 
