@@ -8,7 +8,13 @@ import sys
 
 from tests.bundled import REPO
 from vlnverse.tasks.episode import Episode, Goal, Instruction, yaw_to_quaternion
-from vlnverse.tasks.report import dataset_stats, expert_steps, write_report
+from vlnverse.tasks.report import (
+    _tally,
+    dataset_stats,
+    distribution_series,
+    expert_steps,
+    write_report,
+)
 from vlnverse.tasks.storage import write_episodes
 
 
@@ -37,6 +43,14 @@ def test_per_task_distributions_and_report(tmp_path):
     write_report(episodes, tmp_path / "report")
     md = (tmp_path / "report" / "report.md").read_text()
     assert "| Fine-grained | path_length | 12.0 |" in md and (tmp_path / "report" / "paths.png").stat().st_size > 5000
+
+
+def test_tasks_that_share_their_paths_are_one_series_of_the_path_plot():
+    episodes = [episode(0, "fine", 10.0, 30), episode(1, "coarse", 6.0, 8), episode(2, "dialogue", 6.0, 8),
+                episode(3, "visual_reference", 7.0, 8)]
+    series = distribution_series(_tally(episodes).distributions, "path_length")
+    assert series == [("Fine-grained", [10.0]), ("Coarse-grained = Dialogue (same paths)", [6.0]),
+                      ("Visual reference", [7.0])]
 
 
 def test_stats_cli_prints_the_distributions(tmp_path):

@@ -213,6 +213,18 @@ def counts_table_markdown(stats: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def distribution_series(distributions: dict[str, dict[str, list]], name: str) -> list[tuple[str, list]]:
+    """``(label, values)`` per plotted series of metric ``name``: tasks with identical values (the
+    coarse, visual-reference and dialogue episodes share their paths) are one series, so their bars
+    do not overlap into a colour that no legend names."""
+    series: dict[tuple, list[str]] = {}
+    for task, row in distributions.items():
+        if row[name]:
+            series.setdefault(tuple(sorted(row[name])), []).append(TASK_LABELS.get(task, task))
+    return [(" = ".join(labels) + (" (same paths)" if len(labels) > 1 else ""), list(values))
+            for values, labels in series.items()]
+
+
 def _save(fig, path: Path) -> None:
     with atomic_open(path, "wb") as handle:
         fig.savefig(handle, format="png", dpi=100, metadata={"Software": None})
@@ -226,6 +238,7 @@ def write_report(episodes: Iterable[Episode], out_dir: str | Path, *, title: str
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -246,14 +259,17 @@ def write_report(episodes: Iterable[Episode], out_dir: str | Path, *, title: str
     _save(fig, out / "instruction_lengths.png")
     plt.close(fig)
     distributions = tally.distributions
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 5))
     for ax, name, unit in ((axes[0], "path_length", "path length (m)"), (axes[1], "steps", "expert steps")):
-        for task, row in distributions.items():
-            if row[name]:
-                ax.hist(row[name], bins=20, alpha=0.5, label=TASK_LABELS.get(task, task))
+        series = distribution_series(distributions, name)
+        if series:
+            bins = np.histogram_bin_edges(np.concatenate([values for _, values in series]), bins=20)
+            for label, values in series:
+                ax.hist(values, bins=bins, histtype="step", linewidth=2, label=label)
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), fontsize="small", frameon=False)
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel(unit)
         ax.set_ylabel("episodes")
-        ax.legend()
     axes[0].set_title("Path length per task (cf. Fig. 2c)")
     axes[1].set_title("Expert steps per task (0.25 m / 15 deg)")
     fig.tight_layout()
