@@ -38,7 +38,7 @@ def bev_figure(scene: Scene, occupancy: OccupancyMap, paths: Sequence[np.ndarray
         cells = np.argwhere(occupancy.room_map == index)
         if len(cells):
             center = occupancy.cell_to_world(cells.mean(axis=0))
-            ax.text(center[0], center[1], f"{room.room_id}\n({room.room_type})", ha="center", va="center",
+            ax.text(center[0], center[1], room_label(room.room_id, room.room_type), ha="center", va="center",
                     fontsize=7, weight="bold", color="black",
                     bbox=dict(boxstyle="round,pad=0.2", fc="white", alpha=0.6, lw=0))
     for obj in scene.objects:
@@ -46,7 +46,8 @@ def bev_figure(scene: Scene, occupancy: OccupancyMap, paths: Sequence[np.ndarray
         ax.add_patch(Polygon(corners, closed=True, fill=False, lw=0.6, ec="#7a3b00"))
         size = obj.size
         if size[0] * size[1] >= SMALL_OBJECT_M2:
-            ax.text(obj.center[0], obj.center[1], obj.category, fontsize=4.5, ha="center", va="center", color="#5a2a00")
+            ax.text(obj.center[0], obj.center[1], obj.category, fontsize=5.5, ha="center", va="center", color="#111",
+                    bbox=dict(boxstyle="round,pad=0.1", fc="white", alpha=0.75, lw=0))
     for path in paths:
         path = np.asarray(path)
         if len(path):
@@ -61,6 +62,14 @@ def bev_figure(scene: Scene, occupancy: OccupancyMap, paths: Sequence[np.ndarray
     ax.set_title(title or f"{scene.scene_id} — navigable {occupancy.navigable_area_m2:.1f} m²", fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def room_label(room_id: str, room_type: str) -> str:
+    """A room's name on the map: ``living room 0`` for ``living_room_0`` of type ``living_room``,
+    else the id with its type when the id does not say it."""
+    if room_type in ("", "unknown") or room_id.startswith(room_type):
+        return room_id.replace("_", " ")
+    return f"{room_id.replace('_', ' ')} ({room_type.replace('_', ' ')})"
 
 
 def map_image(occupancy: OccupancyMap) -> np.ndarray:
