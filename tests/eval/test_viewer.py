@@ -70,6 +70,16 @@ def test_any_agent_gets_frames_the_map_and_what_it_hit(bundled_dataset, tmp_path
     assert f'<image href="maps/{record["scene_id"]}.png"' in page
 
 
+def test_frames_are_the_pixels_the_agent_saw():
+    import numpy as np
+
+    from vlnverse.eval.viewer import panorama_strip
+
+    view = np.random.default_rng(0).integers(0, 255, (224, 224, 3), dtype=np.uint8)
+    assert np.array_equal(panorama_strip({"rgb": view}), view)  # the sensor's 224 px, not a thumbnail
+    assert panorama_strip({"rgb": np.zeros((960, 1280, 3), np.uint8)}).shape == (480, 640, 3)
+
+
 def test_frames_stop_at_their_budget_and_the_page_says_so(tmp_path):
     import numpy as np
 

@@ -31,7 +31,7 @@ from vlnverse.eval.viewer_map import MAPS_DIR, read_scene_map
 from vlnverse.fileio import write_bytes_atomic, write_text_atomic
 
 VIEWER_DIR = "viewer"
-STRIP_HEIGHT = 160
+MAX_STRIP_HEIGHT = 480
 FRAME_BUDGET_BYTES = 8 * 2**20
 """Most bytes of JPEG frames one episode's page gets (about 200 panorama strips or 800 views)."""
 RENDERED_FRAMES = 60
@@ -47,7 +47,7 @@ _STYLE = """
 body{font-family:system-ui,sans-serif;margin:1.2em;color:#222;max-width:80em}
 h1{font-size:1.25em}h2{font-size:1.05em;margin:1.4em 0 .4em}.meta{color:#555;font-size:.9em}
 .step{border-top:1px solid #ccc;padding:.6em 0}.flag{color:#c92a2a;font-weight:600}
-.pano{position:relative;display:inline-block;line-height:0}.pano img{height:160px}
+.pano{position:relative;display:inline-block;line-height:0}
 .cand{position:absolute;top:0;height:100%;border-left:2px solid #e8590c}
 .cand span{position:absolute;top:2px;left:2px;background:#e8590c;color:#fff;font:11px sans-serif;
 padding:0 3px;line-height:14px}.cand.chosen{border-left:3px solid #2b8a3e}.cand.chosen span{background:#2b8a3e}
@@ -123,7 +123,7 @@ def strip_x(heading_deg: float) -> float:
 
 
 def panorama_strip(observation: Mapping[str, Any], hfov_deg: float = 90.0) -> np.ndarray | None:
-    """The observation's RGB views as one strip scaled to :data:`STRIP_HEIGHT` rows; None
+    """The observation's RGB views as one strip at the sensor's size (:func:`scale_to_strip`); None
     without RGB. A panoramic rig's views (``rgb_pano_NN``, evenly spaced, ``hfov_deg``
     wide: the rig's default) are cropped to the angle between neighbours and ordered so
     that heading ``h`` sits at :func:`strip_x` of the width; a single ``rgb`` view is
@@ -162,12 +162,15 @@ def frame_x(heading_deg: float, span_deg: float) -> float | None:
 
 
 def scale_to_strip(image: np.ndarray) -> np.ndarray:
-    """An RGB image scaled to :data:`STRIP_HEIGHT` rows."""
+    """An RGB image at its own size, the pixels the agent saw; scaled down to
+    :data:`MAX_STRIP_HEIGHT` rows only when taller."""
     from PIL import Image
 
     height, width = image.shape[:2]
+    if height <= MAX_STRIP_HEIGHT:
+        return np.ascontiguousarray(image[..., :3], dtype=np.uint8)
     scaled = Image.fromarray(np.ascontiguousarray(image[..., :3], dtype=np.uint8)).resize(
-        (max(1, round(width * STRIP_HEIGHT / height)), STRIP_HEIGHT), Image.BILINEAR)
+        (max(1, round(width * MAX_STRIP_HEIGHT / height)), MAX_STRIP_HEIGHT), Image.BILINEAR)
     return np.asarray(scaled)
 
 
