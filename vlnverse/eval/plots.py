@@ -55,8 +55,9 @@ def save_episode_plot(path: str | Path, scene: Any, occupancy: Any, record: Mapp
     markers += [(g[:2], GOAL_COLOR, f"goal {k + 1}" if len(goals) > 1 else "goal") for k, g in enumerate(goals)]
     fig = bev_figure(scene, occupancy, paths=[reference] if len(reference) else [], markers=markers, title=title)
     ax = fig.axes[0]
-    for goal, spec in zip(goals, record["goals"], strict=True):
-        ax.add_patch(Circle(goal[:2], float(spec.get("radius", 3.0)), fill=False, ls="--", lw=1.2, ec=GOAL_COLOR))
+    for k, (goal, spec) in enumerate(zip(goals, record["goals"], strict=True)):
+        ax.add_patch(Circle(goal[:2], float(spec.get("radius", 3.0)), fill=False, ls="--", lw=1.2, ec=GOAL_COLOR,
+                            label="success radius" if k == 0 else None))
     ax.plot(traj[:, 0], traj[:, 1], "-", color=AGENT_COLOR, lw=1.6, label="agent")
     hits = np.flatnonzero(np.asarray(record.get("collisions") or [], dtype=bool))
     if len(hits):
