@@ -1,8 +1,9 @@
 # VLNVerse: `make demo` runs the main job, `make test` the tests, `make bench` the benchmarks.
 # Each target creates .venv and installs the project (with EXTRAS) when needed.
 PYTHON ?= python3
-# The extras `make test` needs: dev (pytest, ruff, ray, mkdocs), hf (CPU torch, transformers), train (tensorboard).
-EXTRAS ?= dev,hf,train
+# The extras `make test` needs: dev (pytest, ruff, ray, mkdocs), hf (CPU torch, transformers), train (tensorboard),
+# remote (websockets, msgpack).
+EXTRAS ?= dev,hf,train,remote
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp

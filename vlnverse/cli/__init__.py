@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "vlnverse.cli.datagen",
     "vlnverse.cli.release",
     "vlnverse.cli.eval",
+    "vlnverse.cli.serve_policy",
     "vlnverse.cli.demo",
     "vlnverse.cli.train",
     "vlnverse.cli.llm",

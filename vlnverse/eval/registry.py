@@ -8,6 +8,7 @@ built into it strictly, so a misspelt key is an error naming the key::
     agent = make_agent("my_pkg.agents:MyAgent")      # no registration needed
     agent = make_agent("agents/my_agent.py:MyAgent") # a file, relative to the current folder
     agent = make_agent("my_pkg.agents:policy")       # a function f(observation) -> action
+    agent = make_agent("ws://127.0.0.1:8000")        # a policy server (the ``remote`` agent)
 
 A ``module:attr`` that is an agent or policy object, or a function of one argument (the
 observation), is used as it is; a class or a zero-argument function is a factory.
@@ -23,13 +24,17 @@ from typing import Any
 from vlnverse.config import config_from_mapping, read_config_mapping
 from vlnverse.errors import ConfigError
 from vlnverse.eval.agent import Agent, as_agent
+from vlnverse.redact import redact
 from vlnverse.registry import Registry, load_user_entry_point
 
 AGENTS: Registry = Registry("agent")
+REMOTE_SCHEMES = ("ws://", "wss://")
+"""An agent name starting with one of these is a policy server's URL (the ``remote`` agent)."""
 AGENTS.register("random", "vlnverse.eval.baselines:RandomAgent")
 AGENTS.register("forward", "vlnverse.eval.baselines:ForwardAgent")
 AGENTS.register("oracle", "vlnverse.eval.baselines:OracleAgent")
 AGENTS.register("replay", "vlnverse.eval.replay:ReplayAgent")
+AGENTS.register("remote", "vlnverse.agents.remote.client:RemoteAgent")
 AGENTS.register("text_history", "vlnverse.agents.text_history:TextHistoryAgent")
 AGENTS.register("text_history_cot", "vlnverse.agents.text_history:TextHistoryCoTAgent")
 AGENTS.register("map_history", "vlnverse.agents.map_history:MapHistoryAgent")
@@ -46,6 +51,8 @@ AGENTS.register("waypoint_bert", "vlnverse.learning.online.agent:WaypointBertAge
 def agent_factory(name: str) -> Any:
     """The class/factory registered as ``name``, or imported when ``name`` is ``module:attr``
     or ``path/to/file.py:attr`` (a module is also looked for in the current folder)."""
+    if name.startswith(REMOTE_SCHEMES):
+        return AGENTS.get("remote")
     if ":" in name and name not in AGENTS:
         return load_user_entry_point(name)
     return AGENTS.get(name)
@@ -67,8 +74,12 @@ def make_agent(name: str, config: Mapping[str, Any] | None = None, *, llm: Any =
         ConfigError: bad config (unknown key, invalid value), a config for an agent
             that takes none, or a model for an agent that takes none.
     """
-    factory = agent_factory(name)
     config = dict(config or {})
+    if name.startswith(REMOTE_SCHEMES):
+        if "url" in config:
+            raise ConfigError(f"agent {redact(name)} is a URL; its config cannot set another url")
+        name, config = "remote", {"url": name, **config}
+    factory = agent_factory(name)
     if _is_policy(factory):
         if config or llm is not None:
             raise ConfigError(f"agent {name} is a policy, not a factory: it takes no agent config or model")

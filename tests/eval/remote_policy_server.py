@@ -1,0 +1,88 @@
+"""A policy server for the remote-agent tests that runs WITHOUT vlnverse: only websockets,
+msgpack and numpy, put on ``sys.path`` by ``--path`` (the tests start it with ``python -I -S``).
+
+It speaks the openpi websocket policy protocol as an outside server would, and each
+``--mode`` misbehaves in one way: ``ok`` (answers control frames), ``noctrl`` (an older
+server: a control frame is an error text frame and a closed connection), ``slow``,
+``close`` (closes at step 1), ``garbage`` (a reply that is not msgpack), ``outside`` (action
+7 of 4), ``nan``, ``huge`` (a 100 MB reply), ``text`` (an error text frame). Prints
+``listening PORT`` once it listens on 127.0.0.1.
+"""
+
+import argparse
+import sys
+import time
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--path", required=True)
+    parser.add_argument("--mode", default="ok")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds before each action reply")
+    parser.add_argument("--api-key", default=None)
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    sys.path.insert(0, args.path)
+    try:
+        import vlnverse  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        raise SystemExit("vlnverse must not be importable here")
+    import msgpack
+    import numpy as np
+    from websockets.sync.server import serve
+
+    def encode(obj):
+        if isinstance(obj, np.ndarray):
+            return {b"__ndarray__": True, b"data": obj.tobytes(), b"dtype": obj.dtype.str, b"shape": obj.shape}
+        return obj
+
+    def decode(obj):
+        if b"__ndarray__" in obj:
+            return np.ndarray(buffer=obj[b"data"], dtype=np.dtype(obj[b"dtype"]), shape=obj[b"shape"])
+        return obj
+
+    def check(connection, request):
+        if args.api_key and request.headers.get("Authorization") != f"Api-Key {args.api_key}":
+            return connection.respond(401, "bad key\n")
+        return None
+
+    def handler(ws):
+        ws.send(msgpack.packb({"action_space": "discrete", "image_size": [32, 48]}))
+        for frame in ws:
+            obs = msgpack.unpackb(frame, object_hook=decode)
+            if "__ctrl__" in obs:
+                if args.mode == "noctrl":
+                    ws.send("KeyError: 'rgb'")
+                    ws.close(1011, "internal error")
+                    return
+                ws.send(msgpack.packb({"__ctrl__": "ok"}))
+                continue
+            step = obs["step"]
+            assert obs["rgb"].shape == (32, 48, 3) and obs["rgb"].dtype == np.uint8, obs["rgb"].shape
+            assert obs["depth"].shape[:2] == (32, 48) and isinstance(obs["instruction"], str)
+            time.sleep(args.delay)
+            if args.mode == "slow":
+                time.sleep(3.0)
+            if args.mode == "close" and step == 1:
+                ws.close(1011, "policy crashed")
+                return
+            if args.mode == "garbage":
+                ws.send(b"\xc1 this is not msgpack")
+            elif args.mode == "text":
+                ws.send("RuntimeError: CUDA out of memory")
+            elif args.mode == "huge":
+                ws.send(b"\x00" * (100 * 1024 * 1024))
+            else:
+                action = {"outside": 7, "nan": float("nan")}.get(args.mode, 1 if step < 2 else 0)
+                ws.send(msgpack.packb({"action": np.asarray(action), "server_timing": {"infer_ms": 1.0}},
+                                      default=encode))
+
+    with serve(handler, "127.0.0.1", args.port, compression=None, max_size=None, process_request=check) as server:
+        print(f"listening {server.socket.getsockname()[1]}", flush=True)
+        server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,178 @@
+"""The ``remote`` agent against policy servers in separate processes: one without vlnverse
+(``remote_policy_server.py`` under ``python -I -S``, only websockets, msgpack and numpy on its
+path), and ``vlnverse serve-policy``; then the fault table, each fault an ``error`` record."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests.bundled import REPO
+from vlnverse.eval.harness import EvalConfig, evaluate
+
+SERVER = Path(__file__).with_name("remote_policy_server.py")
+pytest.importorskip("websockets")
+pytest.importorskip("msgpack")
+
+
+@pytest.fixture(scope="module")
+def bare_path(tmp_path_factory) -> Path:
+    """A folder holding only numpy, msgpack and websockets (links to this venv's copies)."""
+    import msgpack
+    import numpy
+    import websockets
+
+    folder = tmp_path_factory.mktemp("bare_site")
+    for module in (numpy, msgpack, websockets):
+        package = Path(module.__file__).parent
+        for name in (package.name, f"{package.name}.libs"):
+            if (package.parent / name).exists():
+                (folder / name).symlink_to(package.parent / name)
+    return folder
+
+
+def _ready_line(process: subprocess.Popen, prefix: str, timeout: float = 60.0) -> str:
+    """The first stdout line starting with ``prefix`` (the process is killed past ``timeout``)."""
+    timer = threading.Timer(timeout, process.kill)
+    timer.start()
+    try:
+        for line in process.stdout:
+            if line.startswith(prefix):
+                return line.strip()
+    finally:
+        timer.cancel()
+    raise AssertionError(f"server gave no {prefix!r} line: {process.stderr.read()}")
+
+
+@contextlib.contextmanager
+def started(command: list[str], prefix: str, **kwargs):
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                               **kwargs)
+    try:
+        yield _ready_line(process, prefix)
+    finally:
+        process.kill()
+        process.wait(timeout=30)
+        process.stdout.close()
+        process.stderr.close()
+
+
+def bare_server(bare_path: Path, mode: str = "ok", *extra: str):
+    """A server of ``mode`` in a Python that cannot import vlnverse; yields its URL."""
+    command = [sys.executable, "-I", "-S", str(SERVER), "--path", str(bare_path), "--mode", mode, *extra]
+    return started(command, "listening ")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def run(dataset: Path, out: Path, agent: str, config: dict | None = None, **kwargs) -> dict:
+    result = evaluate(EvalConfig(dataset=str(dataset), out=str(out), agent=agent, agent_config=config or {},
+                                 split="test", task="coarse", physics=("tel_hop",), max_steps=8, plots=0,
+                                 **kwargs))
+    records = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
+    return {"result": result, "records": records}
+
+
+def test_cli_eval_against_a_server_without_vlnverse(bundled_dataset, bare_path, tmp_path):
+    key = "sk-remote-test-0123456789"
+    with bare_server(bare_path, "ok", "--api-key", key) as line:
+        url = f"ws://127.0.0.1:{line.split()[1]}"
+        config = tmp_path / "remote.yaml"
+        config.write_text(f"url: {url}\napi_key_env: POLICY_KEY\nsensors: [rgb, depth]\n")
+        out = tmp_path / "run"
+        done = subprocess.run(
+            [sys.executable, "-m", "vlnverse", "eval", "--dataset", str(bundled_dataset), "--agent", "remote",
+             "--agent-config", str(config), "--split", "test", "--task", "fine", "--physics", "tel_hop",
+             "--max-steps", "8", "--out", str(out), "--json", "--no-progress"],
+            capture_output=True, text=True, cwd=REPO, timeout=300, env={**os.environ, "POLICY_KEY": key})
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
+    assert [(r["fail_reason"], r["actions"]) for r in records] == [("stop", [1, 1, 0])]
+    assert all(key not in p.read_text(errors="replace") for p in out.rglob("*") if p.is_file())
+    assert json.loads((out / "run.json").read_text())["run"]["action_space"] == "discrete"
+
+
+def test_a_wrong_key_and_a_server_without_control_frames(bundled_dataset, bare_path, tmp_path, monkeypatch):
+    monkeypatch.setenv("POLICY_KEY", "not-the-right-key")
+    with bare_server(bare_path, "noctrl", "--api-key", "the-right-key-123") as line:
+        url = f"ws://127.0.0.1:{line.split()[1]}"
+        refused = run(bundled_dataset, tmp_path / "refused", url,
+                      {"api_key_env": "POLICY_KEY", "action_space": "discrete", "reconnects": 0})
+        monkeypatch.setenv("POLICY_KEY", "the-right-key-123")
+        fallback = run(bundled_dataset, tmp_path / "fallback", url, {"api_key_env": "POLICY_KEY"})
+    assert {r["fail_reason"] for r in refused["records"]} == {"error"}
+    assert "HTTP 401" in refused["records"][0]["error"]
+    assert [r["fail_reason"] for r in fallback["records"]] == ["stop", "stop"]
+    assert {tuple(r["actions"]) for r in fallback["records"]} == {(1, 1, 0)}
+
+
+FAULTS = {  # mode: what the error says
+    "slow": "sent no an action for step 0 within 1 s",
+    "close": "closed the connection",
+    "garbage": "frame is not msgpack",
+    "outside": "outside the declared space",
+    "nan": "is not finite",
+    "huge": "over our size limit",
+    "text": "the peer sent an error: RuntimeError: CUDA out of memory",
+}
+
+
+@pytest.mark.parametrize("mode", sorted(FAULTS))
+@pytest.mark.timeout(120)
+def test_a_fault_is_an_error_record_and_the_run_goes_on(mode, bundled_dataset, bare_path, tmp_path):
+    with bare_server(bare_path, mode) as line:
+        url = f"ws://127.0.0.1:{line.split()[1]}"
+        done = run(bundled_dataset, tmp_path / mode, url, {"step_timeout_s": 1, "reconnect_delay_s": 0.05})
+    assert done["result"].evaluated == 2
+    assert [r["fail_reason"] for r in done["records"]] == ["error", "error"], done["records"]
+    assert all(FAULTS[mode] in r["error"] and "\n" not in r["error"] for r in done["records"]), done["records"]
+
+
+@pytest.mark.timeout(120)
+def test_a_server_that_is_down_fails_episodes_and_retry_errors_runs_them_again(bundled_dataset, bare_path,
+                                                                             tmp_path):
+    port = free_port()
+    config = {"url": f"ws://127.0.0.1:{port}", "action_space": "discrete", "reconnects": 1,
+              "reconnect_delay_s": 0.05}
+    down = run(bundled_dataset, tmp_path / "run", "remote", config)
+    assert [r["fail_reason"] for r in down["records"]] == ["error", "error"]
+    assert "cannot connect to the policy server ws://127.0.0.1" in down["records"][0]["error"]
+    with bare_server(bare_path, "ok", "--port", str(port)):
+        again = run(bundled_dataset, tmp_path / "run", "remote", config, retry_errors=True)
+    assert again["result"].retried == 2
+    assert [r["fail_reason"] for r in again["records"]] == ["stop", "stop"]
+
+
+def test_serve_policy_serves_a_harness_agent(bundled_dataset, tmp_path):
+    command = [sys.executable, "-m", "vlnverse", "serve-policy", "forward", "--port", "0"]
+    with started(command, "serving ", env={**os.environ, "PYTHONPATH": str(REPO)}) as line:
+        url = line.split(" on ")[1]
+        assert url.startswith("ws://127.0.0.1:")
+        served = run(bundled_dataset, tmp_path / "served", url)
+    local = run(bundled_dataset, tmp_path / "local", "forward")
+    assert [r["actions"] for r in served["records"]] == [r["actions"] for r in local["records"]]
+    assert all(r["fail_reason"] == "step_budget" for r in served["records"])
+
+
+def test_bad_configs_are_one_line(tmp_path):
+    from vlnverse.errors import ConfigError
+    from vlnverse.eval.registry import make_agent
+
+    with pytest.raises(ConfigError, match="must start with ws://"):
+        make_agent("remote", {"url": "http://127.0.0.1:1"})
+    with pytest.raises(ConfigError, match="is a URL; its config cannot set another url"):
+        make_agent("ws://127.0.0.1:1", {"url": "ws://127.0.0.1:2"})
+    with pytest.raises(ConfigError, match="NO_SUCH_KEY_VAR, which is not set"):
+        make_agent("ws://127.0.0.1:1", {"api_key_env": "NO_SUCH_KEY_VAR", "action_space": "discrete"})
