@@ -155,6 +155,19 @@ def test_a_server_that_is_down_fails_episodes_and_retry_errors_runs_them_again(b
     assert [r["fail_reason"] for r in again["records"]] == ["stop", "stop"]
 
 
+def test_the_docs_minimal_server(bundled_dataset, bare_path, tmp_path):
+    from tests.docs_blocks import code_blocks
+
+    (block,) = [b for b in code_blocks(REPO / "docs" / "remote-policy.md") if b.title == "policy_server.py"]
+    script = tmp_path / "policy_server.py"
+    script.write_text(block.code)
+    boot = (f"import sys, runpy; sys.path.insert(0, {str(bare_path)!r}); sys.argv = [{str(script)!r}, '0']; "
+            f"runpy.run_path({str(script)!r}, run_name='__main__')")
+    with started([sys.executable, "-I", "-S", "-c", boot], "listening ") as line:
+        done = run(bundled_dataset, tmp_path / "run", f"ws://127.0.0.1:{line.split()[1]}")
+    assert [(r["fail_reason"], r["actions"]) for r in done["records"]] == [("stop", [1, 1, 0])] * 2
+
+
 def test_serve_policy_serves_a_harness_agent(bundled_dataset, tmp_path):
     command = [sys.executable, "-m", "vlnverse", "serve-policy", "forward", "--port", "0"]
     with started(command, "serving ", env={**os.environ, "PYTHONPATH": str(REPO)}) as line:
