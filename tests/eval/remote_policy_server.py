@@ -6,11 +6,13 @@ It speaks the openpi websocket policy protocol as an outside server would, and e
 server: a control frame is an error text frame and a closed connection), ``slow``,
 ``close`` (closes at step 1), ``garbage`` (a reply that is not msgpack), ``outside`` (action
 7 of 4), ``nan``, ``huge`` (a 100 MB reply), ``text`` (an error text frame). Prints
-``listening PORT`` once it listens on 127.0.0.1.
+``listening PORT`` once it listens on 127.0.0.1, then ``connections N`` as each client connects
+(N: the connections open at once).
 """
 
 import argparse
 import sys
+import threading
 import time
 
 
@@ -48,7 +50,19 @@ def main() -> None:
             return connection.respond(401, "bad key\n")
         return None
 
+    lock, live = threading.Lock(), [0]
+
     def handler(ws):
+        with lock:
+            live[0] += 1
+            print(f"connections {live[0]}", flush=True)
+        try:
+            serve_one(ws)
+        finally:
+            with lock:
+                live[0] -= 1
+
+    def serve_one(ws):
         ws.send(msgpack.packb({"action_space": "discrete", "image_size": [32, 48]}))
         for frame in ws:
             obs = msgpack.unpackb(frame, object_hook=decode)

@@ -54,10 +54,11 @@ def _ready_line(process: subprocess.Popen, prefix: str, timeout: float = 60.0) -
 
 @contextlib.contextmanager
 def started(command: list[str], prefix: str, **kwargs):
+    """A server process; yields its ready line and the process (killed on exit)."""
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
                                **kwargs)
     try:
-        yield _ready_line(process, prefix)
+        yield _ready_line(process, prefix), process
     finally:
         process.kill()
         process.wait(timeout=30)
@@ -87,7 +88,7 @@ def run(dataset: Path, out: Path, agent: str, config: dict | None = None, **kwar
 
 def test_cli_eval_against_a_server_without_vlnverse(bundled_dataset, bare_path, tmp_path):
     key = "sk-remote-test-0123456789"
-    with bare_server(bare_path, "ok", "--api-key", key) as line:
+    with bare_server(bare_path, "ok", "--api-key", key) as (line, _):
         url = f"ws://127.0.0.1:{line.split()[1]}"
         config = tmp_path / "remote.yaml"
         config.write_text(f"url: {url}\napi_key_env: POLICY_KEY\nsensors: [rgb, depth]\n")
@@ -106,7 +107,7 @@ def test_cli_eval_against_a_server_without_vlnverse(bundled_dataset, bare_path, 
 
 def test_a_wrong_key_and_a_server_without_control_frames(bundled_dataset, bare_path, tmp_path, monkeypatch):
     monkeypatch.setenv("POLICY_KEY", "not-the-right-key")
-    with bare_server(bare_path, "noctrl", "--api-key", "the-right-key-123") as line:
+    with bare_server(bare_path, "noctrl", "--api-key", "the-right-key-123") as (line, _):
         url = f"ws://127.0.0.1:{line.split()[1]}"
         refused = run(bundled_dataset, tmp_path / "refused", url,
                       {"api_key_env": "POLICY_KEY", "action_space": "discrete", "reconnects": 0})
@@ -132,12 +133,14 @@ FAULTS = {  # mode: what the error says
 @pytest.mark.parametrize("mode", sorted(FAULTS))
 @pytest.mark.timeout(120)
 def test_a_fault_is_an_error_record_and_the_run_goes_on(mode, bundled_dataset, bare_path, tmp_path):
-    with bare_server(bare_path, mode) as line:
+    with bare_server(bare_path, mode) as (line, _):
         url = f"ws://127.0.0.1:{line.split()[1]}"
-        done = run(bundled_dataset, tmp_path / mode, url, {"step_timeout_s": 1, "reconnect_delay_s": 0.05})
+        done = run(bundled_dataset, tmp_path / mode, url, {"step_timeout_s": 1 if mode == "slow" else 20,
+                                                               "reconnect_delay_s": 0.05})
     assert done["result"].evaluated == 2
     assert [r["fail_reason"] for r in done["records"]] == ["error", "error"], done["records"]
-    assert all(FAULTS[mode] in r["error"] and "\n" not in r["error"] for r in done["records"]), done["records"]
+    errors = [r["error"] for r in done["records"]]
+    assert all(FAULTS[mode] in e and "\n" not in e for e in errors), errors
 
 
 @pytest.mark.timeout(120)
@@ -163,20 +166,30 @@ def test_the_docs_minimal_server(bundled_dataset, bare_path, tmp_path):
     script.write_text(block.code)
     boot = (f"import sys, runpy; sys.path.insert(0, {str(bare_path)!r}); sys.argv = [{str(script)!r}, '0']; "
             f"runpy.run_path({str(script)!r}, run_name='__main__')")
-    with started([sys.executable, "-I", "-S", "-c", boot], "listening ") as line:
+    with started([sys.executable, "-I", "-S", "-c", boot], "listening ") as (line, _):
         done = run(bundled_dataset, tmp_path / "run", f"ws://127.0.0.1:{line.split()[1]}")
     assert [(r["fail_reason"], r["actions"]) for r in done["records"]] == [("stop", [1, 1, 0])] * 2
 
 
 def test_serve_policy_serves_a_harness_agent(bundled_dataset, tmp_path):
     command = [sys.executable, "-m", "vlnverse", "serve-policy", "forward", "--port", "0"]
-    with started(command, "serving ", env={**os.environ, "PYTHONPATH": str(REPO)}) as line:
+    with started(command, "serving ", env={**os.environ, "PYTHONPATH": str(REPO)}) as (line, _):
         url = line.split(" on ")[1]
         assert url.startswith("ws://127.0.0.1:")
         served = run(bundled_dataset, tmp_path / "served", url)
     local = run(bundled_dataset, tmp_path / "local", "forward")
     assert [r["actions"] for r in served["records"]] == [r["actions"] for r in local["records"]]
     assert all(r["fail_reason"] == "step_budget" for r in served["records"])
+
+
+def test_concurrent_episodes_have_a_connection_each(bundled_dataset, bare_path, tmp_path):
+    with bare_server(bare_path, "ok", "--delay", "0.3") as (line, process):
+        done = run(bundled_dataset, tmp_path / "run", f"ws://127.0.0.1:{line.split()[1]}", concurrency=2)
+        process.kill()
+        counts = [int(text.split()[1]) for text in process.stdout.read().splitlines()
+                  if text.startswith("connections ")]
+    assert [r["fail_reason"] for r in done["records"]] == ["stop", "stop"]
+    assert max(counts) == 2  # and one before, the metadata read when the run starts
 
 
 def test_bad_configs_are_one_line(tmp_path):

@@ -79,7 +79,8 @@ def register(subparsers) -> None:
                      help="billed US dollars the output folder may spend over every invocation; when spent "
                           "the run stops cleanly")
     llm.add_argument("--concurrency", type=int, default=1, metavar="K",
-                     help="episodes each worker runs at once while it waits for the model (default: 1)")
+                     help="episodes each worker runs at once while it waits for the model or a policy server, "
+                          "one connection each for --agent ws://... (default: 1)")
     llm.add_argument("--oracle-llm", default=None, metavar="SPEC",
                      help="dialogue episodes: the oracle's model (default: the template oracle)")
     trace = parser.add_argument_group("path and trace metrics (AORI for every agent; DR/JOR/MPTR for debates)")

@@ -290,9 +290,11 @@ class RemoteAgent(Agent):
 
 
 def _closed(exc: Any) -> str:
+    from websockets.exceptions import PayloadTooBig
+
     sent = getattr(exc, "sent", None)
-    if sent is not None and sent.code == 1009:
-        return f"its frame was over our size limit ({sent.reason[:200]})"
+    if isinstance(exc.__cause__, PayloadTooBig) or (sent is not None and sent.code == 1009):
+        return f"its frame was over our size limit ({exc.__cause__ or sent.reason[:200]})"
     frame = getattr(exc, "rcvd", None) or sent
     if frame is None:
         return "no close frame"
