@@ -32,7 +32,7 @@ class PolicySession:
     def __init__(self, agent: Agent) -> None:
         self.agent = agent
         self.spec = _action_space(agent)
-        self._started: str | None = None  # the episode id the agent was last reset for
+        self._announced = False  # an episode_start came and no observation since
 
     def metadata(self) -> dict[str, Any]:
         return {"action_space": self.spec.name, "server": "vlnverse serve-policy",
@@ -41,28 +41,27 @@ class PolicySession:
     def _reset(self, frame: Mapping[str, Any]) -> None:
         from vlnverse.sim.agent import AgentSpec
 
-        episode_id = str(frame.get("episode_id", ""))
         self.agent.reset(EpisodeInfo(
-            episode_id=episode_id, task=str(frame.get("task", "")), split=str(frame.get("split", "")),
+            episode_id=str(frame.get("episode_id", "")), task=str(frame.get("task", "")), split=str(frame.get("split", "")),
             physics=str(frame.get("physics", "")), scene_id=str(frame.get("scene_id", "")),
             instruction=str(frame.get("instruction", "")), action_space=self.spec.gym_space(AgentSpec()),
             action_space_name=self.spec.name, action_spec=self.spec,
             max_steps=int(frame.get("max_steps") or self.spec.default_max_steps), seed=int(frame.get("seed") or 0)))
-        self._started = episode_id
 
     def handle(self, frame: Mapping[str, Any]) -> dict[str, Any]:
         """The reply to one frame."""
         control = frame.get(protocol.CTRL)
         if control == protocol.EPISODE_START:
             self._reset(frame)
+            self._announced = True
             return {protocol.CTRL: protocol.CTRL_OK}
         if control == protocol.EPISODE_END:
-            self._started = None
             return {protocol.CTRL: protocol.CTRL_OK}
         if control is not None:
             raise RemotePolicyError(f"unknown control frame {control!r}")
-        if frame.get("step") == 0 and self._started != str(frame.get("episode_id", "")):
+        if frame.get("step") == 0 and not self._announced:  # a client without control frames
             self._reset(frame)
+        self._announced = False
         action = self.agent.act(frame)
         if isinstance(action, (int, np.integer)):
             return {"action": int(action)}
