@@ -111,6 +111,9 @@ class Counting(Agent):
 
 
 def test_a_served_agent_is_reset_once_per_episode_with_or_without_control_frames():
+    bare = Counting()  # an openpi client: no control frames, no step
+    PolicySession(bare).handle({"instruction": "go"})
+    assert bare.resets == [""]
     agent = Counting()
     session = PolicySession(agent)
     assert session.metadata()["action_space"] == "discrete"

@@ -33,6 +33,7 @@ class PolicySession:
         self.agent = agent
         self.spec = _action_space(agent)
         self._announced = False  # an episode_start came and no observation since
+        self._reset_once = False
 
     def metadata(self) -> dict[str, Any]:
         return {"action_space": self.spec.name, "server": "vlnverse serve-policy",
@@ -41,6 +42,7 @@ class PolicySession:
     def _reset(self, frame: Mapping[str, Any]) -> None:
         from vlnverse.sim.agent import AgentSpec
 
+        self._reset_once = True
         self.agent.reset(EpisodeInfo(
             episode_id=str(frame.get("episode_id", "")), task=str(frame.get("task", "")), split=str(frame.get("split", "")),
             physics=str(frame.get("physics", "")), scene_id=str(frame.get("scene_id", "")),
@@ -59,7 +61,8 @@ class PolicySession:
             return {protocol.CTRL: protocol.CTRL_OK}
         if control is not None:
             raise RemotePolicyError(f"unknown control frame {control!r}")
-        if frame.get("step") == 0 and not self._announced:  # a client without control frames
+        # A client without control frames starts an episode at step 0 (or, sending no step, once).
+        if not self._announced and (frame.get("step") == 0 or not self._reset_once):
             self._reset(frame)
         self._announced = False
         action = self.agent.act(frame)
