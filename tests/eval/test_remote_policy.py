@@ -192,9 +192,11 @@ def test_concurrent_episodes_have_a_connection_each(bundled_dataset, bare_path, 
     assert max(counts) == 2  # and one before, the metadata read when the run starts
 
 
-def test_bad_configs_are_one_line(tmp_path):
+def test_bad_configs_are_one_line_and_a_url_labels_its_run(tmp_path):
     from vlnverse.errors import ConfigError
-    from vlnverse.eval.registry import make_agent
+    from vlnverse.eval.registry import agent_label, make_agent
+
+    assert agent_label("ws://user:secret@127.0.0.1:8000") == "ws://***@127.0.0.1:8000"
 
     with pytest.raises(ConfigError, match="must start with ws://"):
         make_agent("remote", {"url": "http://127.0.0.1:1"})

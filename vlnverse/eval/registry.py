@@ -60,7 +60,9 @@ def agent_factory(name: str) -> Any:
 
 def agent_label(name: str) -> str:
     """The agent's name in tables and pages: ``path/to/file.py:MyAgent`` and ``module:MyAgent``
-    are named ``MyAgent``, a registered agent by its name."""
+    are named ``MyAgent``, a registered agent by its name, a policy server by its URL."""
+    if name.startswith(REMOTE_SCHEMES):
+        return redact(name)
     return name.rsplit(":", 1)[-1] if ":" in name and name not in AGENTS else name
 
 
