@@ -54,13 +54,16 @@ def test_a_part_of_the_mini_build_made_here_has_the_published_bytes(tmp_path):
 
 
 def test_a_release_that_differs_from_the_track_is_named_with_its_files(tmp_path):
-    (tmp_path / "SHA256SUMS").write_text(MINI.checksums.read_text(encoding="utf-8").replace(
-        "  README.md", "  README.txt", 1), encoding="utf-8")
+    published = MINI.checksums.read_text(encoding="utf-8")
+    described = "0" * 64 + "  README.md\n" + "1" * 64 + "  dataset/report/paths.png\n"
+    (tmp_path / "SHA256SUMS").write_text(described + published.replace(
+        "  dataset/manifest.json", "  dataset/manifest.jsonl", 1), encoding="utf-8")
     matches, message = check_release(MINI, tmp_path)
     assert not matches
-    assert "does NOT reproduce VLNVerse-mini" in message and "README.md" in message and "2 files differ" in message
-    (tmp_path / "SHA256SUMS").write_bytes(MINI.checksums.read_bytes())
-    assert check_release(MINI, tmp_path) == (True, f"reproduces {MINI.label}: SHA256SUMS digest "
+    assert "does NOT reproduce VLNVerse-mini" in message and "dataset/manifest.json" in message
+    assert "2 files differ" in message  # the card and the report are not the track's content
+    (tmp_path / "SHA256SUMS").write_text(described + published, encoding="utf-8")
+    assert check_release(MINI, tmp_path) == (True, f"reproduces {MINI.label}: content digest "
                                                    f"{MINI.published_digest()}")
 
 

@@ -2,7 +2,7 @@
 
 Bundled scenes → inspection and bird's-eye views → a small dataset of every task type with
 prior (template) instructions → the ``oracle``, ``random`` and ``forward`` agents and the
-shipped CMA checkpoint (``assets/agents/cma``, on the fine and coarse episodes; skipped
+shipped CMA checkpoint (``assets/agents/cma``, trained on VLNVerse-mini; on the fine and coarse episodes; skipped
 without torch) under Strict and Tel-Hop physics → the tables printed and a report written. Re-running with the
 same ``--out`` reuses what is already there.
 """

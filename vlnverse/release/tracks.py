@@ -1,9 +1,11 @@
 """Named benchmark tracks: a fixed release build and the episodes its results are reported on.
 
-A track pins what ``vlnverse release build`` makes (scale and seed) and publishes the digest
-of that build's ``SHA256SUMS`` file, so anyone can check that their copy is the track's:
-``vlnverse release build --track mini --out DIR`` builds it and compares the digest. Results
-on a track are labelled with :attr:`Track.label`.
+A track pins what ``vlnverse release build`` makes (scale and seed) and publishes the
+checksums of the build's content: the ``SHA256SUMS`` lines of the scenes and of the dataset
+(manifest, shards, reference images), not of the statistics, plots and card, which describe
+the data and may be redrawn by a later version without changing an episode. Anyone can check
+that their copy is the track's: ``vlnverse release build --track mini --out DIR`` builds it and
+compares the digest of those lines. Results on a track are labelled with :attr:`Track.label`.
 
 - ``mini`` (**VLNVerse-mini**, the CPU track): 13 homes (8 train / 2 val-unseen / 3 test),
   fine + coarse instructions; its learned baselines train and evaluate on two CPU cores in an
@@ -20,7 +22,12 @@ from pathlib import Path
 from vlnverse.errors import ConfigError
 
 CHECKSUMS_DIR = Path(__file__).resolve().parents[2] / "assets" / "tracks"
-"""Where each track's published ``SHA256SUMS`` is kept (``<track>/SHA256SUMS``)."""
+"""Where each track's published content checksums are kept (``<track>/SHA256SUMS``)."""
+
+CONTENT = ("scenes/", "dataset/")
+"""The release paths that decide results (under these, :data:`DESCRIPTIONS` excepted)."""
+DESCRIPTIONS = ("dataset/report/",)
+"""Statistics and plots of the dataset: outside a track's content."""
 
 
 @dataclass(frozen=True)
@@ -53,11 +60,11 @@ class Track:
 
     @property
     def checksums(self) -> Path:
-        """The published ``SHA256SUMS`` of the track's build."""
+        """The published content checksums of the track's build (``sha256sum`` format)."""
         return CHECKSUMS_DIR / self.name / "SHA256SUMS"
 
     def published_digest(self) -> str | None:
-        """SHA-256 of the published ``SHA256SUMS`` (None when the track publishes none)."""
+        """SHA-256 of the published content checksums (None when the track publishes none)."""
         return sha256_of(self.checksums) if self.checksums.is_file() else None
 
 
@@ -83,31 +90,38 @@ def sha256_of(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+def content_checksums(checksums: str) -> str:
+    """The lines of a release's ``SHA256SUMS`` text that cover its content, in its order."""
+    lines = [line for line in checksums.splitlines() if line]
+    kept = [line for line in lines if line[66:].startswith(CONTENT) and not line[66:].startswith(DESCRIPTIONS)]
+    return "\n".join(kept) + "\n"
+
+
 def check_release(track: Track, release: Path) -> tuple[bool, str]:
-    """Compare a built release's ``SHA256SUMS`` with the track's published one.
+    """Compare a built release's content checksums with the track's published ones.
 
     Returns:
         ``(matches, message)``; ``matches`` is False when the digests differ or the track
         publishes no digest, and the message then names the first differing files.
     """
-    built = Path(release) / "SHA256SUMS"
-    digest = sha256_of(built)
+    built = content_checksums((Path(release) / "SHA256SUMS").read_text(encoding="utf-8"))
+    digest = hashlib.sha256(built.encode("utf-8")).hexdigest()
     published = track.published_digest()
     if published is None:
-        return False, f"track {track.name} publishes no digest; this build's SHA256SUMS digest is {digest}"
+        return False, f"track {track.name} publishes no digest; this build's content digest is {digest}"
     if digest == published:
-        return True, f"reproduces {track.label}: SHA256SUMS digest {digest}"
-    ours = _lines(built)
-    theirs = _lines(track.checksums)
+        return True, f"reproduces {track.label}: content digest {digest}"
+    ours = _pairs(built)
+    theirs = _pairs(track.checksums.read_text(encoding="utf-8"))
     differing = sorted(path for path in ours.keys() | theirs.keys() if ours.get(path) != theirs.get(path))
     shown = ", ".join(differing[:5]) + (f" and {len(differing) - 5} more" if len(differing) > 5 else "")
-    return False, (f"does NOT reproduce {track.label}: SHA256SUMS digest {digest}, published {published}; "
+    return False, (f"does NOT reproduce {track.label}: content digest {digest}, published {published}; "
                    f"{len(differing)} files differ: {shown}")
 
 
-def _lines(checksums: Path) -> dict[str, str]:
-    """``path -> digest`` of a ``sha256sum``-format file."""
-    pairs = (line.split("  ", 1) for line in checksums.read_text(encoding="utf-8").splitlines() if line)
+def _pairs(checksums: str) -> dict[str, str]:
+    """``path -> digest`` of ``sha256sum``-format text."""
+    pairs = (line.split("  ", 1) for line in checksums.splitlines() if line)
     return {path: digest for digest, path in pairs}
 
 
@@ -123,7 +137,8 @@ def require_track_dataset(track: Track, folder: Path) -> None:
     """
     import json
 
-    published = _lines(track.checksums).get("dataset/manifest.json") if track.checksums.is_file() else None
+    published = (_pairs(track.checksums.read_text(encoding="utf-8")).get("dataset/manifest.json")
+                 if track.checksums.is_file() else None)
     if published is None:
         raise ConfigError(f"track {track.name} publishes no dataset digest")
     run_file = Path(folder) / "run.json"
