@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from vlnverse.agents.remote import protocol
 from vlnverse.agents.remote.protocol import RemotePolicyError, RemoteTimeout
 from vlnverse.errors import ConfigError, DependencyNotInstalled
 from vlnverse.eval.agent import Agent, EpisodeInfo
-from vlnverse.redact import add_secret, redact
+from vlnverse.redact import redact
 
 logger = logging.getLogger(__name__)
 
@@ -155,11 +154,7 @@ class RemoteAgent(Agent):
         name = self.config.api_key_env
         if not name:
             return None
-        key = os.environ.get(name)
-        if not key:
-            raise ConfigError(f"remote.api_key_env names {name}, which is not set")
-        add_secret(key)
-        return {"Authorization": f"Api-Key {key}"}
+        return {"Authorization": f"Api-Key {protocol.api_key(name, 'remote.api_key_env')}"}
 
     @property
     def where(self) -> str:

@@ -13,12 +13,27 @@ A text message is the sender's error. A map with the key ``__ctrl__`` is a contr
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from vlnverse.errors import VLNVerseError
+from vlnverse.errors import ConfigError, VLNVerseError
+from vlnverse.redact import add_secret
+
+
+def api_key(env_name: str, option: str) -> str:
+    """The API key in environment variable ``env_name``, registered for masking.
+
+    Raises:
+        ConfigError: the variable is not set (``option`` names the setting that named it).
+    """
+    key = os.environ.get(env_name)
+    if not key:
+        raise ConfigError(f"{option} names {env_name}, which is not set")
+    add_secret(key)
+    return key
 
 CTRL = "__ctrl__"
 CTRL_OK = "ok"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hmac
 import logging
-import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -13,9 +12,8 @@ import numpy as np
 
 from vlnverse.agents.remote import protocol
 from vlnverse.agents.remote.protocol import RemotePolicyError
-from vlnverse.errors import ConfigError, DependencyNotInstalled
+from vlnverse.errors import DependencyNotInstalled
 from vlnverse.eval.agent import Agent, EpisodeInfo
-from vlnverse.redact import add_secret
 
 logger = logging.getLogger(__name__)
 
@@ -78,11 +76,7 @@ def _check_key(api_key_env: str | None) -> Callable[..., Any] | None:
     """A handshake hook that refuses connections without ``Authorization: Api-Key <key>``."""
     if not api_key_env:
         return None
-    key = os.environ.get(api_key_env)
-    if not key:
-        raise ConfigError(f"--api-key-env names {api_key_env}, which is not set")
-    add_secret(key)
-    expected = f"Api-Key {key}".encode()
+    expected = f"Api-Key {protocol.api_key(api_key_env, '--api-key-env')}".encode()
 
     def check(connection: Any, request: Any) -> Any:
         given = (request.headers.get("Authorization") or "").encode()
