@@ -97,6 +97,10 @@ def _assert_same(got, expected, where: str) -> None:
         assert len(got) == len(expected), where
         for k, (g, e) in enumerate(zip(got, expected, strict=True)):
             _assert_same(g, e, f"{where}[{k}]")
+    elif isinstance(expected, dict) and isinstance(got, dict):  # a task's info: its floats get the tolerance too
+        assert got.keys() == expected.keys(), where
+        for key, e in expected.items():
+            _assert_same(got[key], e, f"{where}.{key}")
     else:
         assert got == expected, where
 
