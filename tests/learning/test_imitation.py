@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
@@ -75,7 +76,8 @@ def test_dagger_round_aggregates_oracle_labelled_policy_walks(train_frames, fine
     run = train_imitation(config(train_frames, fine_dataset, tmp_path / "dagger", epochs=1, dagger_rounds=1,
                                  dagger_p=0.5, max_steps=12, kind="seq2seq"))
     assert [e.epoch for e in run.history] == [1, 2]
-    collected = FrameStore(f"{frames_config.out}/dagger_01", "train")
+    collected = FrameStore(tmp_path / "dagger" / "dagger_01", "train")
+    assert not (Path(frames_config.out) / "dagger_01").exists()  # the shared frames stay as they were
     record = json.loads((collected.root / "train" / "prerender.json").read_text())
     assert record["config"]["beta"] == 0.5 and record["config"]["policy"] == run.history[0].checkpoint
     episode = collected.episode(0)

@@ -307,10 +307,11 @@ def collect_dagger(config: ImitationConfig, round_index: int, checkpoint: Path, 
                    group: Any) -> Any:
     """DAgger round ``round_index``: walk the split mixing the oracle (probability
     ``dagger_p ** round_index``) with the policy of ``checkpoint``, labelled by the oracle;
-    stored (resumably) in ``FRAMES/dagger_NN`` by rank 0 of ``group``."""
+    stored (resumably) in the run's own ``OUT/dagger_NN`` by rank 0 of ``group`` (not beside the
+    shared frames: two runs on one ``FRAMES`` folder would overwrite each other's walks)."""
     from vlnverse.learning.frames import FrameStore
 
-    collect = PrerenderConfig(dataset=config.dataset, out=str(config.frames_dir / f"dagger_{round_index:02d}"),
+    collect = PrerenderConfig(dataset=config.dataset, out=str(Path(config.out) / f"dagger_{round_index:02d}"),
                               split=config.split, task=config.task, rgb_size=frames["rgb_size"],
                               depth_size=frames["depth_size"], depth_dtype=frames["depth_dtype"],
                               max_steps=config.max_steps, workers=config.workers, policy=str(checkpoint),
