@@ -44,6 +44,8 @@ def test_an_llm_agent_run_gets_step_pages(bundled_dataset, tmp_path, monkeypatch
     assert re.search(r'Step 0: <span class="act">[A-Z]: \d+\.\d\d m at [+-]\d+°</span>', page)  # worded
     scene = pictured["scene_id"]
     assert f'<image href="maps/{scene}.png"' in page and "<polygon" in page  # the inset's map and objects
+    # the map is drawn twice (the overview, and one layer every step's view references), not once per step
+    assert page.count(f'<image href="maps/{scene}.png"') == 2 and page.count('<use href="#step-map"/>') == 3
     assert (out / "viewer" / "maps" / f"{scene}.png").is_file()
     other = next(p for p in pages if p.stem != name).read_text()
     assert "no frames for this episode" in other and "raise --plots" not in other

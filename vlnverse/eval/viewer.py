@@ -20,7 +20,7 @@ from __future__ import annotations
 import html
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,9 @@ from vlnverse.eval.viewer_map import MAPS_DIR, read_scene_map
 from vlnverse.fileio import write_bytes_atomic, write_text_atomic
 
 VIEWER_DIR = "viewer"
+#: Pixel size of each step's bird's-eye view, and the id of its map layer drawn once per page.
+STEP_MAP_SIZE = 220
+STEP_MAP_LAYER = "step-map"
 MAX_STRIP_HEIGHT = 480
 FRAME_BUDGET_BYTES = 8 * 2**20
 """Most bytes of JPEG frames one episode's page gets (about 200 panorama strips or 800 views)."""
@@ -232,44 +235,74 @@ class FrameRecorder:
              "max_rendered": self.max_rendered, "stopped_at": stopped_at}))
 
 
-def _bev_svg(record: Mapping[str, Any], upto: int | None, scene_map: Mapping[str, Any] | None = None,
-             size: int = 260) -> str:
-    """The bird's-eye view: the scene's map (walls, rooms, objects) when there is one, the
-    reference path (grey, dashed), goals (green rings), the trajectory up to pose ``upto``
-    (blue; all when None), collisions (red crosses) and the agent there (red, with its heading)."""
-    traj = [p[:2] for p in record.get("trajectory") or []]
-    ref = [p[:2] for p in record.get("reference_path") or []]
-    goals = [(g["position"][:2], g.get("radius", 0.0)) for g in record.get("goals") or []]
-    points = traj + ref + [g for g, _ in goals]
+def _bev_frame(record: Mapping[str, Any], scene_map: Mapping[str, Any] | None,
+               size: int) -> tuple[Callable[[Sequence[float]], str], float, float, float] | None:
+    """The drawing frame of a ``size`` px bird's-eye view: (point formatter, width, height,
+    metres-to-pixels scale); the scene map's extent, else the paths' bounds (None: nothing to draw)."""
+    points = [p[:2] for key in ("trajectory", "reference_path") for p in record.get(key) or []]
+    points += [g["position"][:2] for g in record.get("goals") or []]
     if not points:
-        return ""
+        return None
     if scene_map is not None:
         x0, x1, y0, y1 = (float(v) for v in scene_map["extent"])
     else:
         xs, ys = [p[0] for p in points], [p[1] for p in points]
         x0, x1, y0, y1 = min(xs) - 1.0, max(xs) + 1.0, min(ys) - 1.0, max(ys) + 1.0
     scale = size / max(x1 - x0, y1 - y0, 1.0)
-    width, height = (x1 - x0) * scale, (y1 - y0) * scale
 
     def pt(p: Sequence[float]) -> str:
         return f"{(p[0] - x0) * scale:.1f},{(y1 - p[1]) * scale:.1f}"
 
+    return pt, (x1 - x0) * scale, (y1 - y0) * scale, scale
+
+
+def _map_layer(scene_map: Mapping[str, Any], pt: Callable[[Sequence[float]], str], width: float,
+               height: float) -> str:
+    """The static part of a bird's-eye view: the map picture, the objects and the room names."""
+    href = html.escape(f"{MAPS_DIR}/{scene_map.get('picture', '')}", quote=True)
+    parts = [f'<image href="{href}" x="0" y="0" width="{width:.1f}" height="{height:.1f}" '
+             'preserveAspectRatio="none" style="image-rendering:pixelated"/>']
+    for obj in scene_map.get("objects") or []:
+        corners = " ".join(pt(c) for c in obj.get("corners") or [])
+        label = html.escape(f"{obj.get('category')} ({obj.get('id')})")
+        parts.append(f'<polygon points="{corners}" fill="#7a3b00" fill-opacity="0.25" stroke="#7a3b00" '
+                     f'stroke-width="0.8"><title>{label}</title></polygon>')
+    for room in scene_map.get("rooms") or []:
+        x, y = pt((room["x"], room["y"])).split(",")
+        parts.append(f'<text x="{x}" y="{y}" font-size="9" text-anchor="middle" fill="#333" '
+                     f'font-family="sans-serif">{html.escape(str(room.get("type", "")))}</text>')
+    return "".join(parts)
+
+
+def _map_defs(record: Mapping[str, Any], scene_map: Mapping[str, Any] | None, size: int, layer_id: str) -> str:
+    """A hidden SVG that defines the map layer of the page's ``size`` px views once, as
+    ``layer_id`` (each step's view references it: a page no longer repeats the map per step)."""
+    frame = _bev_frame(record, scene_map, size)
+    if scene_map is None or frame is None:
+        return ""
+    pt, width, height, _ = frame
+    return (f'<svg width="0" height="0" style="position:absolute" aria-hidden="true"><defs><g id="{layer_id}">'
+            f"{_map_layer(scene_map, pt, width, height)}</g></defs></svg>")
+
+
+def _bev_svg(record: Mapping[str, Any], upto: int | None, scene_map: Mapping[str, Any] | None = None,
+             size: int = 260, map_layer: str | None = None) -> str:
+    """The bird's-eye view: the scene's map (walls, rooms, objects) when there is one, the
+    reference path (grey, dashed), goals (green rings), the trajectory up to pose ``upto``
+    (blue; all when None), collisions (red crosses) and the agent there (red, with its heading).
+    ``map_layer``: the id of the page's map layer (:func:`_map_defs`), referenced, not redrawn."""
+    frame = _bev_frame(record, scene_map, size)
+    if frame is None:
+        return ""
+    pt, width, height, scale = frame
+    traj = [p[:2] for p in record.get("trajectory") or []]
+    ref = [p[:2] for p in record.get("reference_path") or []]
+    goals = [(g["position"][:2], g.get("radius", 0.0)) for g in record.get("goals") or []]
     shown = traj if upto is None else traj[: upto + 1]
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
              f'style="background:#fafafa;border:1px solid #ccc">']
     if scene_map is not None:
-        href = html.escape(f"{MAPS_DIR}/{scene_map.get('picture', '')}", quote=True)
-        parts.append(f'<image href="{href}" x="0" y="0" width="{width:.1f}" height="{height:.1f}" '
-                     'preserveAspectRatio="none" style="image-rendering:pixelated"/>')
-        for obj in scene_map.get("objects") or []:
-            corners = " ".join(pt(c) for c in obj.get("corners") or [])
-            label = html.escape(f"{obj.get('category')} ({obj.get('id')})")
-            parts.append(f'<polygon points="{corners}" fill="#7a3b00" fill-opacity="0.25" stroke="#7a3b00" '
-                         f'stroke-width="0.8"><title>{label}</title></polygon>')
-        for room in scene_map.get("rooms") or []:
-            x, y = pt((room["x"], room["y"])).split(",")
-            parts.append(f'<text x="{x}" y="{y}" font-size="9" text-anchor="middle" fill="#333" '
-                         f'font-family="sans-serif">{html.escape(str(room.get("type", "")))}</text>')
+        parts.append(f'<use href="#{map_layer}"/>' if map_layer else _map_layer(scene_map, pt, width, height))
     if ref:
         parts.append(f'<polyline points="{" ".join(pt(p) for p in ref)}" fill="none" stroke="#888" '
                      'stroke-width="2" stroke-dasharray="4 3"/>')
@@ -430,7 +463,7 @@ def render_episode_page(record: Mapping[str, Any], strips: Mapping[int, str],
         + (f" · {usage.get('calls', 0)} calls ({usage.get('cached_calls', 0)} cached), "
            f"{usage.get('tokens', 0)} tokens, billed ${usage.get('cost_usd', 0):.4f}" if usage else "")
         + "</p></div></div>",
-        _STEPPER,
+        _STEPPER, _map_defs(record, scene_map, STEP_MAP_SIZE, STEP_MAP_LAYER),
     ]
     llm_steps = any(k in step for step in steps for k in ("messages", "reply", "parsed"))
     for i, step in enumerate(steps):
@@ -443,7 +476,8 @@ def render_episode_page(record: Mapping[str, Any], strips: Mapping[int, str],
             f'<div class="step" id="step{index}"><h2>Step {index}: <span class="act">{html.escape(words)}</span>'
             f"{_outcome_html(record, i)}{flag_html}</h2>",
             _frame_html(strips.get(i), step, i, frames),
-            '<div class="cols"><div style="flex:0 0 auto">', _bev_svg(record, min(i, last_pose), scene_map, size=220),
+            '<div class="cols"><div style="flex:0 0 auto">',
+            _bev_svg(record, min(i, last_pose), scene_map, size=STEP_MAP_SIZE, map_layer=STEP_MAP_LAYER),
             "</div>",
         ]
         if llm_steps:
