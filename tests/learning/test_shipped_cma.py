@@ -1,7 +1,7 @@
-"""The shipped CMA checkpoint (``assets/agents/cma``): trained on VLNVerse-mini (CPU track), it
-loads from its ``agent.yaml`` with no training, from any current folder, its card names the
-track and the checkpoint's digest, and on the bundled scenes (none of which mini trains on) it
-beats random and forward by at least 10 SR points on the val_unseen episodes under Tel-Hop.
+"""The shipped checkpoints (``assets/agents/{seq2seq,cma,gama}``) were trained on VLNVerse-mini
+(CPU track): each card names the track and the checkpoint's digest. The shipped CMA loads from
+its ``agent.yaml`` with no training, from any current folder, and on the bundled scenes (none
+of which mini trains on) it beats random and forward by at least 10 SR points on the val_unseen episodes under Tel-Hop.
 
 It does not clear that bar everywhere, and its card says so (README.md beside it)."""
 
@@ -26,13 +26,16 @@ AGENT_DIR = REPO / "assets" / "agents" / "cma"
 BUNDLED = ["vlnverse", "datagen", "--scenes", "assets/scenes", "--tasks", "fine,coarse", "--per-scene", "80"]
 
 
-def test_the_card_names_the_track_and_the_weights():
-    card = yaml.safe_load((AGENT_DIR / "training.yaml").read_text())
-    weights = AGENT_DIR / card["checkpoint"]["file"]
+@pytest.mark.parametrize("model", ["seq2seq", "cma", "gama"])
+def test_the_card_names_the_track_and_the_weights(model):
+    folder = REPO / "assets" / "agents" / model
+    card = yaml.safe_load((folder / "training.yaml").read_text())
+    weights = folder / card["checkpoint"]["file"]
     assert weights.stat().st_size <= 10 * 2**20
     assert hashlib.sha256(weights.read_bytes()).hexdigest() == card["checkpoint"]["sha256"]
     assert card["track"] == "mini" and card["dataset_config_hash"] == get_track("mini").config_hash
-    assert yaml.safe_load((AGENT_DIR / "agent.yaml").read_text())["checkpoint"] == card["checkpoint"]["file"]
+    assert card["config"]["kind"] == model and (folder / "curves.png").is_file() and (folder / "README.md").is_file()
+    assert yaml.safe_load((folder / "agent.yaml").read_text())["checkpoint"] == card["checkpoint"]["file"]
 
 
 @pytest.mark.slow
