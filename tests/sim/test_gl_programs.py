@@ -1,5 +1,7 @@
-"""Renderers share one compiled program per shader source, each drawing with its own
-uniforms, and the texture layers are built once per process."""
+"""What makes a second env cheap to build: renderers share one compiled program per shader
+source, each drawing with its own uniforms; the texture layers are built once per process;
+with the GL renderer PyBullet's static bodies get no visual shapes (only TinyRenderer
+draws them)."""
 
 import numpy as np
 import pytest
@@ -47,3 +49,20 @@ def test_texture_layers_are_built_once_and_read_only():
     assert texture_layers(32) is layers
     with pytest.raises(ValueError):
         layers[0, 0, 0] = 1
+
+
+@needs_gl
+def test_static_bodies_have_visual_shapes_only_for_tinyrenderer():
+    def colours(renderer: str) -> list[tuple]:
+        """The colour of each static body's visual (PyBullet's own white one, made from the
+        collider, where we gave none)."""
+        with Simulator(box_room(), sensors={"rgb": RGBSensor(width=32, height=32)}, renderer=renderer) as sim:
+            backend = sim.backend
+            statics = [uid for uid in backend._world.body_prim if uid not in backend._world.movable]
+            return [tuple(round(c, 3) for shape in backend._p.getVisualShapeData(uid, physicsClientId=backend.client_id)
+                          for c in shape[7]) for uid in statics]
+
+    gl, tiny = colours("gl"), colours("tiny")
+    assert len(gl) == len(tiny) > 0  # the same bodies (ids, physics) either way
+    assert set(gl) <= {(), (1.0, 1.0, 1.0, 1.0)}
+    assert any(c and c != (1.0, 1.0, 1.0, 1.0) for c in tiny)  # the scene's colours
