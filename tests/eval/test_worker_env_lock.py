@@ -4,6 +4,7 @@ scene map it wrote or to put an env back), and each episode's timing says where 
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 from vlnverse.eval.harness import plan_items, select_episodes
@@ -52,13 +53,34 @@ def test_an_env_reused_for_a_scene_already_mapped_takes_the_lock_for_reset_and_s
     assert all(r.timing.waited >= 0.0 and r.timing.total >= r.timing.env + r.timing.waited for r in results)
 
 
+class AnnouncingLock:
+    """A lock that says when someone starts waiting for it."""
+
+    def __init__(self) -> None:
+        self.lock, self.waiting = threading.Lock(), threading.Event()
+
+    def __enter__(self) -> None:
+        self.waiting.set()
+        self.lock.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.lock.release()
+
+
 def test_the_wait_for_a_lock_held_elsewhere_is_counted():
-    lock, timing = threading.Lock(), EpisodeTiming()
-    lock.acquire()
-    threading.Timer(0.2, lock.release).start()
-    with _held(lock, timing):
+    held, timing = AnnouncingLock(), EpisodeTiming()
+    held.lock.acquire()
+
+    def release_later() -> None:
+        held.waiting.wait()
+        time.sleep(0.2)
+        held.lock.release()
+
+    threading.Thread(target=release_later, daemon=True).start()
+    with _held(held, timing):
         pass
-    assert timing.waited >= 0.19
-    with _held(lock, timing):
+    first = timing.waited
+    assert first >= 0.2
+    with _held(held, timing):  # free: next to nothing more
         pass
-    assert timing.waited < 0.5
+    assert timing.waited - first < first
