@@ -259,7 +259,8 @@ class EvalResult:
         evaluated: Records produced by this call.
         resumed: Records found finished from an earlier call.
         retried: Error records of an earlier call taken out to run again (``retry_errors``).
-        timings: Per evaluated record: ``{"env", "agent", "total", "harness"}`` seconds.
+        timings: Per evaluated record: ``{"env", "agent", "total", "harness", "waited", "build"}``
+            seconds (see :class:`~vlnverse.eval.runner.EpisodeTiming`).
         stopped: Why the run stopped before finishing its selection (its LLM budget is
             spent), or None.
     """
@@ -532,7 +533,8 @@ def _run(config: EvalConfig, spec: RunSpec, items: list[WorkItem], privileged: l
             appended = store.append(record)
         if appended:
             t = result.timing
-            timings.append({"env": t.env, "agent": t.agent, "total": t.total, "harness": t.harness})
+            timings.append({"env": t.env, "agent": t.agent, "total": t.total, "harness": t.harness,
+                            "waited": t.waited, "build": t.build})
             if on_result:
                 on_result(record)
 

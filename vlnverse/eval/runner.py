@@ -67,11 +67,17 @@ POSE_DECIMALS = 4
 
 @dataclass
 class EpisodeTiming:
-    """Where an episode's wall time went (seconds)."""
+    """Where an episode's wall time went (seconds).
+
+    ``total`` runs from the env's reset to the record; ``waited`` (part of it) is the wait
+    for the env lock while the worker's other episodes held it; ``build`` (before it) is
+    getting the episode's env, built or reused, lock waits included."""
 
     env: float = 0.0
     agent: float = 0.0
     total: float = 0.0
+    waited: float = 0.0
+    build: float = 0.0
 
     @property
     def harness(self) -> float:
@@ -113,6 +119,15 @@ def time_limit(seconds: float | None) -> Iterator[None]:
         with guard:
             armed[0] = False
             ctypes.pythonapi.PyThreadState_SetAsyncExc(thread, None)  # drop one that has not landed yet
+
+
+@contextlib.contextmanager
+def _held(lock: Any, timing: EpisodeTiming) -> Iterator[None]:
+    """``lock`` held, the wait for it counted in ``timing.waited``."""
+    t0 = time.perf_counter()
+    with lock:
+        timing.waited += time.perf_counter() - t0
+        yield
 
 
 def _json_action(action: Any) -> Any:
@@ -236,7 +251,7 @@ def run_episode(
     options: dict[str, Any] = {"episode": _env_episode(episode, radius)}
     if reference_image and "reference_image" in base.observation_space.spaces:
         options["reference_image"] = reference_image
-    with env_lock:
+    with _held(env_lock, timing):
         t0 = time.perf_counter()
         obs, info = env.reset(seed=ep_seed % (2**31), options=options)
         timing.env += time.perf_counter() - t0
@@ -288,7 +303,7 @@ def run_episode(
                 fail_reason, agent_reason = "inconclusive", action.reason
                 break
             try:
-                with env_lock:
+                with _held(env_lock, timing):
                     t0 = time.perf_counter()
                     if isinstance(action, Ask):
                         obs, _, terminated, truncated, info = base.ask(action.question)

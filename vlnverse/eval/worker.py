@@ -19,6 +19,7 @@ import logging
 import os
 import pickle
 import threading
+import time
 import traceback
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -224,6 +225,7 @@ class EvalWorker:
         if spec.concurrency > 1 and env_cache_size(spec.backend) == 1:
             raise ConfigError(f"the {spec.backend} backend runs one env per process; use --concurrency 1")
         self.spec = spec
+        self._env_budget = env_cache_size(spec.backend) * spec.concurrency  # envs kept, busy or idle
         self.llm = build_llm(spec)
         self.oracle = build_oracle(spec)
         self._busy_envs = 0
@@ -232,6 +234,7 @@ class EvalWorker:
         self._slots: list[_Slot] = []
         self._all_slots: list[_Slot] = []
         self._idle_envs: OrderedDict[int, tuple[tuple[Any, ...], Any]] = OrderedDict()
+        self._mapped: set[str] = set()  # scenes whose viewer map this worker wrote or found
         try:
             self._slots.append(self._new_slot())  # a bad agent or config fails here, once
         except BaseException:
@@ -295,7 +298,7 @@ class EvalWorker:
         """Close the oldest idle envs until ``spare`` more fit in the worker's env budget
         (call with the env lock held)."""
         with self._lock:
-            room = env_cache_size(self.spec.backend) * self.spec.concurrency - self._busy_envs - spare
+            room = self._env_budget - self._busy_envs - spare
             old = [self._idle_envs.popitem(last=False)[1][1] for _ in range(max(0, len(self._idle_envs) - room))]
         for env in old:
             env.close()
@@ -304,8 +307,10 @@ class EvalWorker:
         with self._lock:
             self._busy_envs -= 1
             self._idle_envs[id(env)] = (self._env_key(item), env)
-        with self.env_lock:
-            self._close_idle()
+            over = len(self._idle_envs) > self._env_budget - self._busy_envs
+        if over:  # the env lock only to close one: the other episodes' steps wait for it
+            with self.env_lock:
+                self._close_idle()
 
     def run(self, item: WorkItem, on_start: Any = None) -> WorkResult:
         """Evaluate one item (agent failures are recorded in the result, not raised);
@@ -317,8 +322,10 @@ class EvalWorker:
         slot = self._take_slot()
         env = None
         try:
+            t0 = time.perf_counter()
             env = self._take_env(item)
             self._scene_map(item, env)
+            build = time.perf_counter() - t0
             if on_start is not None:
                 on_start()
             try:
@@ -332,6 +339,7 @@ class EvalWorker:
             except LLMBudgetExceeded as exc:
                 logger.info("episode %s (%s) left for later: %s", episode.episode_id, item.physics, exc)
                 return WorkResult(None, EpisodeTiming(), stopped=str(exc))
+            timing.build = build
             record["plot"] = None
             if item.plot and self.spec.plots_dir:
                 record["plot"] = self._plot(env, record)
@@ -385,9 +393,12 @@ class EvalWorker:
         from vlnverse.eval.viewer_map import write_scene_map
 
         scene_id = item.episode["scene_id"]
+        if scene_id in self._mapped:  # no wait for the env lock at each episode's start
+            return
         try:
             with self.env_lock:
                 write_scene_map(Path(self.spec.viewer_dir), scene_id, env.scene, env.occupancy)
+            self._mapped.add(scene_id)
         except Exception as exc:  # noqa: BLE001 - a picture is not worth an episode
             logger.warning("scene %s: viewer map failed: %s", scene_id, exc)
 

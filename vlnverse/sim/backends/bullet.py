@@ -172,7 +172,7 @@ class BulletBackend:
         if self._world is not None:
             raise SimulationError("bullet backend: load_scene may be called once")
         plan = cached_world_plan(scene, build_instance_table(scene))
-        self._world = build_world(self._p, self._client, plan)
+        self._world = build_world(self._p, self._client, plan, static_visuals=self.renderer != "gl")
         if self.renderer == "gl":
             from vlnverse.sim.gl.renderer import GLRenderer
 

@@ -331,11 +331,15 @@ def _movable(scene: Scene, prims: list[int]) -> MovableBody | None:
     return MovableBody(centre, prims[0], mass, hull_points, visuals)
 
 
-def build_world(p, client: int, plan: WorldPlan) -> BulletWorld:
-    """Create the bodies of ``plan`` in the PyBullet client ``client`` (``p`` is the module)."""
+def build_world(p, client: int, plan: WorldPlan, static_visuals: bool = True) -> BulletWorld:
+    """Create the bodies of ``plan`` in the PyBullet client ``client`` (``p`` is the module).
+
+    Without ``static_visuals`` the static bodies get no visual shape (about half the time of
+    building a world): only PyBullet's TinyRenderer draws them, and a visual shape changes
+    nothing in the physics. Movable bodies keep theirs, which shape their links."""
     world = BulletWorld()
     for body in plan.statics:
-        _create_static(p, client, body, world)
+        _create_static(p, client, body, world, static_visuals)
     for body in plan.movables:
         _create_movable(p, client, body, world)
     return world
@@ -347,7 +351,7 @@ def _visual_shape(p, client: int, mesh: VisualMesh) -> int:
                                normals=mesh.normals.tolist(), rgbaColor=list(mesh.rgba), physicsClientId=client)
 
 
-def _create_static(p, client: int, body: StaticBody, world: BulletWorld) -> None:
+def _create_static(p, client: int, body: StaticBody, world: BulletWorld, visuals: bool) -> None:
     collision = -1
     if body.hull is not None:
         collision = p.createCollisionShape(p.GEOM_MESH, vertices=body.hull.tolist(), physicsClientId=client)
@@ -355,7 +359,7 @@ def _create_static(p, client: int, body: StaticBody, world: BulletWorld) -> None
         vertices, indices = body.trimesh
         collision = p.createCollisionShape(p.GEOM_MESH, vertices=vertices.tolist(), indices=indices.tolist(),
                                            flags=p.GEOM_FORCE_CONCAVE_TRIMESH, physicsClientId=client)
-    visual = _visual_shape(p, client, body.visual) if body.visual is not None else -1
+    visual = _visual_shape(p, client, body.visual) if visuals and body.visual is not None else -1
     uid = p.createMultiBody(0.0, collision, visual, basePosition=body.position.tolist(),
                             useMaximalCoordinates=True, physicsClientId=client)
     # Asleep, a static body's bounding box is not refreshed every physics step; the

@@ -19,7 +19,7 @@ import numpy as np
 from vlnverse.errors import ConfigError
 from vlnverse.scene.types import Scene
 from vlnverse.sim.camera import view_matrix
-from vlnverse.sim.gl import shaders
+from vlnverse.sim.gl import programs, shaders
 from vlnverse.sim.gl.context import current_context
 from vlnverse.sim.gl.lighting import LIGHT_SOFTNESS, room_lighting
 from vlnverse.sim.gl.panorama import PANORAMA_MODES, RigRenderer, rig_key, worth_it
@@ -116,7 +116,8 @@ class GLRenderer:
         lighting = room_lighting(scene)
         source = shaders.FRAGMENT.replace("N_LIGHTS", str(max(len(lighting.lights), 1))).replace(
             "N_ROOMS", str(len(lighting.ranges)))
-        self._program = program = ctx.program(vertex_shader=shaders.VERTEX, fragment_shader=source)
+        self._shared = programs.acquire(ctx, shaders.VERTEX, source)
+        self._program = program = self._shared.program
         self._buffer = ctx.buffer(vertex_data(scene, bodies))
         self._vao = ctx.vertex_array(program, [(self._buffer, VERTEX_FORMAT, *ATTRIBUTES)])
         layers = texture_layers()
@@ -132,20 +133,18 @@ class GLRenderer:
         self._pose_rows = np.tile(np.eye(4, dtype=np.float32).T.reshape(1, 16), (len(bodies) + 1, 1))
         self._poses.write(self._pose_rows.tobytes())
         self._poses_stale = False
-        self._uniform("materials", 0)
-        self._uniform("rooms", 1)
-        self._uniform("poses", 2)
-        self._uniform("room_frame", (*lighting.origin, 1.0 / lighting.resolution))
+        uniforms = {"materials": 0, "rooms": 1, "poses": 2,
+                    "room_frame": (*lighting.origin, 1.0 / lighting.resolution),
+                    "room_lights": lighting.ranges.tobytes(), "ambient": AMBIENT, "exposure": EXPOSURE,
+                    "softness": LIGHT_SOFTNESS}
         if len(lighting.lights):
-            self._uniform("lights", lighting.lights.tobytes())
-            self._uniform("light_colours", lighting.colours.tobytes())
-        self._uniform("room_lights", lighting.ranges.tobytes())
-        self._uniform("ambient", AMBIENT)
-        self._uniform("exposure", EXPOSURE)
-        self._uniform("softness", LIGHT_SOFTNESS)
+            uniforms.update(lights=lighting.lights.tobytes(), light_colours=lighting.colours.tobytes())
+        self._scene_uniforms = {name: value for name, value in uniforms.items() if name in program}
+        self._shared.claim(self, self._set_uniforms)
 
-    def _uniform(self, name: str, value) -> None:
-        if name in self._program:
+    def _set_uniforms(self) -> None:
+        """This scene's uniforms on the (shared) program."""
+        for name, value in self._scene_uniforms.items():
             if isinstance(value, bytes):
                 self._program[name].write(value)
             else:
@@ -181,6 +180,7 @@ class GLRenderer:
         import moderngl
 
         ctx = self._ctx
+        self._shared.claim(self, self._set_uniforms)
         if self._poses_stale:
             self._poses.write(self._pose_rows.tobytes())
             self._poses_stale = False
@@ -251,7 +251,11 @@ class GLRenderer:
                     item.release()
             self._targets.clear()
             self._rigs.release()
-            for name in ("_vao", "_buffer", "_program", "_materials", "_rooms", "_poses"):
+            for name in ("_vao", "_buffer", "_materials", "_rooms", "_poses"):
                 resource = self.__dict__.pop(name, None)
                 if resource is not None:
                     resource.release()
+            shared = self.__dict__.pop("_shared", None)
+            if shared is not None:
+                self.__dict__.pop("_program", None)
+                programs.release(shared, self)

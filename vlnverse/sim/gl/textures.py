@@ -9,6 +9,8 @@ bytes come out in every process. ``TILE_METRES`` is how much of the world one ti
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from vlnverse.scene.types import Scene
@@ -134,10 +136,16 @@ GENERATORS = {
 }
 
 
+@functools.lru_cache(maxsize=2)
 def texture_layers(size: int = TEXTURE_SIZE) -> np.ndarray:
-    """(len(MATERIALS), size, size) uint8 detail maps: texel / 128 is the brightness factor."""
+    """(len(MATERIALS), size, size) uint8 detail maps: texel / 128 is the brightness factor.
+
+    Built once per process and size (every renderer uploads the same bytes; building them
+    costs more than the rest of an env), so the array is read-only."""
     layers = []
     for index, name in enumerate(MATERIALS):
         factor = GENERATORS[name](np.random.default_rng(1000 + index), size)
         layers.append(np.clip(np.round(factor * 128.0), 0, 255).astype(np.uint8))
-    return np.stack(layers)
+    out = np.stack(layers)
+    out.flags.writeable = False
+    return out

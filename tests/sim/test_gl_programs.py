@@ -1,0 +1,68 @@
+"""What makes a second env cheap to build: renderers share one compiled program per shader
+source, each drawing with its own uniforms; the texture layers are built once per process;
+with the GL renderer PyBullet's static bodies get no visual shapes (only TinyRenderer
+draws them)."""
+
+import numpy as np
+import pytest
+
+from vlnverse.sim import Pose, RGBSensor, Simulator
+from vlnverse.sim.gl import context, programs
+from vlnverse.sim.gl.textures import texture_layers
+from vlnverse.sim.testing import box_room
+
+needs_gl = pytest.mark.skipif(context.resolve_renderer("auto") != "gl", reason="no headless EGL here")
+
+
+def _sim(width: float) -> Simulator:
+    # rooms of different sizes: one light and one room each (the same shader source), lit differently
+    return Simulator(box_room(width, 4.0), sensors={"rgb": RGBSensor(width=64, height=64)}, renderer="gl",
+                     pose=Pose(1.0, 2.0, 0.0, 0.0))
+
+
+@needs_gl
+def test_renderers_of_one_shader_source_share_a_program_and_draw_with_their_own_uniforms():
+    with _sim(6.0) as a:
+        a_first = a.observe()["rgb"].copy()
+        with _sim(9.0) as b:
+            shared = a.backend.gl_renderer._shared
+            assert b.backend.gl_renderer._shared is shared and shared.users == 2
+            b_shared = b.observe()["rgb"].copy()  # a's lights were on the program last
+            a_again = a.observe()["rgb"]  # and now b's
+            assert np.array_equal(a_again, a_first)
+        assert shared.users == 1 and shared.key in programs._programs
+    assert shared.key not in programs._programs  # the last user freed it
+    with _sim(9.0) as b:
+        assert np.array_equal(b_shared, b.observe()["rgb"])  # as drawn with a program of its own
+
+
+@needs_gl
+def test_a_renderer_built_after_another_was_freed_draws_the_same_image():
+    with _sim(6.0) as a:
+        first = a.observe()["rgb"].copy()
+    with _sim(6.0) as a:
+        assert np.array_equal(a.observe()["rgb"], first)
+
+
+def test_texture_layers_are_built_once_and_read_only():
+    layers = texture_layers(32)
+    assert texture_layers(32) is layers
+    with pytest.raises(ValueError):
+        layers[0, 0, 0] = 1
+
+
+@needs_gl
+def test_static_bodies_have_visual_shapes_only_for_tinyrenderer():
+    def colours(renderer: str) -> list[tuple]:
+        """The colour of each static body's visual (PyBullet's own white one, made from the
+        collider, where we gave none)."""
+        with Simulator(box_room(), sensors={"rgb": RGBSensor(width=32, height=32)}, renderer=renderer) as sim:
+            backend = sim.backend
+            statics = [uid for uid in backend._world.body_prim if uid not in backend._world.movable]
+            return [tuple(round(c, 3) for shape in backend._p.getVisualShapeData(uid, physicsClientId=backend.client_id)
+                          for c in shape[7]) for uid in statics]
+
+    gl, tiny = colours("gl"), colours("tiny")
+    assert len(gl) == len(tiny) > 0  # the same bodies (ids, physics) either way
+    assert set(gl) <= {(), (1.0, 1.0, 1.0, 1.0)}
+    assert any(c and c != (1.0, 1.0, 1.0, 1.0) for c in tiny)  # the scene's colours
