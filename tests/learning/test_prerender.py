@@ -8,7 +8,7 @@ import json
 import numpy as np
 
 from vlnverse.learning.frames import FrameStore
-from vlnverse.learning.prerender import RECORD, prerender
+from vlnverse.learning.prerender import RECORD, PrerenderConfig, prerender
 
 
 def fresh_render(config, scene_file: str, pose: np.ndarray) -> dict:
@@ -67,6 +67,10 @@ def test_rerun_resumes_and_raw_chunks_memory_map(train_frames, tmp_path):
     config, first = train_frames
     again = prerender(config)
     assert [s.status for s in again.scenes] == ["resumed"] and again.frames == first.frames
+    # a folder of .npz chunks (the default before raw chunks) is kept by a run of the raw default
+    assert config.compress and not PrerenderConfig(dataset=config.dataset, out=config.out).compress
+    kept = prerender(dataclasses.replace(config, compress=False))
+    assert [s.status for s in kept.scenes] == ["resumed"] and kept.scenes[0].record["compress"]
 
     raw = dataclasses.replace(config, out=str(tmp_path / "raw"), compress=False, semantic=False, depth_dtype="float32")
     prerender(raw)
