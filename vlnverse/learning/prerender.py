@@ -44,7 +44,7 @@ import numpy as np
 from vlnverse import __version__
 from vlnverse.config import config_to_dict
 from vlnverse.errors import ConfigError, DatasetError
-from vlnverse.fileio import write_bytes_atomic, write_json_atomic
+from vlnverse.fileio import atomic_open, write_bytes_atomic, write_json_atomic
 from vlnverse.sim.gl.context import start_method, worker_setup
 from vlnverse.sim.physics import PhysicsConfig
 from vlnverse.sim.types import Pose
@@ -304,15 +304,15 @@ class _ChunkWriter:
 
 
 def _write_chunk(path: Path, array: np.ndarray, config: PrerenderConfig) -> int:
-    stream = io.BytesIO()
-    if config.compress:
-        with zipfile.ZipFile(stream, "w", zipfile.ZIP_DEFLATED, compresslevel=config.compress_level) as archive:
-            with archive.open("frames.npy", "w", force_zip64=True) as member:
-                np.lib.format.write_array(member, array, allow_pickle=False)
-    else:
-        np.save(stream, array)
-    write_bytes_atomic(path, stream.getvalue())
-    return stream.tell()
+    """Write one chunk straight into its (atomically renamed) file; returns its bytes."""
+    with atomic_open(path, "wb") as handle:
+        if config.compress:
+            with zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED, compresslevel=config.compress_level) as archive:
+                with archive.open("frames.npy", "w", force_zip64=True) as member:
+                    np.lib.format.write_array(member, array, allow_pickle=False)
+        else:
+            np.lib.format.write_array(handle, array, allow_pickle=False)
+        return handle.tell()
 
 
 def _frame(sensor: str, value: np.ndarray, config: PrerenderConfig) -> np.ndarray:
