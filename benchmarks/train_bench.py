@@ -20,7 +20,9 @@ Figures (``BENCH <name> <value> <unit> target <op> <value>``):
   ``train.cma_cpu_preset_reference_samples_per_s``: the same rounds of the code at
   ``--train-reference`` (a git revision, by default the last one before issue 46's training
   changes, extracted with ``git archive``) reading the frames as that code pre-rendered them
-  (zlib ``.npz`` chunks); ``train.cma_cpu_preset_speedup_vs_reference`` is their ratio.
+  (zlib ``.npz`` chunks); ``train.cma_cpu_preset_speedup_vs_reference`` is their ratio, and
+  ``train.cma_cpu_preset_cpu_seconds_speedup_vs_reference`` the median ratio of the CPU seconds
+  the same batches took (context, no target: what a loaded machine does not move).
 - ``train.eval_cma_episodes_per_s``: episodes/s of ``vlnverse eval`` with the shipped CMA
   checkpoint (``assets/agents/cma``) over the whole val_unseen split of the benchmark's
   dataset under Strict and Tel-Hop (200-step cap, one worker), model loading included.
@@ -135,7 +137,8 @@ def prerender_round(dataset: Path, work: Path, size: int, episodes: int, index: 
     return summary.frames_per_second, raw, raw_cpu / main, raw_cpu / (process + planner)
 
 
-def training_rate(frames: Path, kind: str, preset_name: str = "smoke") -> float:
+def training_rate(frames: Path, kind: str, preset_name: str = "smoke", progress: Any = None) -> float:
+    """Samples/s of one epoch of ``kind`` at a preset on ``frames`` (``progress``: train_imitation's)."""
     from vlnverse.learning.imitation import ImitationConfig, train_imitation
     from vlnverse.learning.models import ModelConfig
     from vlnverse.learning.presets import preset
@@ -147,7 +150,20 @@ def training_rate(frames: Path, kind: str, preset_name: str = "smoke") -> float:
     with tempfile.TemporaryDirectory() as out:
         config = ImitationConfig(kind=kind, dataset=str(frames.parent / "subset"), out=out, frames=str(frames),
                                  model=model, **data)
-        return train_imitation(config).samples_per_second
+        return train_imitation(config, progress=progress).samples_per_second
+
+
+def cpu_preset_round(frames: Path) -> tuple[float, float]:
+    """Samples/s of one cpu-preset CMA epoch and the CPU seconds of its batches after the first
+    (the same batches in any version of the trainer: a figure a loaded machine does not move)."""
+    marks: list[float] = []
+
+    def mark(phase: str, done: int, total: int) -> None:
+        if phase == "train" and done in (1, total):
+            marks.append(time.process_time())
+
+    rate = training_rate(frames, "cma", "cpu", mark)
+    return rate, marks[-1] - marks[0]
 
 
 #: The last revision before issue 46's training changes: the reference of the training speed-up.
@@ -167,8 +183,8 @@ def reference_tree(revision: str, out: Path) -> Path:
     return out
 
 
-def training_rate_in(code: Path, frames: Path) -> float:
-    """:func:`training_rate` of the cpu-preset CMA in a fresh process importing ``vlnverse`` from ``code``."""
+def cpu_preset_round_in(code: Path, frames: Path) -> tuple[float, float]:
+    """:func:`cpu_preset_round` in a fresh process importing ``vlnverse`` from ``code``."""
     import os
     import subprocess
     import sys
@@ -176,16 +192,18 @@ def training_rate_in(code: Path, frames: Path) -> float:
     env = {**os.environ, "PYTHONPATH": str(code)}
     result = subprocess.run([sys.executable, __file__, "--train-rate", str(frames)], env=env, capture_output=True,
                             text=True, check=True)
-    return float(result.stdout.split()[-1])
+    rate, cpu = result.stdout.split()[-2:]
+    return float(rate), float(cpu)
 
 
-def training_ab(work: Path, compressed: Path, raw: Path, rounds: int, revision: str) -> tuple[float, float]:
+def training_ab(work: Path, compressed: Path, raw: Path, rounds: int, revision: str) -> tuple[float, float, float]:
     """Median cpu-preset CMA samples/s of this checkout on ``raw`` frames and of ``revision``'s
-    code on ``compressed`` ones, rounds interleaved."""
+    code on ``compressed`` ones, rounds interleaved, and the median ratio of their CPU seconds."""
     reference = reference_tree(revision, work / "reference")
-    pairs = [(training_rate_in(ROOT, raw), training_rate_in(reference, compressed)) for _ in range(rounds)]
-    print(f"cpu-preset CMA samples/s (this code, reference): {[tuple(round(v, 1) for v in p) for p in pairs]}")
-    return statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs)
+    pairs = [(cpu_preset_round_in(ROOT, raw), cpu_preset_round_in(reference, compressed)) for _ in range(rounds)]
+    print(f"cpu-preset CMA (samples/s, CPU s after the first batch) of this code and the reference: {pairs}")
+    return (statistics.median(new[0] for new, _ in pairs), statistics.median(ref[0] for _, ref in pairs),
+            statistics.median(ref[1] / new[1] for new, ref in pairs))
 
 
 def eval_rate(dataset: Path) -> float:
@@ -336,7 +354,7 @@ def main() -> None:
 
     torch.set_num_threads(1)
     if args.train_rate:
-        print(training_rate(args.train_rate, "cma", "cpu"))
+        print(*cpu_preset_round(args.train_rate))
         return
     print("\n".join(mini_track_lines()))
     if args.mini_track_only:
@@ -374,10 +392,11 @@ def train_lines(dataset: Path, work: Path, args: argparse.Namespace) -> list[str
         prerender(config)
     rates = {kind: training_rate(Path(base.out), kind) for kind in ("seq2seq", "cma")}
     lines = [f"BENCH train.{kind}_samples_per_s {rate:.1f} samples/s target >= 0" for kind, rate in rates.items()]
-    new, reference = training_ab(work, Path(compressed.out), Path(base.out), args.rounds, args.train_reference)
+    new, reference, cpu = training_ab(work, Path(compressed.out), Path(base.out), args.rounds, args.train_reference)
     return lines + [f"BENCH train.cma_cpu_preset_samples_per_s {new:.1f} samples/s target >= 0",
                     f"BENCH train.cma_cpu_preset_reference_samples_per_s {reference:.1f} samples/s target >= 0",
-                    f"BENCH train.cma_cpu_preset_speedup_vs_reference {new / reference:.2f} x target >= 2"]
+                    f"BENCH train.cma_cpu_preset_speedup_vs_reference {new / reference:.2f} x target >= 2",
+                    f"BENCH train.cma_cpu_preset_cpu_seconds_speedup_vs_reference {cpu:.2f} x target >= 0"]
 
 
 def eval_and_online_lines(dataset: Path, args: argparse.Namespace) -> list[str]:
