@@ -16,7 +16,13 @@ Figures (``BENCH <name> <value> <unit> target <op> <value>``):
 - ``train.seq2seq_samples_per_s`` / ``train.cma_samples_per_s``: teacher-forced training
   steps (frames) per second of the smoke preset's models on the pre-rendered frames.
 - ``train.cma_cpu_preset_samples_per_s``: the same for CMA at the ``cpu`` preset (the
-  shipped checkpoint's settings).
+  shipped checkpoint's settings), median of interleaved rounds in fresh processes, and
+  ``train.cma_cpu_preset_reference_samples_per_s``: the same rounds of the code at
+  ``--train-reference`` (a git revision, by default the last one before issue 46's training
+  changes, extracted with ``git archive``) reading the frames as that code pre-rendered them
+  (zlib ``.npz`` chunks); ``train.cma_cpu_preset_speedup_vs_reference`` is their ratio, and
+  ``train.cma_cpu_preset_cpu_seconds_speedup_vs_reference`` the median ratio of the CPU seconds
+  the same batches took (context, no target: what a loaded machine does not move).
 - ``train.eval_cma_episodes_per_s``: episodes/s of ``vlnverse eval`` with the shipped CMA
   checkpoint (``assets/agents/cma``) over the whole val_unseen split of the benchmark's
   dataset under Strict and Tel-Hop (200-step cap, one worker), model loading included.
@@ -47,7 +53,8 @@ Figures (``BENCH <name> <value> <unit> target <op> <value>``):
 The dataset is generated from the bundled scenes (fine-grained episodes). The machine is
 shared, so absolute numbers are noisy; ratios are measured within one run.
 
-Usage: ``python benchmarks/train_bench.py [--episodes N] [--size PX] [--rounds R] [--mini-track-only]``
+Usage: ``python benchmarks/train_bench.py [--episodes N] [--size PX] [--rounds R] [--only PART] [--mini-track-only]``
+(``--only prerender`` or ``--only train``: just those figures).
 """
 
 from __future__ import annotations
@@ -98,13 +105,8 @@ def raw_render_rate(config, scene_file: str, poses: np.ndarray) -> tuple[float, 
         env.close()
 
 
-def prerender_round(dataset: Path, work: Path, size: int, episodes: int, index: int) -> tuple[float, ...]:
-    """Pre-render frames/s, raw render frames/s at the same poses, and the raw renders' CPU
-    seconds over the pre-render's in its main thread and in all its threads and processes."""
-    import resource
-
-    from vlnverse.learning.frames import FrameStore
-    from vlnverse.learning.prerender import PrerenderConfig, prerender
+def make_subset(dataset: Path, work: Path, episodes: int) -> Path:
+    """``work/subset``: the first ``episodes`` train episodes of ``dataset`` (written once)."""
     from vlnverse.tasks.dataset import EpisodeDataset
     from vlnverse.tasks.storage import write_dataset
 
@@ -112,6 +114,18 @@ def prerender_round(dataset: Path, work: Path, size: int, episodes: int, index: 
     if not subset.is_dir():
         source = EpisodeDataset.open(dataset)
         write_dataset(subset, source.episodes("train")[:episodes], extra={"scenes_dir": str(source.scenes_dir)})
+    return subset
+
+
+def prerender_round(dataset: Path, work: Path, size: int, episodes: int, index: int) -> tuple[float, ...]:
+    """Pre-render frames/s, raw render frames/s at the same poses, and the raw renders' CPU
+    seconds over the pre-render's in its main thread and in all its threads and processes."""
+    import resource
+
+    from vlnverse.learning.frames import FrameStore
+    from vlnverse.learning.prerender import PrerenderConfig, prerender
+
+    subset = make_subset(dataset, work, episodes)
     config = PrerenderConfig(dataset=str(subset), out=str(work / f"frames_{index}"), rgb_size=size, depth_size=size)
 
     def children() -> float:
@@ -128,7 +142,8 @@ def prerender_round(dataset: Path, work: Path, size: int, episodes: int, index: 
     return summary.frames_per_second, raw, raw_cpu / main, raw_cpu / (process + planner)
 
 
-def training_rate(frames: Path, kind: str, preset_name: str = "smoke") -> float:
+def training_rate(frames: Path, kind: str, preset_name: str = "smoke", progress: Any = None) -> float:
+    """Samples/s of one epoch of ``kind`` at a preset on ``frames`` (``progress``: train_imitation's)."""
     from vlnverse.learning.imitation import ImitationConfig, train_imitation
     from vlnverse.learning.models import ModelConfig
     from vlnverse.learning.presets import preset
@@ -140,7 +155,60 @@ def training_rate(frames: Path, kind: str, preset_name: str = "smoke") -> float:
     with tempfile.TemporaryDirectory() as out:
         config = ImitationConfig(kind=kind, dataset=str(frames.parent / "subset"), out=out, frames=str(frames),
                                  model=model, **data)
-        return train_imitation(config).samples_per_second
+        return train_imitation(config, progress=progress).samples_per_second
+
+
+def cpu_preset_round(frames: Path) -> tuple[float, float]:
+    """Samples/s of one cpu-preset CMA epoch and the CPU seconds of its batches after the first
+    (the same batches in any version of the trainer: a figure a loaded machine does not move)."""
+    marks: list[float] = []
+
+    def mark(phase: str, done: int, total: int) -> None:
+        if phase == "train" and done in (1, total):
+            marks.append(time.process_time())
+
+    rate = training_rate(frames, "cma", "cpu", mark)
+    return rate, marks[-1] - marks[0]
+
+
+#: The last revision before issue 46's training changes: the reference of the training speed-up.
+TRAIN_REFERENCE = "c088abd0b8cc54431a14318ac277197cff67add8"
+
+
+def reference_tree(revision: str, out: Path) -> Path:
+    """The ``vlnverse`` package of ``revision`` of this checkout, extracted under ``out``."""
+    import io
+    import subprocess
+    import tarfile
+
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", revision, "vlnverse"],
+                             capture_output=True, check=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(out, filter="data")
+    return out
+
+
+def cpu_preset_round_in(code: Path, frames: Path) -> tuple[float, float]:
+    """:func:`cpu_preset_round` in a fresh process importing ``vlnverse`` from ``code``."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    result = subprocess.run([sys.executable, __file__, "--train-rate", str(frames)], env=env, capture_output=True,
+                            text=True, check=True)
+    rate, cpu = result.stdout.split()[-2:]
+    return float(rate), float(cpu)
+
+
+def training_ab(work: Path, compressed: Path, raw: Path, rounds: int, revision: str) -> tuple[float, float, float]:
+    """Median cpu-preset CMA samples/s of this checkout on ``raw`` frames and of ``revision``'s
+    code on ``compressed`` ones, rounds interleaved, and the median ratio of their CPU seconds."""
+    reference = reference_tree(revision, work / "reference")
+    pairs = [(cpu_preset_round_in(ROOT, raw), cpu_preset_round_in(reference, compressed)) for _ in range(rounds)]
+    print(f"cpu-preset CMA (samples/s, CPU s after the first batch) of this code and the reference: {pairs}")
+    return (statistics.median(new[0] for new, _ in pairs), statistics.median(ref[0] for _, ref in pairs),
+            statistics.median(ref[1] / new[1] for new, ref in pairs))
 
 
 def eval_rate(dataset: Path) -> float:
@@ -283,56 +351,84 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=128, help="RGB and depth resolution")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved pre-render rounds")
     parser.add_argument("--online-pairs", type=int, default=3, help="back-to-back (1, 2)-env online pairs")
+    parser.add_argument("--only", choices=("prerender", "train"), help="only these figures")
+    parser.add_argument("--train-reference", default=TRAIN_REFERENCE,
+                        help="git revision whose training is the reference of the speed-up (default: %(default)s)")
+    parser.add_argument("--train-rate", type=Path, help=argparse.SUPPRESS)  # one round of training_ab
     parser.add_argument("--mini-track-only", action="store_true",
                         help="only print the CPU track's recorded stage times")
     args = parser.parse_args()
-    print("\n".join(mini_track_lines()))
-    if args.mini_track_only:
-        return
     import torch
 
     torch.set_num_threads(1)
+    if args.train_rate:
+        print(*cpu_preset_round(args.train_rate))
+        return
+    print("\n".join(mini_track_lines()))
+    if args.mini_track_only:
+        return
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         dataset = make_dataset(work / "dataset")
-        rounds = [prerender_round(dataset, work, args.size, args.episodes, i) for i in range(args.rounds)]
-        ratios = [r[0] / r[1] for r in rounds]
-        print(f"pre-render {[round(r[0], 1) for r in rounds]} frames/s, raw render {[round(r[1], 1) for r in rounds]} "
-              f"frames/s ({args.size} px RGB-D)")
-        small = work / "frames_small"
-        from vlnverse.learning.prerender import PrerenderConfig, prerender
+        if args.only in (None, "prerender"):
+            print("\n".join(prerender_lines(dataset, work, args)))
+        if args.only in (None, "train"):
+            print("\n".join(train_lines(dataset, work, args)))
+        if args.only is None:
+            print("\n".join(eval_and_online_lines(dataset, args)))
 
-        prerender(dataclasses.replace(PrerenderConfig(dataset=str(work / "subset"), out=str(small)), rgb_size=64,
-                                      depth_size=64))
-        rates = {kind: training_rate(small, kind) for kind in ("seq2seq", "cma")}
-        rates["cma_cpu_preset"] = training_rate(small, "cma", "cpu")
-        episodes_per_s = eval_rate(dataset)
-        # Each pair is followed by the machine's own 2-process scaling, so a pair's figure is
-        # compared with the ceiling of the same minute of a shared machine.
-        pairs, ceilings = [], []
-        for _ in range(args.online_pairs):
-            pairs.append((online_rate(dataset, 1, 4, 2), online_rate(dataset, 2, 4, 2)))
-            ceilings.append(cpu_scaling())
-        print(f"online rollouts: {[tuple(round(v, 2) for v in p) for p in pairs]} env steps/s (1 env, 2 envs); "
-              f"machine 2-process scaling after each pair {[round(c, 2) for c in ceilings]}")
-        bound, lengths = online_lockstep_bound(dataset, 4, 2)
-        capacity = statistics.median(ceilings)
-        of_ceiling = statistics.median(b / a / c for (a, b), c in zip(pairs, ceilings, strict=True))
-        # what the machine allows these episodes in lockstep: the bound at the machine's 2-process scaling
-        of_reachable = statistics.median(b / a / min(c, bound * c / 2) for (a, b), c in zip(pairs, ceilings, strict=True))
-        print(f"online rollouts' steps per episode {lengths} (sub-env r plays the rollout's episodes r, r + 2)")
-        print(f"BENCH train.prerender_ratio_vs_raw_render {statistics.median(ratios):.3f} x target >= 0.8")
-        print(f"BENCH train.prerender_cpu_ratio_main_thread {statistics.median(r[2] for r in rounds):.3f} x target >= 0")
-        print(f"BENCH train.prerender_cpu_ratio_all {statistics.median(r[3] for r in rounds):.3f} x target >= 0")
-        print(f"BENCH train.prerender_frames_per_s {statistics.median(r[0] for r in rounds):.1f} frames/s target >= 0")
-        for kind, rate in rates.items():
-            print(f"BENCH train.{kind}_samples_per_s {rate:.1f} samples/s target >= 0")
-        print(f"BENCH train.eval_cma_episodes_per_s {episodes_per_s:.3f} episodes/s target >= 0")
-        print(f"BENCH train.online_vector_scaling_2env {statistics.median(b / a for a, b in pairs):.2f} x target >= 1.6")
-        print(f"BENCH train.online_lockstep_bound_2env {bound:.2f} x target >= 0")
-        print(f"BENCH train.cpu_scaling_2proc {capacity:.2f} x target >= 0")
-        print(f"BENCH train.online_scaling_vs_machine_ceiling {of_ceiling:.2f} x target >= 0.95")
-        print(f"BENCH train.online_scaling_vs_lockstep_ceiling {of_reachable:.2f} x target >= 0.95")
+
+def prerender_lines(dataset: Path, work: Path, args: argparse.Namespace) -> list[str]:
+    rounds = [prerender_round(dataset, work, args.size, args.episodes, i) for i in range(args.rounds)]
+    ratios = [r[0] / r[1] for r in rounds]
+    print(f"pre-render {[round(r[0], 1) for r in rounds]} frames/s, raw render {[round(r[1], 1) for r in rounds]} "
+          f"frames/s ({args.size} px RGB-D)")
+    return [f"BENCH train.prerender_ratio_vs_raw_render {statistics.median(ratios):.3f} x target >= 0.85",
+            f"BENCH train.prerender_cpu_ratio_main_thread {statistics.median(r[2] for r in rounds):.3f} x target >= 0",
+            f"BENCH train.prerender_cpu_ratio_all {statistics.median(r[3] for r in rounds):.3f} x target >= 0",
+            f"BENCH train.prerender_frames_per_s {statistics.median(r[0] for r in rounds):.1f} frames/s target >= 0"]
+
+
+def train_lines(dataset: Path, work: Path, args: argparse.Namespace) -> list[str]:
+    """Training rates on 64 px frames of the subset, pre-rendered raw and zlib-compressed."""
+    from vlnverse.learning.prerender import PrerenderConfig, prerender
+
+    base = PrerenderConfig(dataset=str(make_subset(dataset, work, args.episodes)), out=str(work / "frames_small"),
+                           rgb_size=64, depth_size=64)
+    compressed = dataclasses.replace(base, out=str(work / "frames_compressed"), compress=True)
+    for config in (base, compressed):
+        prerender(config)
+    rates = {kind: training_rate(Path(base.out), kind) for kind in ("seq2seq", "cma")}
+    lines = [f"BENCH train.{kind}_samples_per_s {rate:.1f} samples/s target >= 0" for kind, rate in rates.items()]
+    new, reference, cpu = training_ab(work, Path(compressed.out), Path(base.out), args.rounds, args.train_reference)
+    return lines + [f"BENCH train.cma_cpu_preset_samples_per_s {new:.1f} samples/s target >= 0",
+                    f"BENCH train.cma_cpu_preset_reference_samples_per_s {reference:.1f} samples/s target >= 0",
+                    f"BENCH train.cma_cpu_preset_speedup_vs_reference {new / reference:.2f} x target >= 2",
+                    f"BENCH train.cma_cpu_preset_cpu_seconds_speedup_vs_reference {cpu:.2f} x target >= 0"]
+
+
+def eval_and_online_lines(dataset: Path, args: argparse.Namespace) -> list[str]:
+    episodes_per_s = eval_rate(dataset)
+    # Each pair is followed by the machine's own 2-process scaling, so a pair's figure is
+    # compared with the ceiling of the same minute of a shared machine.
+    pairs, ceilings = [], []
+    for _ in range(args.online_pairs):
+        pairs.append((online_rate(dataset, 1, 4, 2), online_rate(dataset, 2, 4, 2)))
+        ceilings.append(cpu_scaling())
+    print(f"online rollouts: {[tuple(round(v, 2) for v in p) for p in pairs]} env steps/s (1 env, 2 envs); "
+          f"machine 2-process scaling after each pair {[round(c, 2) for c in ceilings]}")
+    bound, lengths = online_lockstep_bound(dataset, 4, 2)
+    capacity = statistics.median(ceilings)
+    of_ceiling = statistics.median(b / a / c for (a, b), c in zip(pairs, ceilings, strict=True))
+    # what the machine allows these episodes in lockstep: the bound at the machine's 2-process scaling
+    of_reachable = statistics.median(b / a / min(c, bound * c / 2) for (a, b), c in zip(pairs, ceilings, strict=True))
+    print(f"online rollouts' steps per episode {lengths} (sub-env r plays the rollout's episodes r, r + 2)")
+    return [f"BENCH train.eval_cma_episodes_per_s {episodes_per_s:.3f} episodes/s target >= 0",
+            f"BENCH train.online_vector_scaling_2env {statistics.median(b / a for a, b in pairs):.2f} x target >= 1.6",
+            f"BENCH train.online_lockstep_bound_2env {bound:.2f} x target >= 0",
+            f"BENCH train.cpu_scaling_2proc {capacity:.2f} x target >= 0",
+            f"BENCH train.online_scaling_vs_machine_ceiling {of_ceiling:.2f} x target >= 0.95",
+            f"BENCH train.online_scaling_vs_lockstep_ceiling {of_reachable:.2f} x target >= 0.95"]
 
 
 if __name__ == "__main__":

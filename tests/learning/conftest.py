@@ -22,7 +22,7 @@ def train_frames(fine_dataset, tmp_path_factory):
     from vlnverse.learning.prerender import PrerenderConfig, prerender
 
     config = PrerenderConfig(dataset=str(fine_dataset), out=str(tmp_path_factory.mktemp("frames")), split="train",
-                             rgb_size=32, depth_size=32, chunk_frames=16, semantic=True)
+                             rgb_size=32, depth_size=32, chunk_frames=16, semantic=True, compress=True)
     return config, prerender(config)
 
 

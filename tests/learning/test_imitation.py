@@ -266,3 +266,26 @@ def test_fine_and_coarse_train_in_one_run(tmp_path_factory):
     prerender(frames)
     assert sorted(e.episode_id for e in FrameStore(frames.out, "train").episodes) == sorted(
         e.episode_id for e in wanted)
+
+
+@pytest.mark.parametrize("kind, compress", [("cma", False), ("gama", True)])
+def test_padded_batches_learn_what_the_code_before_the_speed_up_learned(kind, compress, train_frames, fine_dataset,
+                                                                        tmp_path):
+    """Batches of 3 padded episodes, 3 epochs at a fixed seed: the per-epoch loss, step accuracy
+    and samples recorded with the code before padding frames were left out of the encoders
+    (``imitation_losses.json``), read from raw chunks (the default) or from .npz ones."""
+    from pathlib import Path
+
+    from vlnverse.learning.prerender import prerender
+
+    frames_config, _ = train_frames
+    frames = dataclasses.replace(frames_config, out=str(tmp_path / "raw"), compress=False)
+    if not compress:
+        prerender(frames)
+    golden = json.loads((Path(__file__).parent / "imitation_losses.json").read_text())[kind]
+    run = config(train_frames, fine_dataset, tmp_path / "run", kind=kind, epochs=3, batch_size=3,
+                 frames=frames_config.out if compress else frames.out)
+    history = train_imitation(run).history
+    assert [e.samples for e in history] == [row[2] for row in golden]
+    assert [e.loss for e in history] == pytest.approx([row[0] for row in golden], rel=1e-4)
+    assert [e.accuracy for e in history] == pytest.approx([row[1] for row in golden], abs=0.01)

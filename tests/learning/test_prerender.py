@@ -7,8 +7,9 @@ import json
 
 import numpy as np
 
+from vlnverse.learning import frames
 from vlnverse.learning.frames import FrameStore
-from vlnverse.learning.prerender import RECORD, prerender
+from vlnverse.learning.prerender import RECORD, PrerenderConfig, prerender
 
 
 def fresh_render(config, scene_file: str, pose: np.ndarray) -> dict:
@@ -63,17 +64,24 @@ def test_every_frame_of_an_episode_equals_an_observation_at_its_pose(train_frame
         finally:
             env.close()
 
-def test_rerun_resumes_and_raw_chunks_memory_map(train_frames, tmp_path):
+def test_rerun_resumes_and_raw_chunks_memory_map(train_frames, tmp_path, monkeypatch):
     config, first = train_frames
     again = prerender(config)
     assert [s.status for s in again.scenes] == ["resumed"] and again.frames == first.frames
+    # a folder of .npz chunks (the default before raw chunks) is kept by a run of the raw default
+    assert config.compress and not PrerenderConfig(dataset=config.dataset, out=config.out).compress
+    kept = prerender(dataclasses.replace(config, compress=False))
+    assert [s.status for s in kept.scenes] == ["resumed"] and kept.scenes[0].record["compress"]
 
     raw = dataclasses.replace(config, out=str(tmp_path / "raw"), compress=False, semantic=False, depth_dtype="float32")
     prerender(raw)
     compressed, plain = FrameStore(config.out, "train"), FrameStore(raw.out, "train")
-    a, b = compressed.episode(0), plain.episode(0)
-    np.testing.assert_array_equal(a["rgb"], b["rgb"])
-    np.testing.assert_array_equal(a["actions"], b["actions"])
+    monkeypatch.setattr(frames, "CHUNK_CACHE_BYTES", 3 * 16 * 32 * 32 * 3)  # three RGB chunks: evictions
+    for index in [*range(len(plain)), 0]:
+        a, b = compressed.episode(index), plain.episode(index)
+        np.testing.assert_array_equal(a["rgb"], b["rgb"])
+        np.testing.assert_array_equal(a["actions"], b["actions"])
+        assert compressed._cached <= frames.CHUNK_CACHE_BYTES or len(compressed._chunks) == 1
     scene = plain.episodes[0].scene_id
     assert isinstance(plain._chunk(scene, "rgb", 0), np.memmap)
     # a scene record of another config is not trusted: that scene renders again

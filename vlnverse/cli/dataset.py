@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from vlnverse.cli.output import print_json, print_table
@@ -56,7 +57,9 @@ def register(subparsers) -> None:
     pre.add_argument("--physics", default="tel_hop", help="physics the oracle walks under (default: tel_hop)")
     pre.add_argument("--max-steps", type=int, default=200, help="step cap per episode (default: 200)")
     pre.add_argument("--chunk-frames", type=int, default=256, help="frames per chunk file (default: 256)")
-    pre.add_argument("--no-compress", action="store_true", help="raw .npy chunks (memory-mapped when read)")
+    pre.add_argument("--compress", action=argparse.BooleanOptionalAction, default=False,
+                     help="zlib-compressed .npz chunks, a quarter of the bytes but decompressed when "
+                          "training reads them (default: raw .npy chunks, memory-mapped)")
     pre.add_argument("--compress-level", type=int, default=1, help="zlib level 1-9 of .npz chunks (default: 1)")
     pre.add_argument("--workers", type=int, default=1, help="scene-parallel processes (default: 1)")
     pre.add_argument("--renderer", choices=("auto", "gl", "tiny"), default="auto",
@@ -166,7 +169,7 @@ def _prerender(args) -> int:
     config = PrerenderConfig(dataset=str(args.dataset), out=str(args.out), split=args.split, task=args.task,
                              rgb_size=args.rgb_size, depth_size=args.depth_size, semantic=args.semantic,
                              physics=args.physics, max_steps=args.max_steps, chunk_frames=args.chunk_frames,
-                             compress=not args.no_compress, compress_level=args.compress_level,
+                             compress=args.compress, compress_level=args.compress_level,
                              workers=args.workers, renderer=args.renderer)
     summary = prerender(config).to_dict()
     if args.json:

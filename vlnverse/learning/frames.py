@@ -1,8 +1,10 @@
 """Reading pre-rendered frames (:mod:`vlnverse.learning.prerender`) one episode at a time.
 
-``.npy`` chunks are memory-mapped; ``.npz`` chunks are decompressed when first touched and
-kept in a small per-process cache, so a DataLoader worker reading episodes in order
-decompresses each chunk about once.
+``.npy`` chunks (the pre-render's default) are memory-mapped, so an episode is a slice of
+the page cache; ``.npz`` chunks (``--compress``, and folders pre-rendered before raw chunks
+became the default) are decompressed when first touched and kept in a per-process cache of
+``CHUNK_CACHE_BYTES``, so a split whose decompressed chunks fit is decompressed once per process
+even when batches are drawn in random order.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import numpy as np
 from vlnverse.errors import DatasetError
 from vlnverse.learning.prerender import INDEX, RECORD, chunk_name
 
-CHUNK_CACHE = 8
+CHUNK_CACHE_BYTES = 256 << 20
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,7 @@ class FrameStore:
             self.episodes.extend(EpisodeFrames(e["episode_id"], e["task"], e["instruction"], scene_id,
                                                e["start"], e["length"]) for e in record["episodes"] if e["length"])
         self._chunks: OrderedDict[tuple[str, str, int], np.ndarray] = OrderedDict()
+        self._cached = 0
 
     def __len__(self) -> int:
         return len(self.episodes)
@@ -88,14 +91,14 @@ class FrameStore:
             return self._chunks[key]
         record = self.records[scene_id]
         path = self.root / self.split / scene_id / chunk_name(sensor, index, record["compress"])
-        if record["compress"]:
-            with np.load(path) as data:
-                array = data["frames"]
-        else:
-            array = np.load(path, mmap_mode="r")
+        if not record["compress"]:
+            return np.load(path, mmap_mode="r")  # opening a mapping costs about what a cache would
+        with np.load(path) as data:
+            array = data["frames"]
         self._chunks[key] = array
-        while len(self._chunks) > CHUNK_CACHE:
-            self._chunks.popitem(last=False)
+        self._cached += array.nbytes
+        while self._cached > CHUNK_CACHE_BYTES and len(self._chunks) > 1:
+            self._cached -= self._chunks.popitem(last=False)[1].nbytes
         return array
 
     def frames(self, scene_id: str, sensor: str, start: int, stop: int) -> np.ndarray:

@@ -361,7 +361,7 @@ def _train_epoch(model: Any, loader: Any, optimizer: Any, precision: Any, device
 def teacher_forced_logits(runner: Any, batch: dict[str, Any]) -> Any:
     """Action logits (B, T, 4) (GAMA: and residuals) of whole padded episodes under teacher forcing (``runner``: a
     :class:`~vlnverse.learning.models.encoders.TeacherForced`, possibly in ``DataParallel`` or DDP)."""
-    return runner(batch["tokens"], batch["rgb"], batch["depth"], batch["prev_actions"])
+    return runner(batch["tokens"], batch["rgb"], batch["depth"], batch["prev_actions"], batch["mask"])
 
 
 def validate(config: ImitationConfig, checkpoint: Path, epoch: int) -> tuple[float, float]:

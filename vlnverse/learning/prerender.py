@@ -15,9 +15,12 @@ may push objects) render as the env walks. A writer thread compresses and writes
 chunks (converting frames there too and streaming partial chunks was measured slower on the
 wall clock, though it used less CPU in the render loop).
 
-Chunks hold ``chunk_frames`` consecutive frames of the scene. ``compress=True`` writes
-zlib-compressed ``.npz`` chunks (decompressed one chunk at a time when read); ``False``
-writes raw ``.npy`` chunks that :mod:`vlnverse.learning.frames` memory-maps.
+Chunks hold ``chunk_frames`` consecutive frames of the scene. By default they are raw
+``.npy`` files that :mod:`vlnverse.learning.frames` memory-maps, so a training batch is a
+slice of the page cache; ``compress=True`` writes zlib-compressed ``.npz`` chunks (about a
+quarter of the bytes, decompressed when read). The container does not decide the frames:
+a scene stored in either format is kept by a re-run of either (folders written before raw
+chunks became the default resume as they are).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import time
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +44,7 @@ import numpy as np
 from vlnverse import __version__
 from vlnverse.config import config_to_dict
 from vlnverse.errors import ConfigError, DatasetError
-from vlnverse.fileio import write_bytes_atomic, write_json_atomic
+from vlnverse.fileio import atomic_open, write_bytes_atomic, write_json_atomic
 from vlnverse.sim.gl.context import start_method, worker_setup
 from vlnverse.sim.physics import PhysicsConfig
 from vlnverse.sim.types import Pose
@@ -71,7 +74,8 @@ class PrerenderConfig:
             ``slide`` is VLN-CE's sliding agent.
         max_steps: Step cap per episode (paper: 200).
         chunk_frames: Frames per chunk file.
-        compress: zlib-compressed ``.npz`` chunks (else memory-mappable ``.npy``).
+        compress: zlib-compressed ``.npz`` chunks (else memory-mappable ``.npy``, the default:
+            training reads them without decompressing; about four times the bytes).
         compress_level: zlib level 1-9 (1: ~3.5x faster than numpy's default 6 on RGB
             chunks, ~30 % larger files).
         depth_dtype: ``float16`` (half the bytes) or ``float32`` (the env's values exactly).
@@ -96,7 +100,7 @@ class PrerenderConfig:
     physics: str = "tel_hop"
     max_steps: int = 200
     chunk_frames: int = 256
-    compress: bool = True
+    compress: bool = False
     compress_level: int = 1
     depth_dtype: str = "float16"
     workers: int = 1
@@ -146,6 +150,11 @@ class PrerenderConfig:
     @property
     def config_hash(self) -> str:
         return hashlib.sha256(json.dumps(self.fingerprint(), sort_keys=True).encode()).hexdigest()[:16]
+
+    @property
+    def same_frames(self) -> set[str]:
+        """The hashes of this config stored in either chunk format (the same frames)."""
+        return {self.config_hash, replace(self, compress=not self.compress).config_hash}
 
 
 def _dataset_id(path: str) -> str:
@@ -216,13 +225,13 @@ def chunk_name(sensor: str, index: int, compress: bool) -> str:
     return f"{sensor}-{index:05d}.{'npz' if compress else 'npy'}"
 
 
-def completed(folder: Path, config_hash: str) -> dict[str, Any] | None:
-    """The record of a scene finished with ``config_hash`` whose chunks all exist, or None."""
+def completed(folder: Path, hashes: set[str]) -> dict[str, Any] | None:
+    """The record of a scene finished with one of ``hashes`` whose chunks all exist, or None."""
     try:
         record = json.loads((folder / RECORD).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         return None
-    if record.get("config_hash") != config_hash or any(not (folder / f).is_file() for f in record["files"]):
+    if record.get("config_hash") not in hashes or any(not (folder / f).is_file() for f in record["files"]):
         return None
     return record
 
@@ -295,15 +304,15 @@ class _ChunkWriter:
 
 
 def _write_chunk(path: Path, array: np.ndarray, config: PrerenderConfig) -> int:
-    stream = io.BytesIO()
-    if config.compress:
-        with zipfile.ZipFile(stream, "w", zipfile.ZIP_DEFLATED, compresslevel=config.compress_level) as archive:
-            with archive.open("frames.npy", "w", force_zip64=True) as member:
-                np.lib.format.write_array(member, array, allow_pickle=False)
-    else:
-        np.save(stream, array)
-    write_bytes_atomic(path, stream.getvalue())
-    return stream.tell()
+    """Write one chunk straight into its (atomically renamed) file; returns its bytes."""
+    with atomic_open(path, "wb") as handle:
+        if config.compress:
+            with zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED, compresslevel=config.compress_level) as archive:
+                with archive.open("frames.npy", "w", force_zip64=True) as member:
+                    np.lib.format.write_array(member, array, allow_pickle=False)
+        else:
+            np.lib.format.write_array(handle, array, allow_pickle=False)
+        return handle.tell()
 
 
 def _frame(sensor: str, value: np.ndarray, config: PrerenderConfig) -> np.ndarray:
@@ -465,7 +474,7 @@ def prerender(config: PrerenderConfig, progress: Callable[[SceneFrames], None] |
     outcomes: dict[str, SceneFrames] = {}
     todo = []
     for job in jobs:
-        record = completed(scene_dir(config.out, config.split, job[0]), config.config_hash)
+        record = completed(scene_dir(config.out, config.split, job[0]), config.same_frames)
         if record is not None:
             outcomes[job[0]] = SceneFrames(job[0], "resumed", record)
         else:

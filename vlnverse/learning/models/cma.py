@@ -63,9 +63,10 @@ class CMAPolicy(RecurrentPolicy):
         return torch.zeros(2, batch, self.config.hidden, device=device)
 
     def forward(self, instruction: tuple[Any, Any], rgb: Any, depth: Any, prev_actions: Any,
-                state: Any) -> tuple[Any, Any]:
-        """Action logits (B, T, 4) of ``T`` steps and the next state (both GRUs' states stacked)."""
-        rgb_cells, visual, depth_cells, ranged = self.encode_frames(rgb, depth)
+                state: Any, mask: Any = None) -> tuple[Any, Any]:
+        """Action logits (B, T, 4) of ``T`` steps and the next state (both GRUs' states stacked);
+        ``mask``: the real steps of padded episodes (see ``encode_frames``)."""
+        rgb_cells, visual, depth_cells, ranged = self.encode_frames(rgb, depth, mask)
         action = self.prev_action(prev_actions)
         h1, state1 = self.state_gru(torch.cat([visual, ranged, action], dim=-1), state[:1].contiguous())
         tokens, mask = instruction

@@ -84,12 +84,15 @@ class VisualEncoder(nn.Module):
         self.pool = nn.AdaptiveAvgPool2d(GRID)
         self.channels = int(channels)
         self.project = nn.Sequential(nn.Flatten(), nn.Linear(self.channels * GRID * GRID, out_dim), nn.ReLU(inplace=True))
+        #: Whether a frame's features depend on that frame alone (no batch statistics), so
+        #: padding frames can be left out of a batch without changing the others.
+        self.per_frame = not any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in self.trunk.modules())
 
     def forward(self, frames: Any) -> tuple[Any, Any]:
         """``frames`` (N, H, W, C) → cells (N, GRID², channels) and the vector (N, out_dim)."""
         x = frames.permute(0, 3, 1, 2).float()
         if self.modality == "rgb":
-            x = x / 255.0
+            x = x.div_(255.0) if frames.dtype == torch.uint8 else x / 255.0  # in place: a fresh copy
         grid = self.pool(self.trunk(x))
         return grid.flatten(2).transpose(1, 2), self.project(grid)
 
@@ -104,13 +107,23 @@ class RecurrentPolicy(nn.Module):
         self.rgb_encoder = VisualEncoder(config, "rgb", config.rgb_dim)
         self.depth_encoder = VisualEncoder(config, "depth", config.depth_dim)
 
-    def encode_frames(self, rgb: Any, depth: Any) -> tuple[Any, Any, Any, Any]:
-        """(B, T, H, W, C) frames → RGB cells (B, T, K, C), RGB vector (B, T, D), and the same for depth."""
+    def encode_frames(self, rgb: Any, depth: Any, mask: Any = None) -> tuple[Any, Any, Any, Any]:
+        """(B, T, H, W, C) frames → RGB cells (B, T, K, C), RGB vector (B, T, D), and the same for depth.
+
+        ``mask`` (B, T) marks the real steps of padded episodes: only those frames are encoded
+        and padding steps get zero features (the recurrent policies are causal and padding
+        steps carry no loss, so nothing else changes); ignored for an encoder with batch statistics.
+        """
         batch, steps = rgb.shape[:2]
-        rgb_cells, rgb_vector = self.rgb_encoder(rgb.flatten(0, 1))
-        depth_cells, depth_vector = self.depth_encoder(depth.flatten(0, 1))
-        return (rgb_cells.unflatten(0, (batch, steps)), rgb_vector.unflatten(0, (batch, steps)),
-                depth_cells.unflatten(0, (batch, steps)), depth_vector.unflatten(0, (batch, steps)))
+        encoders = (self.rgb_encoder, self.depth_encoder)
+        keep = None if mask is None or not all(e.per_frame for e in encoders) else mask.flatten()
+        features = []
+        for encoder, frames in zip(encoders, (rgb.flatten(0, 1), depth.flatten(0, 1)), strict=True):
+            for value in encoder(frames if keep is None else frames[keep]):
+                if keep is not None:
+                    value = value.new_zeros((batch * steps, *value.shape[1:])).index_put((keep,), value)
+                features.append(value.unflatten(0, (batch, steps)))
+        return tuple(features)
 
 
 class TeacherForced(nn.Module):
@@ -121,13 +134,14 @@ class TeacherForced(nn.Module):
         super().__init__()
         self.policy = policy
 
-    def forward(self, tokens: Any, rgb: Any, depth: Any, prev_actions: Any) -> Any:
-        """Action logits (B, T, 4); ``(logits, residuals)`` for a policy that regresses residuals (GAMA)."""
+    def forward(self, tokens: Any, rgb: Any, depth: Any, prev_actions: Any, mask: Any = None) -> Any:
+        """Action logits (B, T, 4); ``(logits, residuals)`` for a policy that regresses residuals (GAMA).
+        ``mask`` (B, T): the real steps (padding frames are not encoded)."""
         instruction = self.policy.encode_instruction(tokens)
         state = self.policy.initial_state(tokens.shape[0], tokens.device)
         if getattr(self.policy, "regresses_residual", False):
-            return self.policy.decode(instruction, rgb, depth, prev_actions, state)[:2]
-        return self.policy(instruction, rgb, depth, prev_actions, state)[0]
+            return self.policy.decode(instruction, rgb, depth, prev_actions, state, mask)[:2]
+        return self.policy(instruction, rgb, depth, prev_actions, state, mask)[0]
 
 
 def load_encoder_weights(model: Any, path: str) -> None:

@@ -85,9 +85,9 @@ class GamaPolicy(RecurrentPolicy):
         return torch.zeros(1, batch, self.config.hidden, device=device)
 
     def decode(self, instruction: tuple[Any, Any, Any], rgb: Any, depth: Any, prev_actions: Any,
-               state: Any) -> tuple[Any, Any, Any]:
-        """Action logits (B, T, 4), residuals (B, T, 2) and the next state."""
-        _, visual, _, ranged = self.encode_frames(rgb, depth)
+               state: Any, mask: Any = None) -> tuple[Any, Any, Any]:
+        """Action logits (B, T, 4), residuals (B, T, 2) and the next state (``mask``: see ``encode_frames``)."""
+        _, visual, _, ranged = self.encode_frames(rgb, depth, mask)
         tokens, mask, sentence = instruction
         h, state = self.state_gru(torch.cat([visual, ranged, self.prev_action(prev_actions)], dim=-1), state)
         aligned = self.text_attention(h, tokens, mask)

@@ -29,12 +29,14 @@ class Seq2SeqPolicy(RecurrentPolicy):
     def initial_state(self, batch: int, device: Any = None) -> Any:
         return torch.zeros(1, batch, self.config.hidden, device=device)
 
-    def forward(self, instruction: Any, rgb: Any, depth: Any, prev_actions: Any, state: Any) -> tuple[Any, Any]:
+    def forward(self, instruction: Any, rgb: Any, depth: Any, prev_actions: Any, state: Any,
+                mask: Any = None) -> tuple[Any, Any]:
         """Action logits (B, T, 4) of ``T`` steps and the next recurrent state.
 
-        ``prev_actions`` is unused (Seq2Seq conditions on observations and the instruction only).
+        ``prev_actions`` is unused (Seq2Seq conditions on observations and the instruction only);
+        ``mask``: the real steps of padded episodes (see ``encode_frames``).
         """
-        _, visual, _, ranged = self.encode_frames(rgb, depth)
+        _, visual, _, ranged = self.encode_frames(rgb, depth, mask)
         batch, steps = visual.shape[:2]
         text = instruction[:, None, :].expand(batch, steps, instruction.shape[-1])
         output, state = self.gru(torch.cat([visual, ranged, text], dim=-1), state)
