@@ -14,7 +14,7 @@ Figures (printed as ``BENCH <name> <value> <unit> target <op> <value>``):
   shared one); ``..._wall`` is the same ratio in wall-clock time.
 - ``sim.steps_per_s`` (renderer in use), ``sim.steps_per_s_tiny``: the envs' absolute rates;
   ``sim.panorama_obs_per_s``: observations/s of the paper's 12-view RGB-D rig drawn in one
-  pass (``panorama="one_pass"``), ``..._direct`` view by view.
+  pass (``panorama="one_pass"``, the default), ``..._direct`` view by view.
 - ``sim.panorama_time_vs_single_view``: the time of one 12-view RGB-D observation over one
   single-view RGB-D observation (224×224, same renderer and pose; median of interleaved
   rounds), one pass; ``..._direct`` view by view.
@@ -26,7 +26,8 @@ Figures (printed as ``BENCH <name> <value> <unit> target <op> <value>``):
 The scene is the largest bundled one (``assets/scenes/*/scene.usd*``), or ``--scene``;
 without either, a procedural house (seed 0) is written to a temporary folder.
 
-Usage: ``python benchmarks/sim_bench.py [--scene PATH] [--steps N] [--rounds R] [--renderer auto|gl|tiny]``
+Usage: ``python benchmarks/sim_bench.py [--scene PATH] [--steps N] [--rounds R] [--renderer auto|gl|tiny]
+[--panorama-only]`` (the last prints the panorama figures alone).
 """
 
 from __future__ import annotations
@@ -157,6 +158,14 @@ def panorama_figures(env: NavEnv, renderer: str, rounds: int) -> tuple[dict, dic
             sim.close()
 
 
+def print_panorama(rates: dict, ratios: dict) -> None:
+    for mode in PANORAMA_MODES:
+        suffix = "" if mode == "one_pass" else f"_{mode}"
+        print(f"BENCH sim.panorama_obs_per_s{suffix} {rates[mode]:.2f} obs/s target >= 0")
+        target = "<= 4" if mode == "one_pass" else ">= 0"  # the direct render: context
+        print(f"BENCH sim.panorama_time_vs_single_view{suffix} {ratios[mode]:.2f} x target {target}")
+
+
 def vector_rate(scene: str, processes: int, steps: int, renderer: str) -> float:
     envs = async_vector_env([functools.partial(make_env, scene, renderer)] * processes)
     try:
@@ -180,9 +189,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--vector-rounds", type=int, default=5)
     parser.add_argument("--renderer", default="auto", help="renderer of the env measured (auto, gl, tiny)")
+    parser.add_argument("--panorama-only", action="store_true", help="measure and print the panorama figures alone")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         scene = str(pick_scene(args.scene, Path(tmp)))
+        if args.panorama_only:
+            env = make_env(scene, args.renderer)
+            env.reset(seed=0)
+            print_panorama(*panorama_figures(env, args.renderer, args.rounds))
+            env.close()
+            return
         env, tiny_env = make_env(scene, args.renderer), make_env(scene, "tiny")
         renderer = env.sim.backend.renderer
         raw_render = render_gl if renderer == "gl" else render_tiny
@@ -225,11 +241,7 @@ def main() -> None:
             print(f"BENCH sim.render_gl_speedup_vs_tiny_wall {statistics.median(wall_speedups):.2f} x target >= 0")
         print(f"BENCH sim.steps_per_s {steps_per_s:.1f} steps/s target >= 0")
         print(f"BENCH sim.steps_per_s_tiny {statistics.median(tiny_rates):.1f} steps/s target >= 0")
-        for mode in PANORAMA_MODES:
-            suffix = "" if mode == "one_pass" else f"_{mode}"
-            print(f"BENCH sim.panorama_obs_per_s{suffix} {panorama_rates[mode]:.2f} obs/s target >= 0")
-            target = "<= 4" if mode == "one_pass" else ">= 0"  # the direct render: context
-            print(f"BENCH sim.panorama_time_vs_single_view{suffix} {panorama_ratios[mode]:.2f} x target {target}")
+        print_panorama(panorama_rates, panorama_ratios)
         print(f"BENCH sim.vector_scaling_2proc {scaling:.2f} x target >= 1.7")
         print(f"BENCH sim.rss_mb {memory:.0f} MB target <= 1024")
 

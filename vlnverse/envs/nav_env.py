@@ -97,8 +97,8 @@ class NavEnv(gym.Env):
         occupancy_resolution: Grid resolution of the navigation map (metres).
         renderer: Camera renderer of the embedded backend: ``auto``, ``gl`` or ``tiny`` (see
             :class:`vlnverse.sim.Simulator`).
-        panorama: How the GL renderer draws the 12-view panorama: ``direct`` (default) or
-            ``one_pass`` (see :class:`vlnverse.sim.Simulator`).
+        panorama: How the GL renderer draws the 12-view panorama: ``one_pass`` (default) or
+            ``direct`` (see :class:`vlnverse.sim.Simulator`).
         render_mode: ``None`` or ``"rgb_array"``.
         instruction_view: Long-horizon: ``"full"`` (default, the paper's) observes the
             whole chained instruction, ``"leg"`` the active leg's sub-instruction.
@@ -112,7 +112,7 @@ class NavEnv(gym.Env):
         *,
         backend: str = "bullet",
         renderer: str = "auto",
-        panorama: str = "direct",
+        panorama: str = "one_pass",
         physics: Any = "strict",
         action_space: Any = "discrete",
         sensors: Any = ("rgb", "depth"),

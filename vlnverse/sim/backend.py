@@ -189,11 +189,11 @@ def require_backend(name: str) -> str:
     return resolved
 
 
-def create_backend(name: str, physics: PhysicsConfig, renderer: str = "auto", panorama: str = "direct") -> Backend:
+def create_backend(name: str, physics: PhysicsConfig, renderer: str = "auto", panorama: str = "one_pass") -> Backend:
     """Instantiate the backend ``name`` (or ``"auto"``) with ``physics`` settings.
 
     ``renderer`` (``"auto"``, ``"gl"``, ``"tiny"``) picks the embedded backend's camera
-    renderer and ``panorama`` (``"direct"``, ``"one_pass"``) how its GL renderer draws a
+    renderer and ``panorama`` (``"one_pass"``, ``"direct"``) how its GL renderer draws a
     level camera rig (see :mod:`vlnverse.sim.gl.panorama`); other backends have their own
     renderer and accept only the defaults.
     """
@@ -201,7 +201,7 @@ def create_backend(name: str, physics: PhysicsConfig, renderer: str = "auto", pa
     cls = backend_class(resolved)
     if resolved == "bullet":
         return cls(physics, renderer=renderer, panorama=panorama)
-    if renderer != "auto" or panorama != "direct":
+    if renderer != "auto" or panorama != "one_pass":
         raise ConfigError(f"renderer={renderer!r}, panorama={panorama!r} apply to the 'bullet' backend; "
                           f"{resolved!r} renders itself")
     return cls(physics)

@@ -62,8 +62,9 @@ class Simulator:
             the CPU), ``"tiny"`` (PyBullet's TinyRenderer) or ``"auto"`` (gl where headless
             EGL works, else tiny; see :mod:`vlnverse.sim.gl`).
         panorama: How the GL renderer draws a level rig of cameras at one eye (the 12-view
-            panorama): ``"direct"`` (each view its own pass) or ``"one_pass"`` (wide views
-            drawn once and resampled, see :mod:`vlnverse.sim.gl.panorama`).
+            panorama): ``"one_pass"`` (default: wide views drawn once, every view looked up
+            in them ray by ray, see :mod:`vlnverse.sim.gl.panorama`) or ``"direct"`` (each
+            view its own pass).
         occupancy: The scene's occupancy map for this agent; built on first need
             (Tel-Hop snapping) when not given.
         pose: Initial agent pose (default: centre of the scene at its lowest floor).
@@ -78,7 +79,7 @@ class Simulator:
         physics: PhysicsConfig | None = None,
         backend: str = "bullet",
         renderer: str = "auto",
-        panorama: str = "direct",
+        panorama: str = "one_pass",
         occupancy: Any = None,
         pose: Pose | None = None,
     ) -> None:

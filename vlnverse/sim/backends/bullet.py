@@ -106,7 +106,7 @@ class BulletBackend:
 
     name = "bullet"
 
-    def __init__(self, physics: PhysicsConfig | None = None, renderer: str = "auto", panorama: str = "direct") -> None:
+    def __init__(self, physics: PhysicsConfig | None = None, renderer: str = "auto", panorama: str = "one_pass") -> None:
         from vlnverse.sim.gl.context import resolve_renderer
         from vlnverse.sim.gl.panorama import PANORAMA_MODES
 

@@ -1,7 +1,8 @@
 """The OpenGL scene renderer: RGB, metric depth and prim ids in one pass per camera.
 
 A level rig of cameras at one eye (the 12-view panorama) is drawn once through a few wide
-views and resampled (:mod:`vlnverse.sim.gl.panorama`) with ``panorama="one_pass"``.
+views and looked up ray by ray (:mod:`vlnverse.sim.gl.panorama`; ``panorama="one_pass"``,
+the default).
 
 The whole scene is uploaded once (one vertex buffer, one draw call); a camera is a view
 matrix, a movable object a row of the ``poses`` texture. Depth is the depth buffer
@@ -13,6 +14,7 @@ an integer colour attachment. See :mod:`vlnverse.sim.gl.textures` for appearance
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -23,6 +25,7 @@ from vlnverse.sim.gl import programs, shaders
 from vlnverse.sim.gl.context import current_context
 from vlnverse.sim.gl.lighting import LIGHT_SOFTNESS, room_lighting
 from vlnverse.sim.gl.panorama import PANORAMA_MODES, RigRenderer, rig_key, worth_it
+from vlnverse.sim.gl.reproject import Triangles
 from vlnverse.sim.gl.textures import MATERIALS, TILE_METRES, prim_materials, texture_layers
 from vlnverse.sim.types import CameraFrame, CameraRequest
 
@@ -30,37 +33,40 @@ from vlnverse.sim.types import CameraFrame, CameraRequest
 AMBIENT, EXPOSURE = 0.3, 0.8
 #: Linear colour of what no geometry covers (a pale sky).
 BACKGROUND = (0.80, 0.85, 0.92)
-VERTEX_FORMAT = "3f 3f 3f 2f 2i"
-ATTRIBUTES = ("in_position", "in_normal", "in_colour", "in_material", "in_ids")
+VERTEX_FORMAT, ATTRIBUTES = shaders.VERTEX_FORMAT, shaders.ATTRIBUTES
 
 
-def vertex_data(scene: Scene, bodies: Sequence[tuple[int, np.ndarray]]) -> bytes:
-    """Interleaved vertices (see ``VERTEX_FORMAT``) of every prim, flat-shaded.
+def scene_geometry(scene: Scene, bodies: Sequence[tuple[int, np.ndarray]]) -> tuple[np.ndarray, ...]:
+    """Every prim's triangles in drawing order: vertices (T, 3, 3) relative to their body,
+    each triangle's body row (0: static geometry, else 1, 2, … in ``bodies`` order) and prim index.
 
-    ``bodies`` lists each movable body as ``(object index, centre)``: its prims' vertices
-    are stored relative to the centre and tagged with the body's pose row (1, 2, …).
+    ``bodies`` lists each movable body as ``(object index, centre)``.
     """
     body_of = {object_index: (row, np.asarray(centre)) for row, (object_index, centre) in enumerate(bodies, 1)}
-    classes = prim_materials(scene)
-    rows, offsets, colours, materials, prims = [], [], [], [], []
-    for index, prim in enumerate(scene.prims):
-        count = len(range(*prim.triangle_slice.indices(len(scene.triangles))))
-        row, centre = body_of.get(prim.object_index, (0, np.zeros(3))) if prim.movable else (0, np.zeros(3))
-        rows.append(np.full(count, row))
-        offsets.append(np.broadcast_to(centre, (count, 3)))
-        colours.append(np.broadcast_to(prim.color, (count, 3)))
-        kind = classes[index]
-        materials.append(np.broadcast_to((MATERIALS.index(kind), 1.0 / TILE_METRES[kind]), (count, 2)))
-        prims.append(np.full(count, index + 1))
+    counts = [len(range(*p.triangle_slice.indices(len(scene.triangles)))) for p in scene.prims]
+    places = [body_of.get(p.object_index, (0, np.zeros(3))) if p.movable else (0, np.zeros(3)) for p in scene.prims]
+    rows = np.repeat([row for row, _ in places], counts)
+    offsets = np.repeat(np.array([centre for _, centre in places]).reshape(-1, 3), counts, axis=0)
     triangles = scene.triangles[np.concatenate([np.arange(len(scene.triangles))[p.triangle_slice] for p in scene.prims])]
-    triangles = triangles - np.concatenate(offsets)[:, None, :]
+    return triangles - offsets[:, None, :], rows, np.repeat(np.arange(len(scene.prims)), counts)
+
+
+def vertex_data(scene: Scene, geometry: tuple[np.ndarray, ...]) -> bytes:
+    """Interleaved vertices (see ``VERTEX_FORMAT``) of the :func:`scene_geometry`, flat-shaded;
+    each carries its body's pose row and its prim index + 1."""
+    triangles, rows, prims = geometry
+    classes = prim_materials(scene)
+    counts = np.bincount(prims, minlength=len(scene.prims))
+    colours = np.repeat(np.array([p.color for p in scene.prims], dtype=np.float64).reshape(-1, 3), counts, axis=0)
+    kinds = [(MATERIALS.index(kind), 1.0 / TILE_METRES[kind]) for kind in classes]
+    materials = np.repeat(np.array(kinds, dtype=np.float64).reshape(-1, 2), counts, axis=0)
     normals = np.cross(triangles[:, 1] - triangles[:, 0], triangles[:, 2] - triangles[:, 0])
     length = np.linalg.norm(normals, axis=1, keepdims=True)
     normals = np.where(length > 1e-12, normals / np.maximum(length, 1e-12), [0.0, 0.0, 1.0])
     floats = np.concatenate([triangles, np.repeat(normals[:, None], 3, axis=1),
-                             np.repeat(np.concatenate(colours)[:, None], 3, axis=1),
-                             np.repeat(np.concatenate(materials)[:, None], 3, axis=1)], axis=2).astype(np.float32)
-    ints = np.repeat(np.stack([np.concatenate(rows), np.concatenate(prims)], axis=1)[:, None], 3, axis=1)
+                             np.repeat(colours[:, None], 3, axis=1),
+                             np.repeat(materials[:, None], 3, axis=1)], axis=2).astype(np.float32)
+    ints = np.repeat(np.stack([rows, prims + 1], axis=1)[:, None], 3, axis=1)
     return np.concatenate([floats, ints.astype(np.int32).view(np.float32)], axis=2).tobytes()
 
 
@@ -88,37 +94,49 @@ def linear_depth(buffer: np.ndarray, near: float, far: float) -> np.ndarray:
     return np.divide(np.float32(far * near), buffer, out=buffer)
 
 
+
+def _write_uniforms(program: Any, settings: dict[str, Any]) -> None:
+    """Set the ``settings`` the program declares (bytes are written as arrays)."""
+    for name, value in settings.items():
+        if name in program:
+            if isinstance(value, bytes):
+                program[name].write(value)
+            else:
+                program[name].value = value
+
 class GLRenderer:
     """A scene on the GPU side of the process's GL context.
 
     Args:
         scene: The scene to draw.
-        bodies: Movable bodies as ``(object index, centre)`` (see :func:`vertex_data`).
-        panorama: ``direct`` (default): every camera its own pass; ``one_pass``: a level rig
-            of cameras at one eye drawn through wide views and resampled (:mod:`vlnverse.sim.gl.panorama`).
+        bodies: Movable bodies as ``(object index, centre)`` (see :func:`scene_geometry`).
+        panorama: ``one_pass`` (default): a level rig of cameras at one eye drawn through wide
+            views and looked up ray by ray (:mod:`vlnverse.sim.gl.panorama`); ``direct``: every
+            camera its own pass.
     """
 
-    def __init__(self, scene: Scene, bodies: Sequence[tuple[int, np.ndarray]], panorama: str = "direct") -> None:
+    def __init__(self, scene: Scene, bodies: Sequence[tuple[int, np.ndarray]], panorama: str = "one_pass") -> None:
         if panorama not in PANORAMA_MODES:
             raise ConfigError(f"unknown panorama mode {panorama!r}; valid: {', '.join(PANORAMA_MODES)}")
         self.panorama = panorama
+        self._geometry = scene_geometry(scene, bodies)
         with current_context() as ctx:
             self._ctx = ctx
-            self._upload(scene, bodies)
-            self._rigs = RigRenderer(ctx)
+            self._upload(scene, len(bodies))
+        self._rigs: RigRenderer | None = None  # made by the first rig drawn in one pass
         self._targets: dict[tuple[int, int], tuple] = {}
 
-    def _upload(self, scene: Scene, bodies: Sequence[tuple[int, np.ndarray]]) -> None:
+    def _upload(self, scene: Scene, bodies: int) -> None:
         """Programs, geometry, textures, lights: everything the scene needs on the GL side."""
         import moderngl
 
         ctx = self._ctx
         lighting = room_lighting(scene)
-        source = shaders.FRAGMENT.replace("N_LIGHTS", str(max(len(lighting.lights), 1))).replace(
+        self._fragment = shaders.FRAGMENT.replace("N_LIGHTS", str(max(len(lighting.lights), 1))).replace(
             "N_ROOMS", str(len(lighting.ranges)))
-        self._shared = programs.acquire(ctx, shaders.VERTEX, source)
+        self._shared = programs.acquire(ctx, shaders.VERTEX, self._fragment)
         self._program = program = self._shared.program
-        self._buffer = ctx.buffer(vertex_data(scene, bodies))
+        self._buffer = ctx.buffer(vertex_data(scene, self._geometry))
         self._vao = ctx.vertex_array(program, [(self._buffer, VERTEX_FORMAT, *ATTRIBUTES)])
         layers = texture_layers()
         self._materials = ctx.texture_array((layers.shape[2], layers.shape[1], len(layers)), 1, layers.tobytes())
@@ -128,27 +146,38 @@ class GLRenderer:
         room_map = np.ascontiguousarray(lighting.room_map)
         self._rooms = ctx.texture((room_map.shape[1], room_map.shape[0]), 1, room_map.tobytes(), dtype="u1")
         self._rooms.filter = (moderngl.NEAREST, moderngl.NEAREST)
-        self._poses = ctx.texture((4, len(bodies) + 1), 4, dtype="f4")
+        self._poses = ctx.texture((4, bodies + 1), 4, dtype="f4")
         self._poses.filter = (moderngl.NEAREST, moderngl.NEAREST)
-        self._pose_rows = np.tile(np.eye(4, dtype=np.float32).T.reshape(1, 16), (len(bodies) + 1, 1))
+        self._pose_rows = np.tile(np.eye(4, dtype=np.float32).T.reshape(1, 16), (bodies + 1, 1))
         self._poses.write(self._pose_rows.tobytes())
         self._poses_stale = False
-        uniforms = {"materials": 0, "rooms": 1, "poses": 2,
-                    "room_frame": (*lighting.origin, 1.0 / lighting.resolution),
-                    "room_lights": lighting.ranges.tobytes(), "ambient": AMBIENT, "exposure": EXPOSURE,
-                    "softness": LIGHT_SOFTNESS}
+        self._settings = {"materials": 0, "rooms": 1, "poses": 2,
+                          "room_frame": (*lighting.origin, 1.0 / lighting.resolution),
+                          "room_lights": lighting.ranges.tobytes(), "ambient": AMBIENT, "exposure": EXPOSURE,
+                          "softness": LIGHT_SOFTNESS}
         if len(lighting.lights):
-            uniforms.update(lights=lighting.lights.tobytes(), light_colours=lighting.colours.tobytes())
-        self._scene_uniforms = {name: value for name, value in uniforms.items() if name in program}
+            self._settings.update(lights=lighting.lights.tobytes(), light_colours=lighting.colours.tobytes())
         self._shared.claim(self, self._set_uniforms)
 
     def _set_uniforms(self) -> None:
-        """This scene's uniforms on the (shared) program."""
-        for name, value in self._scene_uniforms.items():
-            if isinstance(value, bytes):
-                self._program[name].write(value)
-            else:
-                self._program[name].value = value
+        """This scene's uniforms on the (shared) scene program."""
+        _write_uniforms(self._program, self._settings)
+
+    def _rig_renderer(self) -> RigRenderer:
+        """The one-pass rig renderer (made on first use: it compiles its own program, whose
+        uniforms are this scene's alone)."""
+        if self._rigs is None:
+            local, rows, prims = self._geometry
+            program = self._ctx.program(vertex_shader=shaders.TRIANGLE_VERTEX, fragment_shader=self._fragment)
+            _write_uniforms(program, self._settings)
+            self._rigs = RigRenderer(self._ctx, program, self._buffer,
+                                     Triangles(local.astype(np.float32), rows, prims))
+            self._rigs.triangles.set_poses(self._matrices())
+        return self._rigs
+
+    def _matrices(self) -> np.ndarray:
+        """The movable bodies' world transforms (B, 4, 4), as the GPU has them."""
+        return self._pose_rows[1:].reshape(-1, 4, 4).transpose(0, 2, 1)
 
     def set_poses(self, matrices: np.ndarray) -> None:
         """World transforms (B, 4, 4) of the movable bodies, in ``bodies`` order."""
@@ -156,6 +185,8 @@ class GLRenderer:
         if not np.array_equal(rows, self._pose_rows[1:]):
             self._pose_rows[1:] = rows
             self._poses_stale = True
+            if self._rigs is not None:
+                self._rigs.triangles.set_poses(self._matrices())
 
     def _target(self, width: int, height: int) -> tuple:
         target = self._targets.get((width, height))
@@ -191,7 +222,9 @@ class GLRenderer:
         frames: list[CameraFrame | None] = [None] * len(requests)
         for indices in self._batches(requests):
             if len(indices) > 1:
-                rig = self._rigs.render([requests[i] for i in indices], self._draw, BACKGROUND)
+                views = [requests[i] for i in indices]
+                sky = linear_depth(np.ones(1, np.float32), views[0].near, views[0].far)[0]
+                rig = self._rig_renderer().render(views, self._draw, BACKGROUND, sky)
                 for i, frame in zip(indices, rig, strict=True):
                     frames[i] = frame
                 continue
@@ -219,14 +252,16 @@ class GLRenderer:
                 batches.extend([i] for i in indices)
         return batches
 
-    def _draw(self, request: CameraRequest) -> None:
-        """The scene from ``request``'s camera, into the bound framebuffer's viewport."""
+    def _draw(self, request: CameraRequest, program=None, vao=None) -> None:
+        """The scene from ``request``'s camera, into the bound framebuffer's viewport (by
+        default with the scene's program and vertex array)."""
         import moderngl
 
+        program, vao = program or self._program, vao or self._vao
         view = np.array(view_matrix(request.position, request.yaw, request.pitch)).reshape(4, 4).T
-        self._program["view_proj"].write((projection_matrix(request) @ view).T.astype(np.float32).tobytes())
-        self._program["eye"].value = tuple(float(v) for v in request.position)
-        self._vao.render(moderngl.TRIANGLES)
+        program["view_proj"].write((projection_matrix(request) @ view).T.astype(np.float32).tobytes())
+        program["eye"].value = tuple(float(v) for v in request.position)
+        vao.render(moderngl.TRIANGLES)
 
     @staticmethod
     def _read(fbo, request: CameraRequest) -> CameraFrame:
@@ -250,7 +285,9 @@ class GLRenderer:
                 for item in target:
                     item.release()
             self._targets.clear()
-            self._rigs.release()
+            if self._rigs is not None:
+                self._rigs.release()
+                self._rigs = None
             for name in ("_vao", "_buffer", "_materials", "_rooms", "_poses"):
                 resource = self.__dict__.pop(name, None)
                 if resource is not None:

@@ -6,6 +6,11 @@ geometry. Texture coordinates come from object-space positions (box projection a
 face's dominant axis), in world units. ``N_LIGHTS`` and ``N_ROOMS`` are set per scene.
 """
 
+#: The vertex buffer's layout: position, normal, colour, material (layer, 1 / tile size),
+#: then body row and prim index + 1.
+VERTEX_FORMAT = "3f 3f 3f 2f 2i"
+ATTRIBUTES = ("in_position", "in_normal", "in_colour", "in_material", "in_ids")
+
 VERTEX = """
 #version 330
 uniform mat4 view_proj;
@@ -82,3 +87,8 @@ void main() {
     out_id = v_id;
 }
 """
+
+
+#: The vertex shader of the one-pass rig (:mod:`vlnverse.sim.gl.panorama`): the id it
+#: passes on is the vertex's triangle (vertices are not shared) plus one, not its prim's.
+TRIANGLE_VERTEX = VERTEX.replace("v_id = in_ids.y;", "v_id = gl_VertexID / 3 + 1;")

@@ -1,0 +1,251 @@
+"""The views of a level rig looked up, ray by ray, in the wide views that drew them.
+
+Each output pixel's ray falls between four texels of a wide view (see
+:func:`vlnverse.sim.gl.panorama.atlas_coordinates`). Its colour interpolates theirs
+bilinearly. Its prim id and depth are those of the triangle the ray hits, never a blend:
+
+- where the four texels show one triangle, the ray hits it (a triangle is convex): the
+  depth is where the ray meets its plane;
+- elsewhere (an edge between triangles), the candidates are the triangles drawn on the
+  4 × 4 texels around the ray and the triangles sharing an edge with them (a sliver may
+  fall between texels); each is intersected with the ray exactly (Möller-Trumbore, both
+  faces, between the near and far planes) and the nearest hit wins, ties to the triangle
+  first in the vertex buffer (the direct render's drawing order). A ray that hits none
+  of them sees the sky if one of those texels does; otherwise it takes the plane of the
+  nearest texel's triangle, a *miss* that :func:`reproject` counts.
+
+Rays are cast in double precision; the depth is the hit's distance along the view's axis.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from vlnverse.errors import SimulationError
+
+#: Texels around a ray, each way, beyond the two it falls between: candidates come from a
+#: (2 + 2·REACH)² window.
+REACH = 1
+
+
+class Triangles:
+    """The scene's triangles in the vertex buffer's order, in world coordinates, kept in
+    step with the movable bodies (float64: the rays are cast in double precision)."""
+
+    def __init__(self, local: np.ndarray, rows: np.ndarray, prims: np.ndarray) -> None:
+        """``local``: (T, 3, 3) vertices relative to their body; ``rows``: each triangle's
+        body row (0: static); ``prims``: each triangle's prim index."""
+        self._local = np.asarray(local, dtype=np.float64)
+        self._rows = np.asarray(rows)
+        self._moving = np.flatnonzero(self._rows > 0)
+        self.prims = np.ascontiguousarray(prims, dtype=np.int32)
+        self.neighbour_start, self.neighbours = edge_neighbours(self._local, self._rows)
+        self._place(self._local)
+
+    def _place(self, world: np.ndarray) -> None:
+        self.corner = np.ascontiguousarray(world[:, 0])
+        self.edge1 = np.ascontiguousarray(world[:, 1] - world[:, 0])
+        self.edge2 = np.ascontiguousarray(world[:, 2] - world[:, 0])
+        self.normal = np.ascontiguousarray(np.cross(self.edge1, self.edge2))
+        self.centroid = world.mean(axis=1)
+
+    def set_poses(self, matrices: np.ndarray) -> None:
+        """World transforms (B, 4, 4) of the movable bodies (row ``b + 1`` is body ``b``)."""
+        if not len(self._moving):
+            return
+        world = self._local.copy()
+        m = np.asarray(matrices, dtype=np.float64)[self._rows[self._moving] - 1]  # (M, 4, 4)
+        world[self._moving] = np.einsum("mij,mvj->mvi", m[:, :3, :3], self._local[self._moving]) + m[:, None, :3, 3]
+        self._place(world)
+
+    def drawing_order(self, eye) -> np.ndarray:
+        """Triangle indices nearest ``eye`` first (int32): drawn in this order, most hidden
+        fragments fail the depth test before they are shaded."""
+        distance = np.einsum("ij,ij->i", self.centroid - eye, self.centroid - eye)
+        return np.argsort(distance, kind="stable").astype(np.int32)
+
+
+def edge_neighbours(triangles: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The triangles that share an edge with each triangle of one body (equal vertices),
+    as CSR: triangle ``t``'s are ``neighbours[start[t]:start[t + 1]]``."""
+    corners = np.concatenate([np.repeat(rows, 3)[:, None], triangles.reshape(-1, 3)], axis=1)
+    vertex = np.unique(corners, axis=0, return_inverse=True)[1].reshape(-1, 3)
+    edges = np.sort(np.stack([vertex[:, [0, 1]], vertex[:, [1, 2]], vertex[:, [2, 0]]], axis=1), axis=2).reshape(-1, 2)
+    edge = np.unique(edges, axis=0, return_inverse=True)[1].reshape(-1)
+    owner = np.repeat(np.arange(len(triangles)), 3)
+    by_edge = np.argsort(edge, kind="stable")
+    pairs = set()
+    for group in np.split(owner[by_edge], np.flatnonzero(np.diff(edge[by_edge])) + 1):
+        for a in group:
+            pairs.update((int(a), int(b)) for b in group if b != a)
+    pairs = np.array(sorted(pairs), dtype=np.int64).reshape(-1, 2)
+    start = np.searchsorted(pairs[:, 0], np.arange(len(triangles) + 1)).astype(np.int64)
+    return start, np.ascontiguousarray(pairs[:, 1])
+
+
+def _reproject(colour, drawn, corner, edge1, edge2, normal, plane, prims, neighbour_start, neighbours, base, fx, fy, columns, cos_yaw, sin_yaw,
+               eye, focal, near, far, sky, want_rgb, want_geometry, rgb, depth, ids):
+    """Fill ``rgb``, ``depth``, ``ids`` (views, H, W[, 3]); returns the misses."""
+    views, height, width = base.shape[0], base.shape[1], base.shape[2]
+    side = 2 + 2 * REACH
+    window = np.empty(side * side, np.int64)  # texel offsets of the window from its first texel
+    for k in range(side * side):
+        window[k] = (k // side) * columns + k % side
+    nothing = np.int32(0)
+    most = 0
+    for t in range(len(prims)):
+        most = max(most, neighbour_start[t + 1] - neighbour_start[t])
+    candidates = np.empty(side * side * (1 + most), np.int64)
+    misses = 0
+    for i in range(views):
+        c, s = cos_yaw[i], sin_yaw[i]
+        for v in range(height):
+            down = (v + 1.0 - height / 2.0) / focal
+            for u in range(width):
+                b, wx, wy = np.int64(base[i, v, u]), np.int64(fx[i, v, u]), np.int64(fy[i, v, u])
+                if want_rgb:  # bilinear, two channels per integer product (weights in 256ths)
+                    w00 = ((256 - wx) * (256 - wy) + 128) >> 8
+                    w01 = (wx * (256 - wy) + 128) >> 8
+                    w10 = ((256 - wx) * wy + 128) >> 8
+                    taps = ((b, w00), (b + 1, w01), (b + columns, w10), (b + columns + 1, 256 - w00 - w01 - w10))
+                    even, odd = 128 + (128 << 16), 128 + (128 << 16)
+                    for tap, weight in taps:
+                        texel = np.int64(colour[tap])
+                        even += (texel & 0xFF00FF) * weight
+                        odd += ((texel >> 8) & 0xFF00FF) * weight
+                    rgb[i, v, u, 0], rgb[i, v, u, 1], rgb[i, v, u, 2] = (even >> 8) & 255, (odd >> 8) & 255, (even >> 24) & 255
+                if not want_geometry:
+                    continue
+                # The ray (1, right, -down) of view i's camera, turned by its yaw: its
+                # forward component is 1, so a hit's distance along it is the view's depth.
+                right = (u - width / 2.0) / focal
+                dx, dy, dz = c + right * s, s - right * c, -down
+                t = drawn[b]
+                if t != nothing and drawn[b + 1] == t and drawn[b + columns] == t and drawn[b + columns + 1] == t:
+                    # Inside the four texels' triangle (convex): the hit is on its plane.
+                    tri = t - 1
+                    along = normal[tri, 0] * dx + normal[tri, 1] * dy + normal[tri, 2] * dz
+                    if along != 0.0:
+                        hit = plane[tri] / along
+                        if near <= hit <= far:
+                            depth[i, v, u], ids[i, v, u] = hit, prims[tri]
+                            continue
+                first = b - REACH * (columns + 1)
+                count, sky_seen = 0, False
+                for k in range(side * side):
+                        t = drawn[first + window[k]]
+                        if t == 0:
+                            sky_seen = True
+                            continue
+                        triangle = t - 1
+                        for j in range(count):
+                            if candidates[j] == triangle:
+                                break
+                        else:
+                            candidates[count] = triangle
+                            count += 1
+                seen = count  # and the triangles next to them (thin ones may fall between texels)
+                for k in range(seen):
+                    for n in range(neighbour_start[candidates[k]], neighbour_start[candidates[k] + 1]):
+                        triangle = neighbours[n]
+                        for j in range(count):
+                            if candidates[j] == triangle:
+                                break
+                        else:
+                            candidates[count] = triangle
+                            count += 1
+                best, best_depth = -1, np.inf
+                for k in range(count):
+                    tri = candidates[k]
+                    e1x, e1y, e1z = edge1[tri, 0], edge1[tri, 1], edge1[tri, 2]
+                    e2x, e2y, e2z = edge2[tri, 0], edge2[tri, 1], edge2[tri, 2]
+                    px, py, pz = dy * e2z - dz * e2y, dz * e2x - dx * e2z, dx * e2y - dy * e2x
+                    det = e1x * px + e1y * py + e1z * pz
+                    if det == 0.0:
+                        continue
+                    inverse = 1.0 / det
+                    tx, ty, tz = eye[0] - corner[tri, 0], eye[1] - corner[tri, 1], eye[2] - corner[tri, 2]
+                    alpha = (tx * px + ty * py + tz * pz) * inverse
+                    if alpha < 0.0 or alpha > 1.0:
+                        continue
+                    qx, qy, qz = ty * e1z - tz * e1y, tz * e1x - tx * e1z, tx * e1y - ty * e1x
+                    beta = (dx * qx + dy * qy + dz * qz) * inverse
+                    if beta < 0.0 or alpha + beta > 1.0:
+                        continue
+                    hit = (e2x * qx + e2y * qy + e2z * qz) * inverse
+                    if near <= hit <= far and (hit < best_depth or (hit == best_depth and tri < best)):
+                        best, best_depth = tri, hit
+                if best < 0 and sky_seen:
+                    depth[i, v, u], ids[i, v, u] = sky, -1
+                    continue
+                if best < 0:  # the plane of the nearest texel's triangle
+                    misses += 1
+                    t = drawn[b + (columns if wy >= 128 else 0) + (1 if wx >= 128 else 0)]
+                    best = max(t, 1) - 1
+                    along = normal[best, 0] * dx + normal[best, 1] * dy + normal[best, 2] * dz
+                    best_depth = min(max(plane[best] / along, near), far) if along != 0.0 else far
+                depth[i, v, u], ids[i, v, u] = best_depth, prims[best]
+    return misses
+
+
+@functools.cache
+def _compiled():
+    """:func:`_reproject` compiled by numba (imported on first use; cached across runs
+    where numba finds a writable cache folder, else compiled once per process)."""
+    import numba
+
+    options = {"nogil": True, "error_model": "numpy"}
+    try:
+        return numba.njit(cache=True, **options)(_reproject)
+    except RuntimeError:  # "no locator available": read-only install and no writable cache dir
+        return numba.njit(**options)(_reproject)
+
+
+def lookup_table(coordinates: np.ndarray, wide_width: int, columns: int, rows: int) -> tuple[np.ndarray, ...]:
+    """The atlas coordinates (V, H, W, 2) of each pixel's ray (see
+    :func:`vlnverse.sim.gl.panorama.atlas_coordinates`) in a ``rows`` × ``columns`` atlas of
+    views ``wide_width`` wide, as :func:`reproject` reads them: the flat index of the texel at or before it in both axes, and its offsets from that texel.
+
+    Raises:
+        SimulationError: a ray's window of texels leaves its wide view (the margin is too small).
+    """
+    x0, y0 = np.floor(coordinates[..., 0]), np.floor(coordinates[..., 1])
+    left = np.floor(x0 / wide_width) * wide_width
+    if (x0 - REACH < left).any() or (x0 + 1 + REACH > left + wide_width - 1).any() or (y0 - REACH < 0).any() or (
+            y0 + 1 + REACH > rows - 1).any():
+        raise SimulationError("a ray's texels leave its wide view; widen the wide views' margin")
+    base = (y0 * columns + x0).astype(np.int32)
+    weights = np.rint((coordinates - np.stack([x0, y0], axis=-1)) * 256).astype(np.uint16)
+    return base, np.ascontiguousarray(weights[..., 0]), np.ascontiguousarray(weights[..., 1])
+
+
+def reproject(colour: np.ndarray, drawn: np.ndarray, triangles: Triangles,
+              table: tuple[np.ndarray, ...], yaws: np.ndarray, eye, focal: float, near: float, far: float, sky: float,
+              want_rgb: bool, want_geometry: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """The views' RGB (V, H, W, 3) uint8, depth (V, H, W) float32 and prim ids (V, H, W)
+    int32 (-1: nothing), and the number of misses.
+
+    Args:
+        colour: (rows, columns, 4) uint8, the wide views' atlas.
+        drawn: (rows, columns) int32, each texel's triangle plus one (0: nothing drawn).
+        table: The views' :func:`lookup_table` in this atlas.
+        yaws: Each view's yaw (radians).
+        sky: The depth of a ray that hits nothing.
+    """
+    base = table[0]
+    views, height, width = base.shape
+    rgb = np.zeros((views, height, width, 3), np.uint8)
+    depth = np.zeros((views, height, width), np.float32)
+    ids = np.zeros((views, height, width), np.int32)
+    yaws = np.asarray(yaws, dtype=np.float64)
+    rows, columns = drawn.shape
+    eye = np.asarray(eye, dtype=np.float64)
+    plane = np.einsum("ij,ij->i", triangles.normal, triangles.corner - eye)  # a ray d meets it at plane / (normal·d)
+    misses = _compiled()(colour.view(np.uint32).reshape(-1), drawn.reshape(-1), triangles.corner,
+                         triangles.edge1, triangles.edge2, triangles.normal, plane, triangles.prims,
+                         triangles.neighbour_start, triangles.neighbours, *table, columns, np.cos(yaws), np.sin(yaws),
+                         eye, float(focal), float(near), float(far), float(sky),
+                         bool(want_rgb), bool(want_geometry), rgb, depth, ids)
+    return rgb, depth, ids, int(misses)
