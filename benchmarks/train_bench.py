@@ -394,7 +394,7 @@ def train_lines(dataset: Path, work: Path, args: argparse.Namespace) -> list[str
     from vlnverse.learning.prerender import PrerenderConfig, prerender
 
     base = PrerenderConfig(dataset=str(make_subset(dataset, work, args.episodes)), out=str(work / "frames_small"),
-                           rgb_size=64, depth_size=64)
+                           rgb_size=64, depth_size=64, compress=False)
     compressed = dataclasses.replace(base, out=str(work / "frames_compressed"), compress=True)
     for config in (base, compressed):
         prerender(config)

@@ -68,8 +68,8 @@ def test_rerun_resumes_and_raw_chunks_memory_map(train_frames, tmp_path, monkeyp
     config, first = train_frames
     again = prerender(config)
     assert [s.status for s in again.scenes] == ["resumed"] and again.frames == first.frames
-    # a folder of .npz chunks (the default before raw chunks) is kept by a run of the raw default
-    assert config.compress and not PrerenderConfig(dataset=config.dataset, out=config.out).compress
+    # a folder of .npz chunks (the default) is kept by a run asking for raw chunks
+    assert config.compress and PrerenderConfig(dataset=config.dataset, out=config.out).compress
     kept = prerender(dataclasses.replace(config, compress=False))
     assert [s.status for s in kept.scenes] == ["resumed"] and kept.scenes[0].record["compress"]
 

@@ -57,9 +57,9 @@ def register(subparsers) -> None:
     pre.add_argument("--physics", default="tel_hop", help="physics the oracle walks under (default: tel_hop)")
     pre.add_argument("--max-steps", type=int, default=200, help="step cap per episode (default: 200)")
     pre.add_argument("--chunk-frames", type=int, default=256, help="frames per chunk file (default: 256)")
-    pre.add_argument("--compress", action=argparse.BooleanOptionalAction, default=False,
-                     help="zlib-compressed .npz chunks, a quarter of the bytes but decompressed when "
-                          "training reads them (default: raw .npy chunks, memory-mapped)")
+    pre.add_argument("--compress", action=argparse.BooleanOptionalAction, default=True,
+                     help="zlib-compressed .npz chunks (default), a quarter of the bytes but decompressed when "
+                          "training reads them; --no-compress: raw .npy chunks, memory-mapped")
     pre.add_argument("--compress-level", type=int, default=1, help="zlib level 1-9 of .npz chunks (default: 1)")
     pre.add_argument("--workers", type=int, default=1, help="scene-parallel processes (default: 1)")
     pre.add_argument("--renderer", choices=("auto", "gl", "tiny"), default="auto",

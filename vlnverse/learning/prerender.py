@@ -15,12 +15,11 @@ may push objects) render as the env walks. A writer thread compresses and writes
 chunks (converting frames there too and streaming partial chunks was measured slower on the
 wall clock, though it used less CPU in the render loop).
 
-Chunks hold ``chunk_frames`` consecutive frames of the scene. By default they are raw
-``.npy`` files that :mod:`vlnverse.learning.frames` memory-maps, so a training batch is a
-slice of the page cache; ``compress=True`` writes zlib-compressed ``.npz`` chunks (about a
-quarter of the bytes, decompressed when read). The container does not decide the frames:
-a scene stored in either format is kept by a re-run of either (folders written before raw
-chunks became the default resume as they are).
+Chunks hold ``chunk_frames`` consecutive frames of the scene: zlib-compressed ``.npz``
+files by default (about a quarter of the bytes, decompressed when read), or with
+``compress=False`` raw ``.npy`` files that :mod:`vlnverse.learning.frames` memory-maps, so a
+training batch is a slice of the page cache. The container does not decide the frames: a
+scene stored in either format is kept by a re-run of either.
 """
 
 from __future__ import annotations
@@ -74,8 +73,9 @@ class PrerenderConfig:
             ``slide`` is VLN-CE's sliding agent.
         max_steps: Step cap per episode (paper: 200).
         chunk_frames: Frames per chunk file.
-        compress: zlib-compressed ``.npz`` chunks (else memory-mappable ``.npy``, the default:
-            training reads them without decompressing; about four times the bytes).
+        compress: zlib-compressed ``.npz`` chunks (the default: about a quarter of the bytes;
+            training decompresses each chunk once per process while it fits the reader's cache),
+            else memory-mappable ``.npy`` (nothing to decompress; about four times the bytes).
         compress_level: zlib level 1-9 (1: ~3.5x faster than numpy's default 6 on RGB
             chunks, ~30 % larger files).
         depth_dtype: ``float16`` (half the bytes) or ``float32`` (the env's values exactly).
@@ -100,7 +100,7 @@ class PrerenderConfig:
     physics: str = "tel_hop"
     max_steps: int = 200
     chunk_frames: int = 256
-    compress: bool = False
+    compress: bool = True
     compress_level: int = 1
     depth_dtype: str = "float16"
     workers: int = 1
