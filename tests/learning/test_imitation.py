@@ -84,6 +84,21 @@ def test_dagger_round_aggregates_oracle_labelled_policy_walks(train_frames, fine
     assert len(episode["actions"]) == len(episode["rgb"]) <= 12
     assert set(episode["actions"]) <= {0, 1, 2, 3}
     assert run.history[1].samples == run.history[0].samples + sum(e.length for e in collected.episodes)
+    assert record["config"]["physics"] == json.loads(
+        (Path(frames_config.out) / "train" / "prerender.json").read_text())["config"]["physics"]
+
+    # a second round extends the finished run in its folder (one more walk and epoch), a
+    # teacher-forced-only run of the same settings is another training
+    extended = config(train_frames, fine_dataset, tmp_path / "dagger", epochs=1, dagger_rounds=2, dagger_p=0.5,
+                      max_steps=12, kind="seq2seq")
+    assert extended.fingerprint() == config(train_frames, fine_dataset, tmp_path, epochs=1, dagger_rounds=1,
+                                            dagger_p=0.5, max_steps=12, kind="seq2seq").fingerprint()
+    assert extended.fingerprint() != dataclasses.replace(extended, dagger_rounds=0).fingerprint()
+    longer = train_imitation(extended)
+    assert [e.epoch for e in longer.history] == [1, 2, 3]
+    assert longer.history[:2] == run.history
+    second = json.loads((tmp_path / "dagger" / "dagger_02" / "train" / "prerender.json").read_text())
+    assert second["config"]["beta"] == 0.25 and second["config"]["policy"] == run.history[1].checkpoint
 
 
 def _ddp_rank(rank: int, port: int, run: ImitationConfig) -> None:

@@ -149,8 +149,10 @@ class ImitationConfig:
 
     def fingerprint(self) -> str:
         """What decides the trained weights (not how many epochs, unless DAgger rounds follow
-        them, nor where or how fast)."""
+        them, nor how many DAgger rounds: a run with more rounds extends one with fewer, nor
+        where or how fast)."""
         data = config_to_dict(self)
+        data["dagger_rounds"] = min(self.dagger_rounds, 1)  # 0 or 1: the fingerprints of one-round runs stay
         if not self.dagger_rounds:
             data.pop("epochs")
         for name in ("out", "frames", "device", "loader_workers", "workers", "val_episodes",
@@ -314,7 +316,8 @@ def collect_dagger(config: ImitationConfig, round_index: int, checkpoint: Path, 
     collect = PrerenderConfig(dataset=config.dataset, out=str(Path(config.out) / f"dagger_{round_index:02d}"),
                               split=config.split, task=config.task, rgb_size=frames["rgb_size"],
                               depth_size=frames["depth_size"], depth_dtype=frames["depth_dtype"],
-                              max_steps=config.max_steps, workers=config.workers, policy=str(checkpoint),
+                              max_steps=config.max_steps, physics=frames.get("physics", "tel_hop"),
+                              workers=config.workers, policy=str(checkpoint),
                               beta=config.dagger_p ** round_index, seed=config.seed)
     if group.main:
         prerender(collect)
