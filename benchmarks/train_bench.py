@@ -22,7 +22,10 @@ Figures (``BENCH <name> <value> <unit> target <op> <value>``):
   changes, extracted with ``git archive``) reading the frames as that code pre-rendered them
   (zlib ``.npz`` chunks); ``train.cma_cpu_preset_speedup_vs_reference`` is their ratio, and
   ``train.cma_cpu_preset_cpu_seconds_speedup_vs_reference`` the median ratio of the CPU seconds
-  the same batches took (context, no target: what a loaded machine does not move).
+  (all threads) the same batches took (context, no target: what a loaded machine does not
+  move, and below 1 where the code uses more threads). Each code runs at its own preset's
+  torch threads (the reference: 1; this code: every core) unless ``--train-threads N`` sets
+  both to N (the per-thread speed-up); the threads each side ran with are printed.
 - ``train.eval_cma_episodes_per_s``: episodes/s of ``vlnverse eval`` with the shipped CMA
   checkpoint (``assets/agents/cma``) over the whole val_unseen split of the benchmark's
   dataset under Strict and Tel-Hop (200-step cap, one worker), model loading included.
@@ -53,7 +56,8 @@ Figures (``BENCH <name> <value> <unit> target <op> <value>``):
 The dataset is generated from the bundled scenes (fine-grained episodes). The machine is
 shared, so absolute numbers are noisy; ratios are measured within one run.
 
-Usage: ``python benchmarks/train_bench.py [--episodes N] [--size PX] [--rounds R] [--only PART] [--mini-track-only]``
+Usage: ``python benchmarks/train_bench.py [--episodes N] [--size PX] [--rounds R] [--only PART] [--train-threads N]
+[--mini-track-only]``
 (``--only prerender`` or ``--only train``: just those figures).
 """
 
@@ -142,8 +146,10 @@ def prerender_round(dataset: Path, work: Path, size: int, episodes: int, index: 
     return summary.frames_per_second, raw, raw_cpu / main, raw_cpu / (process + planner)
 
 
-def training_rate(frames: Path, kind: str, preset_name: str = "smoke", progress: Any = None) -> float:
-    """Samples/s of one epoch of ``kind`` at a preset on ``frames`` (``progress``: train_imitation's)."""
+def training_rate(frames: Path, kind: str, preset_name: str = "smoke", progress: Any = None,
+                  threads: int | None = None) -> float:
+    """Samples/s of one epoch of ``kind`` at a preset on ``frames`` (``progress``: train_imitation's;
+    ``threads``: torch threads instead of the preset's)."""
     from vlnverse.learning.imitation import ImitationConfig, train_imitation
     from vlnverse.learning.models import ModelConfig
     from vlnverse.learning.presets import preset
@@ -152,23 +158,28 @@ def training_rate(frames: Path, kind: str, preset_name: str = "smoke", progress:
     model = ModelConfig(**data.pop("model"))
     data.pop("patience", None)
     data.update(epochs=1, val_split=None, val_episodes=None)
+    if threads:
+        data["threads"] = threads
     with tempfile.TemporaryDirectory() as out:
         config = ImitationConfig(kind=kind, dataset=str(frames.parent / "subset"), out=out, frames=str(frames),
                                  model=model, **data)
         return train_imitation(config, progress=progress).samples_per_second
 
 
-def cpu_preset_round(frames: Path) -> tuple[float, float]:
-    """Samples/s of one cpu-preset CMA epoch and the CPU seconds of its batches after the first
-    (the same batches in any version of the trainer: a figure a loaded machine does not move)."""
+def cpu_preset_round(frames: Path, threads: int | None = None) -> tuple[float, float, int]:
+    """Samples/s of one cpu-preset CMA epoch, the CPU seconds of its batches after the first
+    (the same batches in any version of the trainer: a figure a loaded machine does not move)
+    and the torch threads it trained with (the preset's, or ``threads``)."""
+    import torch
+
     marks: list[float] = []
 
     def mark(phase: str, done: int, total: int) -> None:
         if phase == "train" and done in (1, total):
             marks.append(time.process_time())
 
-    rate = training_rate(frames, "cma", "cpu", mark)
-    return rate, marks[-1] - marks[0]
+    rate = training_rate(frames, "cma", "cpu", mark, threads)
+    return rate, marks[-1] - marks[0], torch.get_num_threads()
 
 
 #: The last revision before issue 46's training changes: the reference of the training speed-up.
@@ -188,25 +199,31 @@ def reference_tree(revision: str, out: Path) -> Path:
     return out
 
 
-def cpu_preset_round_in(code: Path, frames: Path) -> tuple[float, float]:
-    """:func:`cpu_preset_round` in a fresh process importing ``vlnverse`` from ``code``."""
+def cpu_preset_round_in(code: Path, frames: Path, threads: int | None) -> tuple[float, float, int]:
+    """:func:`cpu_preset_round` in a fresh process importing ``vlnverse`` from ``code`` (torch at
+    its defaults until the preset, or ``threads``, sets its threads)."""
     import os
     import subprocess
     import sys
 
     env = {**os.environ, "PYTHONPATH": str(code)}
-    result = subprocess.run([sys.executable, __file__, "--train-rate", str(frames)], env=env, capture_output=True,
-                            text=True, check=True)
-    rate, cpu = result.stdout.split()[-2:]
-    return float(rate), float(cpu)
+    command = [sys.executable, __file__, "--train-rate", str(frames)] + (["--train-threads", str(threads)]
+                                                                        if threads else [])
+    result = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    rate, cpu, used = result.stdout.split()[-3:]
+    return float(rate), float(cpu), int(used)
 
 
-def training_ab(work: Path, compressed: Path, raw: Path, rounds: int, revision: str) -> tuple[float, float, float]:
+def training_ab(work: Path, compressed: Path, raw: Path, rounds: int, revision: str,
+                threads: int | None = None) -> tuple[float, float, float]:
     """Median cpu-preset CMA samples/s of this checkout on ``raw`` frames and of ``revision``'s
-    code on ``compressed`` ones, rounds interleaved, and the median ratio of their CPU seconds."""
+    code on ``compressed`` ones, rounds interleaved, and the median ratio of their CPU seconds
+    (each at its preset's torch threads, or both at ``threads``)."""
     reference = reference_tree(revision, work / "reference")
-    pairs = [(cpu_preset_round_in(ROOT, raw), cpu_preset_round_in(reference, compressed)) for _ in range(rounds)]
-    print(f"cpu-preset CMA (samples/s, CPU s after the first batch) of this code and the reference: {pairs}")
+    pairs = [(cpu_preset_round_in(ROOT, raw, threads), cpu_preset_round_in(reference, compressed, threads))
+             for _ in range(rounds)]
+    print("cpu-preset CMA (samples/s, CPU s after the first batch, torch threads) of this code and the reference: "
+          f"{pairs}")
     return (statistics.median(new[0] for new, _ in pairs), statistics.median(ref[0] for _, ref in pairs),
             statistics.median(ref[1] / new[1] for new, ref in pairs))
 
@@ -354,16 +371,18 @@ def main() -> None:
     parser.add_argument("--only", choices=("prerender", "train"), help="only these figures")
     parser.add_argument("--train-reference", default=TRAIN_REFERENCE,
                         help="git revision whose training is the reference of the speed-up (default: %(default)s)")
+    parser.add_argument("--train-threads", type=int, default=None,
+                        help="torch threads of both sides of the training A/B (default: each code's preset's)")
     parser.add_argument("--train-rate", type=Path, help=argparse.SUPPRESS)  # one round of training_ab
     parser.add_argument("--mini-track-only", action="store_true",
                         help="only print the CPU track's recorded stage times")
     args = parser.parse_args()
+    if args.train_rate:
+        print(*cpu_preset_round(args.train_rate, args.train_threads))
+        return
     import torch
 
     torch.set_num_threads(1)
-    if args.train_rate:
-        print(*cpu_preset_round(args.train_rate))
-        return
     print("\n".join(mini_track_lines()))
     if args.mini_track_only:
         return
@@ -400,7 +419,8 @@ def train_lines(dataset: Path, work: Path, args: argparse.Namespace) -> list[str
         prerender(config)
     rates = {kind: training_rate(Path(base.out), kind) for kind in ("seq2seq", "cma")}
     lines = [f"BENCH train.{kind}_samples_per_s {rate:.1f} samples/s target >= 0" for kind, rate in rates.items()]
-    new, reference, cpu = training_ab(work, Path(compressed.out), Path(base.out), args.rounds, args.train_reference)
+    new, reference, cpu = training_ab(work, Path(compressed.out), Path(base.out), args.rounds, args.train_reference,
+                                      args.train_threads)
     return lines + [f"BENCH train.cma_cpu_preset_samples_per_s {new:.1f} samples/s target >= 0",
                     f"BENCH train.cma_cpu_preset_reference_samples_per_s {reference:.1f} samples/s target >= 0",
                     f"BENCH train.cma_cpu_preset_speedup_vs_reference {new / reference:.2f} x target >= 2",

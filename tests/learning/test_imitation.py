@@ -142,6 +142,24 @@ def test_ddp_on_two_cpu_processes_equals_one_process(train_frames, fine_dataset,
     assert a.keys() == b.keys() and all(torch.allclose(a[k], b[k], atol=1e-5) for k in a)
 
 
+@pytest.mark.parametrize("threads, expected", [(None, 2), (1, 1)])
+def test_training_keeps_its_threads_after_each_validation(threads, expected, train_frames, fine_dataset, tmp_path):
+    """``threads=None`` trains on torch's threads as training started, every epoch, though
+    validation's agent sets one thread; an explicit count is kept the same way."""
+    seen = []
+    run = config(train_frames, fine_dataset, tmp_path / "run", val_split="val_unseen", val_episodes=1, max_steps=5,
+                 threads=threads)
+    torch.set_num_threads(2)
+    try:
+        history = train_imitation(run, progress=lambda phase, done, total: seen.append((done, torch.get_num_threads())))
+    finally:
+        torch.set_num_threads(1)
+    assert history.history[0].val_sr is not None  # epoch 1 was validated before epoch 2's batches
+    batches = len(seen) // 2
+    assert [done for done, _ in seen] == [*range(1, batches + 1)] * 2
+    assert {used for _, used in seen} == {expected}
+
+
 def test_gama_trains_and_validates_with_the_same_command(train_frames, fine_dataset, tmp_path):
     result = train_imitation(config(train_frames, fine_dataset, tmp_path / "gama", kind="gama", epochs=1,
                                     val_split="val_unseen", val_episodes=1,

@@ -43,6 +43,9 @@ def test_cpu_preset_trains_the_smoke_models_to_convergence_with_early_stopping()
     assert (config.rgb_size, config.depth_size, config.batch_size, config.epochs) == (64, 64, 4, 30)
     assert (config.patience, config.val_split, config.val_episodes, config.task) == (5, "val_unseen", 40, "fine,coarse")
     assert config.model == build_config(parse("cma", "--preset", "smoke")).model
+    # every core by default (threads None: torch's, resolved when training starts); side by side: --threads 1
+    assert build_config(parse("cma", "--preset", "cpu")).threads is None
+    assert build_config(parse("cma", "--preset", "cpu", "--threads", "1")).threads == 1
     assert build_config(parse("cma", "--preset", "cpu", "--patience", "2")).patience == 2
     assert build_config(parse("cma", "--preset", "cpu", "--patience", "0")).patience is None
     # without validation there is nothing to stop on: the preset's patience goes, an explicit one is refused

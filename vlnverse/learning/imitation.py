@@ -69,7 +69,9 @@ class ImitationConfig:
         dagger_p: DAgger's oracle probability base (VLN-CE: 0.75).
         seed: Seeds initialization, data order and evaluation.
         device: ``cpu``, ``cuda[:N]`` or ``auto``.
-        threads: Torch CPU threads for training (``None``: torch's default).
+        threads: Torch CPU threads for training (``None``: torch's setting when training starts,
+            by default every core the process may use); set again every epoch, since
+            validation's agent runs on one thread.
         amp: Mixed precision: bfloat16 autocast (CPU, Ampere or newer GPUs), float16 with loss
             scaling on older GPUs (see :class:`~vlnverse.learning.torch_support.MixedPrecision`);
             refused on a CPU without bfloat16 kernels for the model's layers
@@ -227,6 +229,7 @@ def _train(config: ImitationConfig, group: Any, device: Any, progress: Callable[
     )
 
     torch = require_torch()
+    threads = config.threads or torch.get_num_threads()
     out = Path(config.out)
     if config.amp:
         require_autocast_support(build_model(dataclasses.replace(config.model, kind=config.kind)), device)
@@ -271,8 +274,7 @@ def _train(config: ImitationConfig, group: Any, device: Any, progress: Callable[
                 collected = collect_dagger(config, len(datasets), Path(history[-1].checkpoint), frames, group)
                 datasets.append(EpisodeTensors(collected, vocab, model_config.max_instruction_tokens))
             dataset = torch.utils.data.ConcatDataset(datasets)
-            if config.threads:
-                torch.set_num_threads(config.threads)  # validation's agent may have changed it
+            torch.set_num_threads(threads)  # validation's agent may have changed it
             batches = GlobalBatches(len(dataset), config.batch_size, config.seed * 100_003 + epoch, group)
             loader = torch.utils.data.DataLoader(dataset, batch_sampler=batches, num_workers=config.loader_workers,
                                                  collate_fn=functools.partial(collate, inflection=inflection))
