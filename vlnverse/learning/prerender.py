@@ -293,7 +293,7 @@ class _ChunkWriter:
         if not self.buffer:
             return
         name = chunk_name(self.sensor, len(self.files), self.config.compress)
-        self.pending.append(self.pool.submit(_write_chunk, self.folder / name, np.stack(self.buffer), self.config))
+        self.pending.append(self.pool.submit(_write_chunk, self.folder / name, self.buffer, self.config))
         self.files.append(name)
         self.buffer = []
 
@@ -303,16 +303,25 @@ class _ChunkWriter:
         return sum(f.result() for f in self.pending)
 
 
-def _write_chunk(path: Path, array: np.ndarray, config: PrerenderConfig) -> int:
+def _write_chunk(path: Path, frames: list[np.ndarray], config: PrerenderConfig) -> int:
     """Write one chunk straight into its (atomically renamed) file; returns its bytes."""
     with atomic_open(path, "wb") as handle:
         if config.compress:
             with zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED, compresslevel=config.compress_level) as archive:
                 with archive.open("frames.npy", "w", force_zip64=True) as member:
-                    np.lib.format.write_array(member, array, allow_pickle=False)
+                    _write_stacked(member, frames)
         else:
-            np.lib.format.write_array(handle, array, allow_pickle=False)
+            _write_stacked(handle, frames)
         return handle.tell()
+
+
+def _write_stacked(out: Any, frames: list[np.ndarray]) -> None:
+    """The ``.npy`` bytes of ``np.stack(frames)``, written frame after frame (no stacked copy)."""
+    first = frames[0]
+    np.lib.format.write_array_header_1_0(out, {"descr": np.lib.format.dtype_to_descr(first.dtype),
+                                               "fortran_order": False, "shape": (len(frames), *first.shape)})
+    for frame in frames:
+        out.write(memoryview(np.ascontiguousarray(frame)).cast("B"))
 
 
 def _frame(sensor: str, value: np.ndarray, config: PrerenderConfig) -> np.ndarray:
