@@ -131,3 +131,33 @@ def test_the_physics_rate_is_in_the_fingerprint_where_physics_moves_the_frames(t
     slide = PrerenderConfig(dataset=str(tmp_path), out=str(tmp_path / "frames"), physics="slide")
     assert slide.fingerprint()["physics_hz"] == 60.0
     assert "physics_hz" not in dataclasses.replace(slide, physics="tel_hop").fingerprint()  # teleports
+
+
+def test_chunks_hold_the_stack_of_their_frames_as_stored(tmp_path):
+    """A chunk written frame by frame is ``np.save`` of the frames' stack, converted as stored
+    (float16 depth): byte for byte raw, the same array in a .npz."""
+    import io
+    import zipfile
+
+    from vlnverse.learning.prerender import _write_chunk
+
+    rng = np.random.default_rng(0)
+    readings = {"rgb": [rng.integers(0, 256, (8, 8, 3), dtype=np.uint8) for _ in range(5)],
+                "depth": [rng.random((8, 8, 1), dtype=np.float32) for _ in range(5)],
+                "semantic": [rng.integers(-1, 40, (8, 8), dtype=np.int32) for _ in range(5)]}
+    stored = {"rgb": np.uint8, "depth": np.float16, "semantic": np.int32}
+    for compress in (False, True):
+        config = PrerenderConfig(dataset=str(tmp_path), out=str(tmp_path), compress=compress)
+        for sensor, frames_ in readings.items():
+            path = tmp_path / f"{sensor}-{compress}"
+            expected = np.stack(frames_).astype(stored[sensor])
+            assert _write_chunk(path, sensor, frames_, config) == path.stat().st_size
+            if compress:
+                with zipfile.ZipFile(path) as archive:
+                    assert archive.namelist() == ["frames.npy"]
+                loaded = np.load(path)["frames"]
+                assert loaded.dtype == expected.dtype and np.array_equal(loaded, expected)
+            else:
+                npy = io.BytesIO()
+                np.save(npy, expected)
+                assert path.read_bytes() == npy.getvalue()

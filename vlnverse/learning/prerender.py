@@ -12,8 +12,9 @@ With the oracle walking under teleporting physics (``tel_hop``), a planner
 process walks the scene's episodes ahead without cameras and this process only renders
 the camera rig at the walk's poses; DAgger walks, ``slide`` and ``strict`` (where the agent
 may push objects) render as the env walks. A writer thread compresses and writes whole
-chunks (converting frames there too and streaming partial chunks was measured slower on the
-wall clock, though it used less CPU in the render loop).
+chunks, converting depth readings to the stored dtype as it writes them (an earlier writer that
+converted frames and streamed partial chunks was measured slower on the wall clock, though it
+used less CPU in the render loop).
 
 Chunks hold ``chunk_frames`` consecutive frames of the scene: zlib-compressed ``.npz``
 files by default (about a quarter of the bytes, decompressed when read), or with
@@ -293,7 +294,7 @@ class _ChunkWriter:
         if not self.buffer:
             return
         name = chunk_name(self.sensor, len(self.files), self.config.compress)
-        self.pending.append(self.pool.submit(_write_chunk, self.folder / name, self.buffer, self.config))
+        self.pending.append(self.pool.submit(_write_chunk, self.folder / name, self.sensor, self.buffer, self.config))
         self.files.append(name)
         self.buffer = []
 
@@ -303,24 +304,26 @@ class _ChunkWriter:
         return sum(f.result() for f in self.pending)
 
 
-def _write_chunk(path: Path, frames: list[np.ndarray], config: PrerenderConfig) -> int:
-    """Write one chunk straight into its (atomically renamed) file; returns its bytes."""
+def _write_chunk(path: Path, sensor: str, readings: list[np.ndarray], config: PrerenderConfig) -> int:
+    """Write one chunk of ``sensor``'s readings, stored as :func:`_frame` converts them,
+    straight into its (atomically renamed) file; returns its bytes."""
+    frames = (_frame(sensor, reading, config) for reading in readings)
     with atomic_open(path, "wb") as handle:
         if config.compress:
             with zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED, compresslevel=config.compress_level) as archive:
                 with archive.open("frames.npy", "w", force_zip64=True) as member:
-                    _write_stacked(member, frames)
+                    _write_stacked(member, frames, len(readings))
         else:
-            _write_stacked(handle, frames)
+            _write_stacked(handle, frames, len(readings))
         return handle.tell()
 
 
-def _write_stacked(out: Any, frames: list[np.ndarray]) -> None:
-    """The ``.npy`` bytes of ``np.stack(frames)``, written frame after frame (no stacked copy)."""
-    first = frames[0]
+def _write_stacked(out: Any, frames: Iterator[np.ndarray], count: int) -> None:
+    """The ``.npy`` bytes of ``np.stack`` of ``count`` frames, written frame after frame (no stacked copy)."""
+    first = next(frames)
     np.lib.format.write_array_header_1_0(out, {"descr": np.lib.format.dtype_to_descr(first.dtype),
-                                               "fortran_order": False, "shape": (len(frames), *first.shape)})
-    for frame in frames:
+                                               "fortran_order": False, "shape": (count, *first.shape)})
+    for frame in (first, *frames):
         out.write(memoryview(np.ascontiguousarray(frame)).cast("B"))
 
 
@@ -422,7 +425,7 @@ def render_scene(scene_id: str, scene_file: str, episodes: list[Any], config: Pr
                 scene_file, episodes, config):
             for obs in observations:
                 for name, writer in writers.items():
-                    writer.add(_frame(name, obs[name], config))
+                    writer.add(obs[name])
             records.append({"episode_id": episode.episode_id, "task": episode.task,
                             "instruction": episode.instruction.text, "start": len(actions), "length": len(taken),
                             "stopped": bool(taken and taken[-1] == 0)})
