@@ -28,6 +28,7 @@ from __future__ import annotations
 import concurrent.futures as futures
 import hashlib
 import io
+import itertools
 import json
 import logging
 import multiprocessing
@@ -323,7 +324,7 @@ def _write_stacked(out: Any, frames: Iterator[np.ndarray], count: int) -> None:
     first = next(frames)
     np.lib.format.write_array_header_1_0(out, {"descr": np.lib.format.dtype_to_descr(first.dtype),
                                                "fortran_order": False, "shape": (count, *first.shape)})
-    for frame in (first, *frames):
+    for frame in itertools.chain([first], frames):
         out.write(memoryview(np.ascontiguousarray(frame)).cast("B"))
 
 
