@@ -2,10 +2,12 @@
 
 A :class:`RunSpec` (everything every episode of a run shares) and a :class:`WorkItem`
 (one episode under one physics mode) are plain picklable values. An :class:`EvalWorker`
-keeps a few envs per :attr:`WorkItem.env_key` (scene, physics, task components) and resets
-an idle one to the next episode of its key instead of building another, so a worker loads
-each scene once while it works through that scene's episodes; the executors hand each of
-its concurrent episodes ("lanes") items of one key in a row (:mod:`vlnverse.eval.executors`).
+keeps a few envs per :attr:`WorkItem.env_key` (scene, physics) and resets an idle one to the
+next episode of its key instead of building another (giving it the episode's task
+components first when they differ: :meth:`~vlnverse.envs.nav_env.NavEnv.set_task`), so a
+worker loads each scene once while it works through that scene's episodes; the executors
+hand each of its concurrent episodes ("lanes") items of one key in a row
+(:mod:`vlnverse.eval.executors`).
 
 LLM agents: the worker builds the run's model client (``RunSpec.llm``: a
 :func:`vlnverse.llm.make_llm` spec, with the cache and transcript wrappers) — in the
@@ -139,12 +141,10 @@ class WorkItem:
         return str(self.episode.get("task", ""))
 
     @property
-    def env_key(self) -> tuple[Any, ...]:
+    def env_key(self) -> tuple[str, str]:
         """What an env for this item is built from: items with the same key run in the
-        same env, each reset to its own episode."""
-        from vlnverse.envs.tasks import wanted_components
-
-        return self.scene_file, self.physics, wanted_components(self.task)
+        same env, each reset to its own episode (with its own task components)."""
+        return self.scene_file, self.physics
 
 
 @dataclass(frozen=True)
@@ -276,29 +276,41 @@ class EvalWorker:
         return slot
 
     def _take_env(self, item: WorkItem) -> tuple[Any, bool]:
-        """An env for ``item``, and whether it was built: an idle one of its key (reset to the
-        item's episode by the runner), else a new one built under the env lock."""
-        key = item.env_key
+        """An env for ``item``, and whether it was built: an idle one of its key (one with
+        the item's task components if there is one, else given them under the env lock;
+        the runner resets it to the item's episode), else a new one built under the env lock."""
+        from vlnverse.envs.tasks import wanted_components
+
+        key, components = item.env_key, wanted_components(item.task)
         with self._lock:
-            for env_id, (env_key, env) in self._idle_envs.items():
-                if env_key == key:
-                    del self._idle_envs[env_id]
-                    self._busy_envs += 1
-                    return env, False
+            idle = [(env_id, env) for env_id, (env_key, env) in self._idle_envs.items() if env_key == key]
+            if idle:
+                env_id, env = next(((i, e) for i, e in idle if wanted_components(e.task) == components), idle[0])
+                del self._idle_envs[env_id]
+                self._busy_envs += 1
+        if idle:
+            if wanted_components(env.task) != components:
+                with self.env_lock:
+                    env.set_task(item.task, **self._task_settings(components))
+            return env, False
         from vlnverse.envs.nav_env import NavEnv
 
-        scene_file, physics, components = key
+        scene_file, physics = key
         with self.env_lock:
             self._close_idle(spare=1)
             env = NavEnv(scene_file, backend=self.spec.backend, renderer=self.spec.renderer, physics=physics,
                          action_space=self.agent.action_space, sensors=self.agent.sensors,
                          max_episode_steps=self.spec.max_steps,
                          occupancy_resolution=self.spec.occupancy_resolution, task=item.task,
-                         oracle_llm=(self.oracle or self.spec.oracle_llm) if "dialogue" in components else None,
-                         instruction_view=self.spec.instruction_view)
+                         instruction_view=self.spec.instruction_view, **self._task_settings(components))
         with self._lock:
             self._busy_envs += 1
         return env, True
+
+    def _task_settings(self, components: tuple[str, ...]) -> dict[str, Any]:
+        """The env's task settings for episodes with ``components``: the dialogue oracle's
+        model only where there is a dialogue (its client is made for every env given one)."""
+        return {"oracle_llm": (self.oracle or self.spec.oracle_llm) if "dialogue" in components else None}
 
     def _close_idle(self, spare: int = 0) -> None:
         """Close the oldest idle envs until ``spare`` more fit in the worker's env budget
