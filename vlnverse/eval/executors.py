@@ -4,9 +4,9 @@ Every executor streams :class:`~vlnverse.eval.worker.WorkResult` objects back to
 caller's ``on_result`` one episode at a time as they finish (the caller writes them to
 ``episodes.jsonl``). Every executor hands out single items on demand through an
 :class:`AffinityScheduler`, one lane at a time: a worker running K episodes at once has K
-lanes, and the scheduler keeps each lane on one env key (scene, physics mode, task
-components), so the worker resets the env a lane's last episode used to the lane's next
-one instead of building another, while the load still balances. Results do not depend on
+lanes, and the scheduler keeps each lane on one env key (scene and physics mode), so the
+worker resets the env a lane's last episode used to the lane's next one instead of
+building another, while the load still balances. Results do not depend on
 the executor or on which env ran an episode: each episode's seed derives from the run seed
 and the episode alone, and a reset puts the env back as built.
 """
@@ -52,8 +52,8 @@ STOP_TIMEOUT_S = 5.0
 """How long stopping workers may take to close their envs before they are terminated."""
 
 OnResult = Callable[[WorkResult], None]
-Group = tuple[Any, ...]
-"""Items that share an env: :attr:`~vlnverse.eval.worker.WorkItem.env_key` (scene file first)."""
+Group = tuple[str, str]
+"""Items that share an env: :attr:`~vlnverse.eval.worker.WorkItem.env_key` (scene file, physics mode)."""
 
 
 class AffinityScheduler:
