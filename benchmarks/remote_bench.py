@@ -85,13 +85,15 @@ def run_eval(dataset: Path, out: Path, url: str, concurrency: int, args: argpars
         raise RuntimeError(f"benchmark episodes failed: {errors[0]['error']}")
     split = {key: sum(t[key] for t in result.timings) / len(result.timings)
              for key in ("build", "env", "agent", "waited", "total")}
-    return Run(concurrency, result.evaluated / elapsed, result.evaluated, elapsed, cpu[0], cpu[1], split)
+    built = sum(t["built"] for t in result.timings)
+    return Run(concurrency, result.evaluated / elapsed, result.evaluated, elapsed, cpu[0], cpu[1], split, built)
 
 
 @dataclass
 class Run:
     """One eval run: throughput, wall and CPU seconds (this process; the worker process it
-    forked, reaped by the end), and each episode's mean wall time per part (``timings``)."""
+    forked, reaped by the end), each episode's mean wall time per part (``timings``) and
+    the envs built (the other episodes reset an env an earlier one used)."""
 
     concurrency: int
     episodes_per_s: float
@@ -100,12 +102,13 @@ class Run:
     parent_cpu_s: float
     worker_cpu_s: float
     split: dict[str, float]
+    built: int
 
     def report(self) -> str:
         s = self.split
         rest = s["total"] - s["env"] - s["agent"] - s["waited"]
         return (f"concurrency {self.concurrency}: {self.episodes_per_s:.2f} episodes/s over {self.episodes} episodes, "
-                f"{self.wall_s:.1f} s wall; CPU: worker {self.worker_cpu_s:.1f} s, parent {self.parent_cpu_s:.1f} s; "
+                f"{self.wall_s:.1f} s wall, {self.built} envs built; CPU: worker {self.worker_cpu_s:.1f} s, parent {self.parent_cpu_s:.1f} s; "
                 f"an episode: getting its env {s['build']:.2f} s, then {s['total']:.2f} s = server "
                 f"{s['agent']:.2f} + env {s['env']:.2f} + waiting for the env lock {s['waited']:.2f} + rest {rest:.2f}")
 

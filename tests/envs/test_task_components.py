@@ -93,3 +93,27 @@ def test_a_registered_component_joins_the_env_without_changing_it(beacon_family,
         assert set(plain.components.privileged_info()) <= set(info)
     finally:
         plain.close()
+
+
+def test_set_task_gives_an_env_the_components_and_spaces_of_one_built_for_the_task(two_rooms):
+    def built(task):
+        return NavEnv(two_rooms, task=task, sensors=SMALL_SENSORS, renderer="tiny", start=(2.0, 1.0, 0.0),
+                      goal=(2.2, 1.0), goal_radius=1.0)
+
+    env, dialogue = built("coarse"), built("dialogue")
+    try:
+        env.set_task("dialogue")
+        assert env.action_space == dialogue.action_space == spaces.Discrete(5) and env.ask_action == 4
+        assert env.observation_space == dialogue.observation_space
+        assert [type(p) for p in env.components.parts] == [type(p) for p in dialogue.components.parts]
+        env.reset(seed=0)
+        obs, _, terminated, _, info = env.step(env.ask_action)
+        assert not terminated and obs["oracle_answer"] and info["questions_asked"] == 1
+        env.set_task("coarse")
+        assert env.action_space == spaces.Discrete(4) and env.ask_action is None
+        assert "oracle_answer" not in env.observation_space.spaces
+        with pytest.raises(ConfigError, match="not task settings: colour; valid: dialogue"):
+            env.set_task("coarse", colour="red")
+    finally:
+        env.close()
+        dialogue.close()

@@ -2,7 +2,9 @@
 msgpack and numpy, put on ``sys.path`` by ``--path`` (the tests start it with ``python -I -S``).
 
 It speaks the openpi websocket policy protocol as an outside server would, and each
-``--mode`` misbehaves in one way: ``ok`` (answers control frames), ``noctrl`` (an older
+``--mode`` misbehaves in one way: ``ok`` (answers control frames; two steps forward, then
+STOP), ``walk`` (acts on what it sees: forward, a turn when the depth ahead is under 0.8 m or
+the picture's checksum says so, STOP at step 6), ``noctrl`` (an older
 server: a control frame is an error text frame and a closed connection), ``slow``,
 ``close`` (closes at step 1), ``garbage`` (a reply that is not msgpack), ``outside`` (action
 7 of 4), ``nan``, ``huge`` (a 100 MB reply), ``text`` (an error text frame). Prints
@@ -88,6 +90,10 @@ def main() -> None:
                 ws.send("RuntimeError: CUDA out of memory")
             elif args.mode == "huge":
                 ws.send(b"\x00" * (100 * 1024 * 1024))
+            elif args.mode == "walk":
+                ahead = float(obs["depth"][12:20, 20:28].min())
+                turn = 2 if ahead < 0.08 else 3 if int(obs["rgb"].sum()) % 5 == 0 else 1
+                ws.send(msgpack.packb({"action": turn if step < 6 else 0}))
             else:
                 action = {"outside": 7, "nan": float("nan")}.get(args.mode, 1 if step < 2 else 0)
                 ws.send(msgpack.packb({"action": np.asarray(action), "server_timing": {"infer_ms": 1.0}},

@@ -9,8 +9,9 @@ import pytest
 
 from vlnverse.errors import ConfigError, SceneError, WorkerError
 from vlnverse.eval.agent import Agent
-from vlnverse.eval.executors import AffinityScheduler, run_items
-from vlnverse.eval.worker import RunSpec, WorkItem
+from vlnverse.eval.executors import AffinityScheduler, dispatch, run_items
+from vlnverse.eval.runner import EpisodeTiming
+from vlnverse.eval.worker import RunSpec, WorkItem, WorkResult
 
 
 def items(groups):
@@ -74,6 +75,29 @@ def test_every_item_is_handed_out_once_and_deterministically():
     assert [scheduler.next_for(w) for w in range(3)] == [None] * 3
     assert handed_out()[0] == got
     assert AffinityScheduler([]).next_for(0) is None
+
+
+def test_each_lane_of_a_worker_keeps_to_one_env_key():
+    """Two workers of two lanes: every lane is handed items of one group in a row (its worker
+    resets the env of the last one), one in flight per lane, results in the order they end."""
+    work = items([("a", "strict", 4), ("b", "strict", 3), ("c", "strict", 3), ("d", "strict", 2)])
+    running, sent, done = [], [], []
+
+    def submit(worker, item):
+        running.append((worker, item))
+        sent.append((worker, group(item)))
+        assert len(running) <= 4
+
+    def receive():
+        worker, item = running.pop(0)
+        return worker, WorkResult({"episode_id": item.key[0], "physics": item.key[1]}, EpisodeTiming())
+
+    dispatch(work, 2, submit, receive, done.append, concurrency=2)
+    assert sorted(r.record["episode_id"] for r in done) == sorted(i.key[0] for i in work)
+    a, b, c, d = (("a", "strict"), ("b", "strict"), ("c", "strict"), ("d", "strict"))
+    assert sent[:4] == [(0, a), (1, b), (0, c), (1, d)]  # lane i runs on worker i % 2
+    # lane 3, its group done, joins a for its last item (a lane joins a group with one left)
+    assert sent[4:] == [(0, a), (1, b), (0, c), (1, d), (0, a), (1, b), (0, c), (1, a)]
 
 
 @pytest.fixture(scope="module")

@@ -79,9 +79,9 @@ def free_port() -> int:
 
 
 def run(dataset: Path, out: Path, agent: str, config: dict | None = None, **kwargs) -> dict:
+    settings = {"split": "test", "task": "coarse", "physics": ("tel_hop",), "max_steps": 8, "plots": 0} | kwargs
     result = evaluate(EvalConfig(dataset=str(dataset), out=str(out), agent=agent, agent_config=config or {},
-                                 split="test", task="coarse", physics=("tel_hop",), max_steps=8, plots=0,
-                                 **kwargs))
+                                 **settings))
     records = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
     return {"result": result, "records": records}
 
@@ -190,6 +190,33 @@ def test_concurrent_episodes_have_a_connection_each(bundled_dataset, bare_path, 
                   if text.startswith("connections ")]
     assert [r["fail_reason"] for r in done["records"]] == ["stop", "stop"]
     assert max(counts) == 2  # and one before, the metadata read when the run starts
+
+
+@pytest.mark.timeout(600)
+def test_concurrent_episodes_reuse_envs_and_record_what_fresh_envs_record(bundled_dataset, bare_path, tmp_path,
+                                                                           monkeypatch):
+    """Each lane resets the env its last episode used, given the next episode's task components
+    when they differ (collisions, pushed objects, pose, RNG and pictures all start over): the
+    records equal, byte for byte, those of a run where every episode builds its own env."""
+    from vlnverse.eval import worker
+    from vlnverse.eval.store import dumps_record
+
+    def lines(done: dict) -> dict:
+        return {(r["episode_id"], r["physics"]): dumps_record(r) for r in done["records"]}
+
+    with bare_server(bare_path, "walk") as (line, _):
+        url = f"ws://127.0.0.1:{line.split()[1]}"
+        settings = {"task": "all", "physics": ("strict",), "concurrency": 2}  # one scene, every task kind
+        reused = run(bundled_dataset, tmp_path / "reused", url, **settings)
+        monkeypatch.setattr(worker, "ENV_CACHE_SIZE", 0)  # no idle env kept: each episode builds one
+        fresh = run(bundled_dataset, tmp_path / "fresh", url, **settings)
+    records = reused["records"]
+    assert {"coarse", "visual_reference", "long_horizon", "dialogue"} <= {r["task"] for r in records}
+    assert [t["built"] for t in fresh["result"].timings] == [True] * len(records)
+    assert sum(t["built"] for t in reused["result"].timings) == 2  # one env per lane
+    assert lines(reused) == lines(fresh)
+    assert len({tuple(r["actions"]) for r in records}) > 1 and any(2 in r["actions"] or 3 in r["actions"]
+                                                                     for r in records)
 
 
 def test_bad_configs_are_one_line_and_a_url_labels_its_run(tmp_path):

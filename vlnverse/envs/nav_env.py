@@ -176,10 +176,11 @@ class NavEnv(gym.Env):
         fixed_goal = goal_from(goal, self.goal_radius) if goal is not None else None
         if not isinstance(instruction, str):
             raise ConfigError(f"instruction must be a string, got {instruction!r}")
-        self.components = TaskSet(self, task, {
+        self._task_settings = {
             "dialogue": dialogue, "question_budget": question_budget, "oracle_llm": oracle_llm, "eqa": eqa,
             "reference_image": reference_image, "reference_image_size": reference_image_size,
-            "instruction_view": instruction_view})
+            "instruction_view": instruction_view}
+        self.components = TaskSet(self, task, dict(self._task_settings))
         self.episodes = tuple(e if isinstance(e, NavEpisode) else NavEpisode.from_mapping(e) for e in (episodes or ()))
         self.task = task
         self.dataset = None
@@ -198,20 +199,39 @@ class NavEnv(gym.Env):
         self.sim: Simulator | None = None
         self._scene_key: str | None = None
         self._load_scene(scene, rig)
-        self.action_spec_space = self.action_spec.gym_space(self.agent_spec)
-        self.action_space = self.components.add_actions(self.action_spec_space)
-        dialogue_part = self.components.component("dialogue")
-        #: The discrete action id that asks the dialogue oracle (None without one).
-        self.ask_action: int | None = dialogue_part.first_action if dialogue_part is not None else None
-        texts = [instruction, *(e.instruction for e in self.episodes), *self.components.texts(self.episodes)]
-        self._charset = INSTRUCTION_CHARSET | frozenset("".join(texts))
-        self._max_text = max(INSTRUCTION_MAX_LENGTH, *(len(t) for t in texts))
-        self._update_observation_space()
+        self._instruction = instruction
+        self._compose()
         self.episode: NavEpisode | None = None
         self._steps, self._done, self._bump, self._path_length, self._start_snap = 0, True, 0, 0.0, 0.0
         self._fields: list = []
         self._oracle: Oracle | None = None
         self._distance = math.inf
+
+    def _compose(self) -> None:
+        """The action and observation spaces of the sensors and the task components."""
+        self.action_spec_space = self.action_spec.gym_space(self.agent_spec)
+        self.action_space = self.components.add_actions(self.action_spec_space)
+        dialogue_part = self.components.component("dialogue")
+        #: The discrete action id that asks the dialogue oracle (None without one).
+        self.ask_action: int | None = dialogue_part.first_action if dialogue_part is not None else None
+        texts = [self._instruction, *(e.instruction for e in self.episodes), *self.components.texts(self.episodes)]
+        self._charset = INSTRUCTION_CHARSET | frozenset("".join(texts))
+        self._max_text = max(INSTRUCTION_MAX_LENGTH, *(len(t) for t in texts))
+        self._update_observation_space()
+
+    def set_task(self, task: str | None, **settings: Any) -> None:
+        """Give the env the task components of ``task`` and its spaces, as an env built for
+        ``task`` has them (``settings``: task settings as the constructor takes them, e.g.
+        ``oracle_llm``, in place of its own); the scene, the simulator and the episodes
+        stay. The next episode starts at :meth:`reset`."""
+        unknown = sorted(set(settings) - set(self._task_settings))
+        if unknown:
+            raise ConfigError(f"not task settings: {', '.join(unknown)}; valid: {', '.join(self._task_settings)}")
+        self._task_settings = {**self._task_settings, **settings}
+        self.components = TaskSet(self, task, dict(self._task_settings))
+        self.task = task
+        self._compose()
+        self.episode, self._done = None, True
 
     def _load_scene(self, scene: str | Path | Scene, rig: Any = None) -> None:
         """Make ``scene`` the loaded scene (a no-op when it already is)."""

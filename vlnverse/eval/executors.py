@@ -2,10 +2,13 @@
 
 Every executor streams :class:`~vlnverse.eval.worker.WorkResult` objects back to the
 caller's ``on_result`` one episode at a time as they finish (the caller writes them to
-``episodes.jsonl``). The parallel executors hand out single items on demand through an
-:class:`AffinityScheduler`, which keeps each worker on one scene and physics mode, so few
-workers build each env while the load still balances. Results do not depend on the
-executor: each episode's seed derives from the run seed and the episode alone.
+``episodes.jsonl``). Every executor hands out single items on demand through an
+:class:`AffinityScheduler`, one lane at a time: a worker running K episodes at once has K
+lanes, and the scheduler keeps each lane on one env key (scene and physics mode), so the
+worker resets the env a lane's last episode used to the lane's next one instead of
+building another, while the load still balances. Results do not depend on
+the executor or on which env ran an episode: each episode's seed derives from the run seed
+and the episode alone, and a reset puts the env back as built.
 """
 
 from __future__ import annotations
@@ -30,7 +33,6 @@ from vlnverse.eval.worker import (
     WorkResult,
     hard_limit,
     run_process_worker,
-    run_serial_items,
 )
 from vlnverse.parallel import check_executor, ray_session
 from vlnverse.processes import describe_exit
@@ -39,9 +41,11 @@ logger = logging.getLogger(__name__)
 
 IN_FLIGHT_PER_WORKER = 2
 """Items queued per worker running one episode at a time: it starts the next one while its
-last result travels back (a worker running K at once gets K + 1)."""
+last result travels back (a worker running K at once has one in flight per lane)."""
 MIN_ITEMS_TO_SHARE = 3
-"""A worker joins another's group only while it has this many items left."""
+"""A worker running one episode at a time joins another's group only while it has this many
+items left (a lane of a worker running several joins any: its episodes wait on an agent
+far longer than an env takes to build)."""
 POLL_S = 0.2
 """How often the local pool checks, while it waits for results, that its workers live."""
 STOP_TIMEOUT_S = 5.0
@@ -49,21 +53,23 @@ STOP_TIMEOUT_S = 5.0
 
 OnResult = Callable[[WorkResult], None]
 Group = tuple[str, str]
-"""Items that share an env: (scene file, physics mode)."""
+"""Items that share an env: :attr:`~vlnverse.eval.worker.WorkItem.env_key` (scene file, physics mode)."""
 
 
 class AffinityScheduler:
-    """Hands out work items one at a time, keeping each worker on one (scene, physics) group.
+    """Hands out work items one at a time, keeping each worker (or lane) on one env key.
 
     Building an env takes ~0.1 s with the scene cache warm and 0.5-0.9 s cold, so a worker
     should build few; handing out single items on demand (not fixed chunks) still lets the
-    workers finish together.
+    workers finish together. A worker joins a group another one is on only while it has
+    ``min_to_share`` items left.
     """
 
-    def __init__(self, items: Sequence[WorkItem]) -> None:
+    def __init__(self, items: Sequence[WorkItem], min_to_share: int = MIN_ITEMS_TO_SHARE) -> None:
         self._groups: dict[Group, deque[WorkItem]] = {}
         for item in items:
-            self._groups.setdefault((item.scene_file, item.physics), deque()).append(item)
+            self._groups.setdefault(item.env_key, deque()).append(item)
+        self._min_to_share = min_to_share
         self._current: dict[int, Group] = {}
         self._scenes: dict[int, set[str]] = {}
 
@@ -96,7 +102,7 @@ class AffinityScheduler:
             others = set().union(*(scenes for w, scenes in self._scenes.items() if w != worker))
             return max(unclaimed, key=lambda g: (g[0] in mine, g[0] not in others, self._left(g)))
         largest = max(self._groups, key=self._left, default=None)
-        if largest is None or self._left(largest) < MIN_ITEMS_TO_SHARE:
+        if largest is None or self._left(largest) < self._min_to_share:
             return None  # the workers on the last groups finish them sooner than a new env is built
         return largest
 
@@ -107,39 +113,57 @@ class AffinityScheduler:
 def dispatch(items: Sequence[WorkItem], workers: int, submit: Callable[[int, WorkItem], None],
              receive: Callable[[], tuple[int, WorkResult]], on_result: OnResult, *,
              concurrency: int = 1, queued: bool = True) -> None:
-    """Run ``items`` on ``workers`` workers, keeping ``concurrency + 1`` of them in flight
-    on each (:data:`IN_FLIGHT_PER_WORKER` for one at a time; ``concurrency`` without
-    ``queued``): ``submit(worker, item)`` sends one, ``receive()`` waits for the next
-    ``(worker, result)``, and that worker gets its next item before ``on_result`` runs. Once
+    """Run ``items`` on ``workers`` workers of ``concurrency`` lanes each (a lane: one of the
+    episodes a worker runs at once). Each lane gets its next item from the scheduler when
+    its last result comes back, so it keeps to one env key; in flight are one item per lane,
+    or :data:`IN_FLIGHT_PER_WORKER` for a worker running one at a time (unless not
+    ``queued``). ``submit(worker, item)`` sends one, ``receive()`` waits for the next
+    ``(worker, result)``, and that lane gets its next item before ``on_result`` runs. Once
     a result says the run's budget is spent, nothing more is sent; the items in flight are
     waited for."""
-    scheduler = AffinityScheduler(items)
+    scheduler = AffinityScheduler(items, MIN_ITEMS_TO_SHARE if concurrency == 1 else 1)
+    lane_of: dict[tuple[str, str], int] = {}  # item key -> its lane (lane % workers: its worker)
     in_flight = 0
     stopped = False
 
-    def feed(worker: int) -> None:
+    def feed(lane: int) -> None:
         nonlocal in_flight
-        item = None if stopped else scheduler.next_for(worker)
+        item = None if stopped else scheduler.next_for(lane)
         if item is not None:
-            submit(worker, item)
+            lane_of[item.key] = lane
+            submit(lane % workers, item)
             in_flight += 1
 
-    for _ in range(max(IN_FLIGHT_PER_WORKER, concurrency + 1) if queued else concurrency):
-        for worker in range(workers):
-            feed(worker)
+    for _ in range(IN_FLIGHT_PER_WORKER if queued and concurrency == 1 else 1):
+        for lane in range(workers * concurrency):
+            feed(lane)
     while in_flight:
-        worker, result = receive()
+        _, result = receive()
         in_flight -= 1
         stopped = stopped or result.stopped is not None
-        feed(worker)
+        if result.record is not None:
+            feed(lane_of.pop(record_key(result.record)))
         on_result(result)
 
 
 def run_serial(spec: RunSpec, items: Sequence[WorkItem], on_result: OnResult) -> None:
     """Run every item in this process (``spec.concurrency`` at once, on threads)."""
+    import concurrent.futures as cf
+
     worker = EvalWorker(spec)
+    running: set[cf.Future] = set()
     try:
-        run_serial_items(worker, items, on_result)
+        with cf.ThreadPoolExecutor(spec.concurrency, thread_name_prefix="vlnverse-episode") as pool:
+
+            def submit(_: int, item: WorkItem) -> None:
+                running.add(pool.submit(worker.run, item))
+
+            def receive() -> tuple[int, WorkResult]:
+                done = next(iter(cf.wait(running, return_when=cf.FIRST_COMPLETED).done))
+                running.discard(done)
+                return 0, done.result()
+
+            dispatch(items, 1, submit, receive, on_result, concurrency=spec.concurrency, queued=False)
     finally:
         worker.close()
 

@@ -260,7 +260,7 @@ class EvalResult:
         resumed: Records found finished from an earlier call.
         retried: Error records of an earlier call taken out to run again (``retry_errors``).
         timings: Per evaluated record: ``{"env", "agent", "total", "harness", "waited", "build"}``
-            seconds (see :class:`~vlnverse.eval.runner.EpisodeTiming`).
+            seconds and ``built`` (see :class:`~vlnverse.eval.runner.EpisodeTiming`).
         stopped: Why the run stopped before finishing its selection (its LLM budget is
             spent), or None.
     """
@@ -270,7 +270,7 @@ class EvalResult:
     records: list[dict[str, Any]]
     evaluated: int
     resumed: int
-    timings: list[dict[str, float]] = field(default_factory=list)
+    timings: list[dict[str, Any]] = field(default_factory=list)
     stopped: str | None = None
     retried: int = 0
 
@@ -513,7 +513,7 @@ def _run(config: EvalConfig, spec: RunSpec, items: list[WorkItem], privileged: l
     if on_start:
         on_start(len(items), finished)
     spec = dataclasses.replace(spec, budget=ledger)
-    timings: list[dict[str, float]] = []
+    timings: list[dict[str, Any]] = []
     stopped: list[str] = []
     if todo and ledger is not None and (spent := ledger.exhausted()) is not None:
         stopped.append(spent)  # nothing can be called: no episode is started
@@ -534,7 +534,7 @@ def _run(config: EvalConfig, spec: RunSpec, items: list[WorkItem], privileged: l
         if appended:
             t = result.timing
             timings.append({"env": t.env, "agent": t.agent, "total": t.total, "harness": t.harness,
-                            "waited": t.waited, "build": t.build})
+                            "waited": t.waited, "build": t.build, "built": t.built})
             if on_result:
                 on_result(record)
 

@@ -71,13 +71,15 @@ class EpisodeTiming:
 
     ``total`` runs from the env's reset to the record; ``waited`` (part of it) is the wait
     for the env lock while the worker's other episodes held it; ``build`` (before it) is
-    getting the episode's env, built or reused, lock waits included."""
+    getting the episode's env, built or reused, lock waits included; ``built`` says
+    whether the episode built its env (False: it reset an idle one of its worker)."""
 
     env: float = 0.0
     agent: float = 0.0
     total: float = 0.0
     waited: float = 0.0
     build: float = 0.0
+    built: bool = False
 
     @property
     def harness(self) -> float:

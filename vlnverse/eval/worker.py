@@ -2,8 +2,12 @@
 
 A :class:`RunSpec` (everything every episode of a run shares) and a :class:`WorkItem`
 (one episode under one physics mode) are plain picklable values. An :class:`EvalWorker`
-keeps a few envs per (scene, physics, task kind), so a worker loads each scene once while
-it works through that scene's episodes.
+keeps a few envs per :attr:`WorkItem.env_key` (scene, physics) and resets an idle one to the
+next episode of its key instead of building another (giving it the episode's task
+components first when they differ: :meth:`~vlnverse.envs.nav_env.NavEnv.set_task`), so a
+worker loads each scene once while it works through that scene's episodes; the executors
+hand each of its concurrent episodes ("lanes") items of one key in a row
+(:mod:`vlnverse.eval.executors`).
 
 LLM agents: the worker builds the run's model client (``RunSpec.llm``: a
 :func:`vlnverse.llm.make_llm` spec, with the cache and transcript wrappers) — in the
@@ -136,6 +140,12 @@ class WorkItem:
     def task(self) -> str:
         return str(self.episode.get("task", ""))
 
+    @property
+    def env_key(self) -> tuple[str, str]:
+        """What an env for this item is built from: items with the same key run in the
+        same env, each reset to its own episode (with its own task components)."""
+        return self.scene_file, self.physics
+
 
 @dataclass(frozen=True)
 class WorkResult:
@@ -265,40 +275,48 @@ class EvalWorker:
         slot = self._new_slot()
         return slot
 
-    def _env_key(self, item: WorkItem) -> tuple[Any, ...]:
+    def _take_env(self, item: WorkItem) -> tuple[Any, bool]:
+        """An env for ``item``, and whether it was built: an idle one of its key (one with
+        the item's task components if there is one, else given them under the env lock;
+        the runner resets it to the item's episode), else a new one built under the env lock."""
         from vlnverse.envs.tasks import wanted_components
 
-        return item.scene_file, item.physics, wanted_components(item.task)
-
-    def _take_env(self, item: WorkItem) -> Any:
-        """An idle env for ``item`` (built under the env lock when none is idle)."""
-        key = self._env_key(item)
+        key, components = item.env_key, wanted_components(item.task)
         with self._lock:
-            for env_id, (env_key, env) in self._idle_envs.items():
-                if env_key == key:
-                    del self._idle_envs[env_id]
-                    self._busy_envs += 1
-                    return env
+            idle = [(env_id, env) for env_id, (env_key, env) in self._idle_envs.items() if env_key == key]
+            if idle:
+                env_id, env = next(((i, e) for i, e in idle if wanted_components(e.task) == components), idle[0])
+                del self._idle_envs[env_id]
+                self._busy_envs += 1
+        if idle:
+            if wanted_components(env.task) != components:
+                with self.env_lock:
+                    env.set_task(item.task, **self._task_settings(components))
+            return env, False
         from vlnverse.envs.nav_env import NavEnv
 
-        scene_file, physics, components = key
+        scene_file, physics = key
         with self.env_lock:
             self._close_idle(spare=1)
             env = NavEnv(scene_file, backend=self.spec.backend, renderer=self.spec.renderer, physics=physics,
                          action_space=self.agent.action_space, sensors=self.agent.sensors,
                          max_episode_steps=self.spec.max_steps,
                          occupancy_resolution=self.spec.occupancy_resolution, task=item.task,
-                         oracle_llm=(self.oracle or self.spec.oracle_llm) if "dialogue" in components else None,
-                         instruction_view=self.spec.instruction_view)
+                         instruction_view=self.spec.instruction_view, **self._task_settings(components))
         with self._lock:
             self._busy_envs += 1
-        return env
+        return env, True
+
+    def _task_settings(self, components: tuple[str, ...]) -> dict[str, Any]:
+        """The env's task settings for episodes with ``components``: the dialogue oracle's
+        model only where there is a dialogue (its client is made for every env given one)."""
+        return {"oracle_llm": (self.oracle or self.spec.oracle_llm) if "dialogue" in components else None}
 
     def _close_idle(self, spare: int = 0) -> None:
         """Close the oldest idle envs until ``spare`` more fit in the worker's env budget
         (call with the env lock held)."""
         with self._lock:
-            room = self._env_budget - self._busy_envs - spare
+            room = max(0, self._env_budget - self._busy_envs - spare)
             old = [self._idle_envs.popitem(last=False)[1][1] for _ in range(max(0, len(self._idle_envs) - room))]
         for env in old:
             env.close()
@@ -306,7 +324,7 @@ class EvalWorker:
     def _give_back(self, item: WorkItem, env: Any) -> None:
         with self._lock:
             self._busy_envs -= 1
-            self._idle_envs[id(env)] = (self._env_key(item), env)
+            self._idle_envs[id(env)] = (item.env_key, env)
             over = len(self._idle_envs) > self._env_budget - self._busy_envs
         if over:  # the env lock only to close one: the other episodes' steps wait for it
             with self.env_lock:
@@ -323,7 +341,7 @@ class EvalWorker:
         env = None
         try:
             t0 = time.perf_counter()
-            env = self._take_env(item)
+            env, built = self._take_env(item)
             self._scene_map(item, env)
             build = time.perf_counter() - t0
             if on_start is not None:
@@ -339,7 +357,7 @@ class EvalWorker:
             except LLMBudgetExceeded as exc:
                 logger.info("episode %s (%s) left for later: %s", episode.episode_id, item.physics, exc)
                 return WorkResult(None, EpisodeTiming(), stopped=str(exc))
-            timing.build = build
+            timing.build, timing.built = build, built
             record["plot"] = None
             if item.plot and self.spec.plots_dir:
                 record["plot"] = self._plot(env, record)
@@ -431,34 +449,6 @@ class EvalWorker:
         for client in (self.llm, self.oracle):
             if client is not None:
                 client.close()
-
-
-def run_serial_items(worker: EvalWorker, items: Any, on_result: Any) -> None:
-    """Run ``items`` on ``worker`` with its concurrency, calling ``on_result(result)`` from
-    this thread as each finishes; no new item starts once a result says the budget is spent."""
-    import concurrent.futures as cf
-
-    source = iter(items)
-    stopped = False
-    with cf.ThreadPoolExecutor(worker.spec.concurrency, thread_name_prefix="vlnverse-episode") as pool:
-        pending = {pool.submit(worker.run, item) for item in _take(source, worker.spec.concurrency)}
-        while pending:
-            done, pending = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
-            results = [future.result() for future in done]
-            stopped = stopped or any(r.stopped for r in results)
-            if not stopped:
-                pending |= {pool.submit(worker.run, item) for item in _take(source, len(done))}
-            for result in results:
-                on_result(result)
-
-
-def _take(source: Any, n: int) -> list[Any]:
-    out = []
-    for item in source:
-        out.append(item)
-        if len(out) == n:
-            break
-    return out
 
 
 # -- local process pool: one EvalWorker per process, fed one item at a time ------------------

@@ -9,10 +9,12 @@ faces, and only that room's lights reach it. A scene without rooms is one room.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
 
+from vlnverse.cache import ProcessMemo
 from vlnverse.scene.types import Scene
 
 #: Room map cell size (metres).
@@ -28,6 +30,10 @@ LAMP_POWER = 2.0
 LAMP_COLOUR = (1.0, 0.85, 0.65)
 #: Words of lamp categories.
 LAMP_WORDS = ("lamp", "light", "chandelier", "sconce")
+#: Scenes whose lighting a process keeps (:func:`scene_lighting`).
+LIGHTINGS_KEPT = 4
+
+_lightings = ProcessMemo(LIGHTINGS_KEPT)
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,18 @@ def _room_map(scene: Scene, origin: np.ndarray, shape: tuple[int, int]) -> np.nd
         return np.ones(shape, dtype=np.uint8)
     _, (rows, cols) = ndimage.distance_transform_edt(grid == 0, return_indices=True)
     return grid[rows, cols]
+
+
+def scene_lighting(scene: Scene) -> RoomLighting:
+    """:func:`room_lighting` of ``scene``, shared by the renderers of this scene object in one
+    process (its room map is a third of setting up a renderer); its arrays are read-only."""
+    def build() -> tuple[weakref.ref, RoomLighting]:
+        lighting = room_lighting(scene)
+        for array in (lighting.room_map, lighting.lights, lighting.colours, lighting.ranges):
+            array.flags.writeable = False
+        return weakref.ref(scene), lighting
+
+    return _lightings.get(id(scene), build, fresh=lambda kept: kept[0]() is scene)[1]
 
 
 def room_lighting(scene: Scene) -> RoomLighting:

@@ -23,7 +23,7 @@ from vlnverse.scene.types import Scene
 from vlnverse.sim.camera import view_matrix
 from vlnverse.sim.gl import programs, shaders
 from vlnverse.sim.gl.context import current_context
-from vlnverse.sim.gl.lighting import LIGHT_SOFTNESS, room_lighting
+from vlnverse.sim.gl.lighting import LIGHT_SOFTNESS, scene_lighting
 from vlnverse.sim.gl.panorama import PANORAMA_MODES, RigRenderer, rig_key, worth_it
 from vlnverse.sim.gl.reproject import Triangles
 from vlnverse.sim.gl.textures import MATERIALS, TILE_METRES, prim_materials, texture_layers
@@ -104,6 +104,18 @@ def _write_uniforms(program: Any, settings: dict[str, Any]) -> None:
             else:
                 program[name].value = value
 
+def _material_array(ctx: Any) -> Any:
+    """The material detail maps as a mipmapped, repeating texture array (read-only: shared)."""
+    import moderngl
+
+    layers = texture_layers()
+    materials = ctx.texture_array((layers.shape[2], layers.shape[1], len(layers)), 1, layers.tobytes())
+    materials.build_mipmaps()
+    materials.filter = (moderngl.LINEAR_MIPMAP_NEAREST, moderngl.LINEAR)
+    materials.repeat_x = materials.repeat_y = True
+    return materials
+
+
 class GLRenderer:
     """A scene on the GPU side of the process's GL context.
 
@@ -131,18 +143,15 @@ class GLRenderer:
         import moderngl
 
         ctx = self._ctx
-        lighting = room_lighting(scene)
+        lighting = scene_lighting(scene)
         self._fragment = shaders.FRAGMENT.replace("N_LIGHTS", str(max(len(lighting.lights), 1))).replace(
             "N_ROOMS", str(len(lighting.ranges)))
         self._shared = programs.acquire(ctx, shaders.VERTEX, self._fragment)
-        self._program = program = self._shared.program
+        self._program = program = self._shared.value
         self._buffer = ctx.buffer(vertex_data(scene, self._geometry))
         self._vao = ctx.vertex_array(program, [(self._buffer, VERTEX_FORMAT, *ATTRIBUTES)])
-        layers = texture_layers()
-        self._materials = ctx.texture_array((layers.shape[2], layers.shape[1], len(layers)), 1, layers.tobytes())
-        self._materials.build_mipmaps()
-        self._materials.filter = (moderngl.LINEAR_MIPMAP_NEAREST, moderngl.LINEAR)
-        self._materials.repeat_x = self._materials.repeat_y = True
+        self._shared_materials = programs.share(ctx, ("materials",), lambda: _material_array(ctx))
+        self._materials = self._shared_materials.value
         room_map = np.ascontiguousarray(lighting.room_map)
         self._rooms = ctx.texture((room_map.shape[1], room_map.shape[0]), 1, room_map.tobytes(), dtype="u1")
         self._rooms.filter = (moderngl.NEAREST, moderngl.NEAREST)
@@ -288,11 +297,12 @@ class GLRenderer:
             if self._rigs is not None:
                 self._rigs.release()
                 self._rigs = None
-            for name in ("_vao", "_buffer", "_materials", "_rooms", "_poses"):
+            for name in ("_vao", "_buffer", "_rooms", "_poses"):
                 resource = self.__dict__.pop(name, None)
                 if resource is not None:
                     resource.release()
-            shared = self.__dict__.pop("_shared", None)
-            if shared is not None:
-                self.__dict__.pop("_program", None)
-                programs.release(shared, self)
+            for name, value in (("_shared", "_program"), ("_shared_materials", "_materials")):
+                shared = self.__dict__.pop(name, None)
+                if shared is not None:
+                    self.__dict__.pop(value, None)
+                    programs.release(shared, self)
