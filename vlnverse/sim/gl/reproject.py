@@ -15,6 +15,7 @@ bilinearly. Its prim id and depth are those of the triangle the ray hits, never 
   nearest texel's triangle, a *miss* that :func:`reproject` counts.
 
 Rays are cast in double precision; the depth is the hit's distance along the view's axis.
+The compiled kernels are :mod:`vlnverse.sim.gl.raykernel`'s.
 """
 
 from __future__ import annotations
