@@ -181,3 +181,19 @@ def test_the_simulator_draws_the_panorama_in_one_pass_by_default(bundled):  # no
         observation = sim.observe()
         assert sim.backend.gl_renderer.panorama == "one_pass" and sim.backend.gl_renderer._rigs is not None
     assert observation["rgb_pano_00"].shape == (224, 224, 3) and observation["depth_pano_11"].shape == (224, 224, 1)
+
+
+@needs_gl
+def test_the_lookup_gives_the_same_bytes_on_one_thread_as_on_all():
+    import numba
+
+    with Simulator(box_room(6.0, 4.0), sensors=("rgb",), renderer="gl") as sim:
+        renderer = sim.backend.gl_renderer
+        threads = numba.get_num_threads()
+        frames = []
+        for count in (1, threads):
+            numba.set_num_threads(count)
+            frames.append(renderer.render(rig(1.0, 2.0, 0.4, size=64)))
+        numba.set_num_threads(threads)
+    for a, b in zip(*frames, strict=True):
+        assert all(np.array_equal(getattr(a, k), getattr(b, k)) for k in ("rgb", "depth", "instance"))

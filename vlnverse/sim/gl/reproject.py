@@ -15,11 +15,10 @@ bilinearly. Its prim id and depth are those of the triangle the ray hits, never 
   nearest texel's triangle, a *miss* that :func:`reproject` counts.
 
 Rays are cast in double precision; the depth is the hit's distance along the view's axis.
+The compiled kernels are :mod:`vlnverse.sim.gl.raykernel`'s.
 """
 
 from __future__ import annotations
-
-import functools
 
 import numpy as np
 
@@ -85,124 +84,6 @@ def edge_neighbours(triangles: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray
     return start, np.ascontiguousarray(pairs[:, 1])
 
 
-def _reproject(colour, drawn, corner, edge1, edge2, normal, plane, prims, neighbour_start, neighbours, base, fx, fy, columns, cos_yaw, sin_yaw,
-               eye, focal, near, far, sky, want_rgb, want_geometry, rgb, depth, ids):
-    """Fill ``rgb``, ``depth``, ``ids`` (views, H, W[, 3]); returns the misses."""
-    views, height, width = base.shape[0], base.shape[1], base.shape[2]
-    side = 2 + 2 * REACH
-    window = np.empty(side * side, np.int64)  # texel offsets of the window from its first texel
-    for k in range(side * side):
-        window[k] = (k // side) * columns + k % side
-    nothing = np.int32(0)
-    most = 0
-    for t in range(len(prims)):
-        most = max(most, neighbour_start[t + 1] - neighbour_start[t])
-    candidates = np.empty(side * side * (1 + most), np.int64)
-    misses = 0
-    for i in range(views):
-        c, s = cos_yaw[i], sin_yaw[i]
-        for v in range(height):
-            down = (v + 1.0 - height / 2.0) / focal
-            for u in range(width):
-                b, wx, wy = np.int64(base[i, v, u]), np.int64(fx[i, v, u]), np.int64(fy[i, v, u])
-                if want_rgb:  # bilinear, two channels per integer product (weights in 256ths)
-                    w00 = ((256 - wx) * (256 - wy) + 128) >> 8
-                    w01 = (wx * (256 - wy) + 128) >> 8
-                    w10 = ((256 - wx) * wy + 128) >> 8
-                    taps = ((b, w00), (b + 1, w01), (b + columns, w10), (b + columns + 1, 256 - w00 - w01 - w10))
-                    even, odd = 128 + (128 << 16), 128 + (128 << 16)
-                    for tap, weight in taps:
-                        texel = np.int64(colour[tap])
-                        even += (texel & 0xFF00FF) * weight
-                        odd += ((texel >> 8) & 0xFF00FF) * weight
-                    rgb[i, v, u, 0], rgb[i, v, u, 1], rgb[i, v, u, 2] = (even >> 8) & 255, (odd >> 8) & 255, (even >> 24) & 255
-                if not want_geometry:
-                    continue
-                # The ray (1, right, -down) of view i's camera, turned by its yaw: its
-                # forward component is 1, so a hit's distance along it is the view's depth.
-                right = (u - width / 2.0) / focal
-                dx, dy, dz = c + right * s, s - right * c, -down
-                t = drawn[b]
-                if t != nothing and drawn[b + 1] == t and drawn[b + columns] == t and drawn[b + columns + 1] == t:
-                    # Inside the four texels' triangle (convex): the hit is on its plane.
-                    tri = t - 1
-                    along = normal[tri, 0] * dx + normal[tri, 1] * dy + normal[tri, 2] * dz
-                    if along != 0.0:
-                        hit = plane[tri] / along
-                        if near <= hit <= far:
-                            depth[i, v, u], ids[i, v, u] = hit, prims[tri]
-                            continue
-                first = b - REACH * (columns + 1)
-                count, sky_seen = 0, False
-                for k in range(side * side):
-                        t = drawn[first + window[k]]
-                        if t == 0:
-                            sky_seen = True
-                            continue
-                        triangle = t - 1
-                        for j in range(count):
-                            if candidates[j] == triangle:
-                                break
-                        else:
-                            candidates[count] = triangle
-                            count += 1
-                seen = count  # and the triangles next to them (thin ones may fall between texels)
-                for k in range(seen):
-                    for n in range(neighbour_start[candidates[k]], neighbour_start[candidates[k] + 1]):
-                        triangle = neighbours[n]
-                        for j in range(count):
-                            if candidates[j] == triangle:
-                                break
-                        else:
-                            candidates[count] = triangle
-                            count += 1
-                best, best_depth = -1, np.inf
-                for k in range(count):
-                    tri = candidates[k]
-                    e1x, e1y, e1z = edge1[tri, 0], edge1[tri, 1], edge1[tri, 2]
-                    e2x, e2y, e2z = edge2[tri, 0], edge2[tri, 1], edge2[tri, 2]
-                    px, py, pz = dy * e2z - dz * e2y, dz * e2x - dx * e2z, dx * e2y - dy * e2x
-                    det = e1x * px + e1y * py + e1z * pz
-                    if det == 0.0:
-                        continue
-                    inverse = 1.0 / det
-                    tx, ty, tz = eye[0] - corner[tri, 0], eye[1] - corner[tri, 1], eye[2] - corner[tri, 2]
-                    alpha = (tx * px + ty * py + tz * pz) * inverse
-                    if alpha < 0.0 or alpha > 1.0:
-                        continue
-                    qx, qy, qz = ty * e1z - tz * e1y, tz * e1x - tx * e1z, tx * e1y - ty * e1x
-                    beta = (dx * qx + dy * qy + dz * qz) * inverse
-                    if beta < 0.0 or alpha + beta > 1.0:
-                        continue
-                    hit = (e2x * qx + e2y * qy + e2z * qz) * inverse
-                    if near <= hit <= far and (hit < best_depth or (hit == best_depth and tri < best)):
-                        best, best_depth = tri, hit
-                if best < 0 and sky_seen:
-                    depth[i, v, u], ids[i, v, u] = sky, -1
-                    continue
-                if best < 0:  # the plane of the nearest texel's triangle
-                    misses += 1
-                    t = drawn[b + (columns if wy >= 128 else 0) + (1 if wx >= 128 else 0)]
-                    best = max(t, 1) - 1
-                    along = normal[best, 0] * dx + normal[best, 1] * dy + normal[best, 2] * dz
-                    best_depth = min(max(plane[best] / along, near), far) if along != 0.0 else far
-                depth[i, v, u], ids[i, v, u] = best_depth, prims[best]
-    return misses
-
-
-@functools.cache
-def _compiled():
-    """:func:`_reproject` compiled by numba (imported on first use; cached across runs
-    where numba finds a writable cache folder, else compiled once per process)."""
-    import numba
-
-    options = {"nogil": True, "error_model": "numpy"}
-    try:
-        return numba.njit(cache=True, **options)(_reproject)
-    except RuntimeError:  # "no locator available": read-only install and no writable cache dir
-        return numba.njit(**options)(_reproject)
-
-
 def lookup_table(coordinates: np.ndarray, wide_width: int, columns: int, rows: int) -> tuple[np.ndarray, ...]:
     """The atlas coordinates (V, H, W, 2) of each pixel's ray (see
     :func:`vlnverse.sim.gl.panorama.atlas_coordinates`) in a ``rows`` × ``columns`` atlas of
@@ -234,18 +115,17 @@ def reproject(colour: np.ndarray, drawn: np.ndarray, triangles: Triangles,
         yaws: Each view's yaw (radians).
         sky: The depth of a ray that hits nothing.
     """
-    base = table[0]
-    views, height, width = base.shape
-    rgb = np.zeros((views, height, width, 3), np.uint8)
-    depth = np.zeros((views, height, width), np.float32)
-    ids = np.zeros((views, height, width), np.int32)
+    from vlnverse.sim.gl import raykernel
+
+    views, height, width = table[0].shape
+    rgb = np.empty((views, height, width, 3), np.uint8)
+    depth = np.empty((views, height, width), np.float32)
+    ids = np.empty((views, height, width), np.int32)
     yaws = np.asarray(yaws, dtype=np.float64)
-    rows, columns = drawn.shape
-    eye = np.asarray(eye, dtype=np.float64)
-    plane = np.einsum("ij,ij->i", triangles.normal, triangles.corner - eye)  # a ray d meets it at plane / (normal·d)
-    misses = _compiled()(colour.view(np.uint32).reshape(-1), drawn.reshape(-1), triangles.corner,
-                         triangles.edge1, triangles.edge2, triangles.normal, plane, triangles.prims,
-                         triangles.neighbour_start, triangles.neighbours, *table, columns, np.cos(yaws), np.sin(yaws),
-                         eye, float(focal), float(near), float(far), float(sky),
-                         bool(want_rgb), bool(want_geometry), rgb, depth, ids)
+    per_triangle = raykernel.prepare(np.asarray(eye, dtype=np.float64), triangles.corner, triangles.edge1,
+                                     triangles.edge2, triangles.normal)
+    misses = raykernel.lookup(colour.view(np.uint32).reshape(-1), drawn.reshape(-1), per_triangle, triangles.prims,
+                              triangles.neighbour_start, triangles.neighbours, *table, drawn.shape[1], REACH,
+                              np.cos(yaws), np.sin(yaws), float(focal), float(near), float(far), float(sky),
+                              bool(want_rgb), bool(want_geometry), rgb, depth, ids)
     return rgb, depth, ids, int(misses)
