@@ -30,8 +30,8 @@ def test_renderers_of_one_shader_source_share_a_program_and_draw_with_their_own_
             b_shared = b.observe()["rgb"].copy()  # a's lights were on the program last
             a_again = a.observe()["rgb"]  # and now b's
             assert np.array_equal(a_again, a_first)
-        assert shared.users == 1 and shared.key in programs._programs
-    assert shared.key not in programs._programs  # the last user freed it
+        assert shared.users == 1 and shared.key in programs._shared
+    assert shared.key not in programs._shared  # the last user freed it
     with _sim(9.0) as b:
         assert np.array_equal(b_shared, b.observe()["rgb"])  # as drawn with a program of its own
 
