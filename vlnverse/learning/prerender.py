@@ -28,7 +28,6 @@ from __future__ import annotations
 import concurrent.futures as futures
 import hashlib
 import io
-import itertools
 import json
 import logging
 import multiprocessing
@@ -277,8 +276,10 @@ class DaggerMixture:
 
 class _ChunkWriter:
     """Buffers frames of one sensor and hands them ``chunk_frames`` at a time to ``pool``,
-    which compresses and writes the chunk while the caller renders on (zlib and file writes
-    release the GIL)."""
+    which stacks, compresses and writes the chunk while the caller renders on. The chunk
+    goes to zlib and to the file in one call each, which release the GIL for the whole chunk:
+    frame by frame, the writer thread would wait for the GIL between frames while the
+    renderer holds it, and fall behind."""
 
     def __init__(self, folder: Path, sensor: str, config: PrerenderConfig, pool: futures.Executor) -> None:
         self.folder, self.sensor, self.config, self.pool = folder, sensor, config, pool
@@ -306,32 +307,23 @@ class _ChunkWriter:
 
 
 def _write_chunk(path: Path, sensor: str, readings: list[np.ndarray], config: PrerenderConfig) -> int:
-    """Write one chunk of ``sensor``'s readings, stored as :func:`_frame` converts them,
-    straight into its (atomically renamed) file; returns its bytes."""
-    frames = (_frame(sensor, reading, config) for reading in readings)
+    """Write one chunk of ``sensor``'s readings (depth as ``config.depth_dtype``) straight into
+    its (atomically renamed) file; returns its bytes."""
+    frames = np.stack(readings, dtype=np.dtype(config.depth_dtype) if sensor == "depth" else None)
     with atomic_open(path, "wb") as handle:
         if config.compress:
             with zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED, compresslevel=config.compress_level) as archive:
                 with archive.open("frames.npy", "w", force_zip64=True) as member:
-                    _write_stacked(member, frames, len(readings))
+                    _write_array(member, frames)
         else:
-            _write_stacked(handle, frames, len(readings))
+            _write_array(handle, frames)
         return handle.tell()
 
 
-def _write_stacked(out: Any, frames: Iterator[np.ndarray], count: int) -> None:
-    """The ``.npy`` bytes of ``np.stack`` of ``count`` frames, written frame after frame (no stacked copy)."""
-    first = next(frames)
-    np.lib.format.write_array_header_1_0(out, {"descr": np.lib.format.dtype_to_descr(first.dtype),
-                                               "fortran_order": False, "shape": (count, *first.shape)})
-    for frame in itertools.chain([first], frames):
-        out.write(memoryview(np.ascontiguousarray(frame)).cast("B"))
-
-
-def _frame(sensor: str, value: np.ndarray, config: PrerenderConfig) -> np.ndarray:
-    if sensor == "depth":
-        return np.asarray(value, dtype=config.depth_dtype)
-    return np.asarray(value)
+def _write_array(out: Any, frames: np.ndarray) -> None:
+    """``np.save``'s bytes of the C-contiguous ``frames``, the data in one write."""
+    np.lib.format.write_array_header_1_0(out, np.lib.format.header_data_from_array_1_0(frames))
+    out.write(memoryview(frames).cast("B"))
 
 
 def _walk_env(scene_file: str, config: PrerenderConfig, sensors: dict[str, Any]) -> Any:
