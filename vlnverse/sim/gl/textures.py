@@ -13,6 +13,7 @@ import functools
 
 import numpy as np
 
+from vlnverse.cache import cached
 from vlnverse.scene.types import Scene
 from vlnverse.sim.semantics import structural_category
 
@@ -140,12 +141,17 @@ GENERATORS = {
 def texture_layers(size: int = TEXTURE_SIZE) -> np.ndarray:
     """(len(MATERIALS), size, size) uint8 detail maps: texel / 128 is the brightness factor.
 
-    Built once per process and size (every renderer uploads the same bytes; building them
-    costs more than the rest of an env), so the array is read-only."""
+    Built once per process and size, and kept in the disk cache for other processes (every
+    renderer uploads the same bytes; building them costs more than the rest of an env), so
+    the array is read-only."""
+    out = cached("texture_layers", (size, MATERIALS), lambda: _build_layers(size))
+    out.flags.writeable = False
+    return out
+
+
+def _build_layers(size: int) -> np.ndarray:
     layers = []
     for index, name in enumerate(MATERIALS):
         factor = GENERATORS[name](np.random.default_rng(1000 + index), size)
         layers.append(np.clip(np.round(factor * 128.0), 0, 255).astype(np.uint8))
-    out = np.stack(layers)
-    out.flags.writeable = False
-    return out
+    return np.stack(layers)
