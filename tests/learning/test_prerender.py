@@ -134,8 +134,8 @@ def test_the_physics_rate_is_in_the_fingerprint_where_physics_moves_the_frames(t
 
 
 def test_chunks_hold_the_stack_of_their_frames_as_stored(tmp_path):
-    """A chunk written frame by frame is ``np.save`` of the frames' stack, converted as stored
-    (float16 depth): byte for byte raw, the same array in a .npz."""
+    """A chunk is ``np.save`` of the frames' stack, converted as stored (float16 depth): byte
+    for byte raw, the same array in a .npz."""
     import io
     import zipfile
 
