@@ -11,10 +11,11 @@ config, so a killed run re-run ends with the files of an uninterrupted one.
 With the oracle walking under teleporting physics (``tel_hop``), a planner
 process walks the scene's episodes ahead without cameras and this process only renders
 the camera rig at the walk's poses; DAgger walks, ``slide`` and ``strict`` (where the agent
-may push objects) render as the env walks. A writer thread compresses and writes whole
-chunks, converting depth readings to the stored dtype as it writes them (an earlier writer that
-converted frames and streamed partial chunks was measured slower on the wall clock, though it
-used less CPU in the render loop).
+may push objects) render as the env walks. A writer thread stacks, compresses and writes whole
+chunks, converting depth readings to the stored dtype as it stacks them, and hands each chunk
+to zlib and to the file in one call (which releases the GIL for all of it: a writer that wrote
+frame by frame waited for the GIL between frames while the renderer held it, and fell about a
+second behind).
 
 Chunks hold ``chunk_frames`` consecutive frames of the scene: zlib-compressed ``.npz``
 files by default (about a quarter of the bytes, decompressed when read), or with
