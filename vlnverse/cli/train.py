@@ -195,6 +195,7 @@ def _train(args: argparse.Namespace) -> int:
     summary = {"out": str(result.out), "agent_config": str(result.agent_config),
                "best_epoch": result.best.epoch if result.best else None,
                "samples_per_second": round(result.samples_per_second, 2), "stopped_early": result.stopped_early,
+               "processes": result.processes,
                "history": [e.__dict__ for e in result.history]}
     if args.json:
         print_json(summary)

@@ -196,6 +196,7 @@ class ImitationResult:
     best: EpochStats | None
     agent_config: Path
     stopped_early: bool = False
+    processes: int = 1
 
     @property
     def samples_per_second(self) -> float:
@@ -334,7 +335,7 @@ def _train(config: ImitationConfig, group: Any, device: Any, progress: Callable[
             logger.close()
     best = best_epoch(history)
     return ImitationResult(out, history, best, out / "agent.yaml",
-                           stopped_early=len(history) < config.total_epochs)
+                           stopped_early=len(history) < config.total_epochs, processes=group.world)
 
 
 def collect_dagger(config: ImitationConfig, round_index: int, checkpoint: Path, frames: dict[str, Any],
