@@ -104,3 +104,9 @@ def test_a_process_count_that_is_no_number_is_one_error_line_before_anything_is_
     assert done.returncode != 0
     assert "--procs takes a number or 'auto', got 'two'" in one_error_line(done.stderr)
     assert not (tmp_path / "run").exists()
+
+
+def test_bad_input_met_by_every_rank_is_rank_zeros_one_error_line(fine_dataset, tmp_path):
+    done = _train(fine_dataset, str(tmp_path / "missing"), tmp_path / "run", "--procs", "2", "--batch-size", "2")
+    assert done.returncode != 0
+    assert "holds no pre-rendered split 'train'" in one_error_line(done.stderr)  # no traceback of rank 1 either

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from vlnverse.errors import ConfigError
+from vlnverse.errors import ConfigError, VLNVerseError
 from vlnverse.learning.torch_support import require_torch, resolve_device
 
 #: How long the other processes wait at a barrier while rank 0 works alone: pre-rendering the
@@ -129,7 +129,8 @@ def spawn_ranks(procs: int, threads: int, target: Callable[..., Any], *args: Any
     picklable), each on ``threads`` torch threads; rank 0's result.
 
     Raises:
-        RuntimeError: a spawned rank failed (its traceback is on stderr).
+        RuntimeError: a spawned rank failed (its traceback is on stderr); an error of the
+            project's own (bad input, which every rank meets) is rank 0's to raise, in one line.
     """
     torch = require_torch()
     store = torch.distributed.TCPStore("127.0.0.1", 0, procs, is_master=True, timeout=RANK_ZERO_WORK,
@@ -147,7 +148,8 @@ def spawn_ranks(procs: int, threads: int, target: Callable[..., Any], *args: Any
             process.join(1)
             if process.exitcode is None:
                 process.terminate()
-        failed = _failed(others)
+                process.join()
+        failed = "" if isinstance(exc, VLNVerseError) else _failed(others)
         if failed:
             raise RuntimeError(failed) from exc
         raise
@@ -159,9 +161,13 @@ def spawn_ranks(procs: int, threads: int, target: Callable[..., Any], *args: Any
     return result
 
 
+#: The exit status of a spawned rank stopped by an error of the project's own (rank 0 reports it).
+INPUT_ERROR = 3
+
+
 def _failed(processes: list[Any]) -> str:
-    """What the spawned ranks that failed by themselves say about it ('' if none did)."""
-    names = [p.name for p in processes if p.exitcode not in (0, None, -15)]
+    """Which spawned ranks failed by themselves ('' if none did)."""
+    names = [p.name for p in processes if p.exitcode not in (0, -15)]
     return f"training process(es) {', '.join(names)} failed (traceback above)" if names else ""
 
 
@@ -169,7 +175,10 @@ def _spawned_rank(place: Place, port: int, threads: int, target: Callable[..., A
     torch = require_torch()
     torch.set_num_threads(threads)
     store = torch.distributed.TCPStore("127.0.0.1", port, place.world, is_master=False, timeout=RANK_ZERO_WORK)
-    target(*args, Place(place.rank, place.world, store))
+    try:
+        target(*args, Place(place.rank, place.world, store))
+    except VLNVerseError:
+        raise SystemExit(INPUT_ERROR) from None
 
 
 #: Added to a dataset index to mark a ghost (the index of an episode repeated with no weight).
