@@ -110,3 +110,28 @@ def test_bad_input_met_by_every_rank_is_rank_zeros_one_error_line(fine_dataset, 
     done = _train(fine_dataset, str(tmp_path / "missing"), tmp_path / "run", "--procs", "2", "--batch-size", "2")
     assert done.returncode != 0
     assert "holds no pre-rendered split 'train'" in one_error_line(done.stderr)  # no traceback of rank 1 either
+
+
+def rank_one_dies(place) -> None:
+    """A rank 1 that dies before it joins the group, which rank 0 then waits for."""
+    from vlnverse.learning.distributed import process_group
+
+    if place.rank == 1:
+        raise RuntimeError("rank 1 broke")
+    with process_group("cpu", place) as (group, _):
+        group.barrier()
+
+
+def test_a_spawned_rank_that_dies_ends_the_run_in_seconds_not_at_the_group_timeout():
+    import time
+
+    script = ("from vlnverse.learning.distributed import spawn_ranks\n"
+              "from tests.learning.test_procs import rank_one_dies\n"
+              "spawn_ranks(2, 1, rank_one_dies)\n")
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 1 and time.monotonic() - started < 100
+    assert "RuntimeError: rank 1 broke" in done.stderr  # the dead rank's own traceback, then rank 0's line
+    assert one_error_line(done.stderr.split("RuntimeError: rank 1 broke", 1)[1]).startswith(
+        "error: training process vlnverse-rank-1 (exit status 1) ended while the others waited for it")

@@ -21,6 +21,8 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import sys
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -128,6 +130,11 @@ def spawn_ranks(procs: int, threads: int, target: Callable[..., Any], *args: Any
     and ``target(*args, place)`` as ranks 1.. in spawned ones (``target`` importable, ``args``
     picklable), each on ``threads`` torch threads; rank 0's result.
 
+    A spawned rank that dies while this one runs on ends this process too (an ``error:``
+    line, exit status 1) unless this one fails by itself within :data:`GRACE_S`: it may be
+    waiting for the dead one in the group's rendezvous or a barrier, which would last the
+    48 h timeout.
+
     Raises:
         RuntimeError: a spawned rank failed (its traceback is on stderr); an error of the
             project's own (bad input, which every rank meets) is rank 0's to raise, in one line.
@@ -141,9 +148,12 @@ def spawn_ranks(procs: int, threads: int, target: Callable[..., Any], *args: Any
     for process in others:
         process.start()
     torch.set_num_threads(threads)
+    done = threading.Event()
+    threading.Thread(target=_watch, args=(others, done), name="vlnverse-rank-watch", daemon=True).start()
     try:
         result = target(*args, Place(0, procs, store), **main_only)
     except BaseException as exc:
+        done.set()
         for process in others:  # they would wait for rank 0 (or have failed, which is what rank 0 saw)
             process.join(1)
             if process.exitcode is None:
@@ -153,6 +163,7 @@ def spawn_ranks(procs: int, threads: int, target: Callable[..., Any], *args: Any
         if failed:
             raise RuntimeError(failed) from exc
         raise
+    done.set()
     for process in others:
         process.join()
     failed = _failed(others)
@@ -163,6 +174,20 @@ def spawn_ranks(procs: int, threads: int, target: Callable[..., Any], *args: Any
 
 #: The exit status of a spawned rank stopped by an error of the project's own (rank 0 reports it).
 INPUT_ERROR = 3
+#: Seconds rank 0 is given to fail by itself after a spawned rank died.
+GRACE_S = 10.0
+
+
+def _watch(others: list[Any], done: threading.Event) -> None:
+    """:func:`spawn_ranks`' watch over the spawned ranks while rank 0 runs."""
+    while not done.wait(1.0):
+        dead = [p for p in others if p.exitcode not in (None, 0)]
+        if dead and not done.wait(GRACE_S):
+            names = ", ".join(f"{p.name} (exit status {p.exitcode})" for p in dead)
+            sys.stderr.write(f"error: training process {names} ended while the others waited for it; "
+                             "its error is above\n")
+            sys.stderr.flush()
+            os._exit(1)
 
 
 def _failed(processes: list[Any]) -> str:

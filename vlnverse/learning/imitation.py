@@ -75,8 +75,8 @@ class ImitationConfig:
             agent runs on one thread.
         procs: Training processes on this machine (DistributedDataParallel, each its share
             of every global batch; rank 0 pre-renders, validates and writes the files).
-            ``None``: one per core the process may use, at most ``batch_size``. Ignored under
-            ``torchrun``, which starts the processes itself.
+            ``None``: one per core the process may use, at most ``batch_size``, on the CPU
+            (one process on a GPU). Ignored under ``torchrun``, which starts the processes itself.
         amp: Mixed precision: bfloat16 autocast (CPU, Ampere or newer GPUs), float16 with loss
             scaling on older GPUs (see :class:`~vlnverse.learning.torch_support.MixedPrecision`);
             refused on a CPU without bfloat16 kernels for the model's layers
@@ -218,10 +218,15 @@ def train_imitation(config: ImitationConfig, *, progress: Callable[[str, int, in
         DatasetError: the dataset or split is missing.
     """
     from vlnverse.learning.distributed import launched_by_torchrun, local_cores, spawn_ranks
+    from vlnverse.learning.torch_support import require_torch, resolve_device
 
-    procs = config.procs or min(local_cores(), config.batch_size)
+    device = resolve_device(config.device)
+    procs = config.procs or (min(local_cores(), config.batch_size) if device.type == "cpu" else 1)
     if procs == 1 or launched_by_torchrun():
         return train_in_group(config, None, progress=progress, on_epoch_end=on_epoch_end)
+    if device.type == "cuda" and procs > require_torch().cuda.device_count():
+        raise ConfigError(f"--procs {procs} on {config.device}: one GPU per process, and "
+                          f"{require_torch().cuda.device_count()} are visible")
     threads = config.threads or max(1, local_cores() // procs)
     return spawn_ranks(procs, threads, train_in_group, dataclasses.replace(config, threads=threads),
                        progress=progress, on_epoch_end=on_epoch_end)
