@@ -31,6 +31,18 @@ def test_global_batches_cover_the_one_process_epoch_with_ghosts_for_empty_shares
     assert shares[0][-1] == one[-1] and len(shares[1][-1]) == 1 and is_ghost(shares[1][-1][0])
 
 
+def test_a_batch_is_shared_out_by_frames_so_no_process_waits_long_for_another():
+    from vlnverse.learning.distributed import shares
+
+    lengths = [12, 90, 40, 45, 50, 8, 100, 30]
+    assert shares(list(range(8)), lengths, 2) == [[0, 3, 6, 7], [1, 2, 4, 5]]  # 187 and 188 frames
+    assert shares(list(range(8)), None, 2) == [[0, 2, 4, 6], [1, 3, 5, 7]]  # 202 and 173: rank 1 waits
+    assert shares([3, 0, 2, 1], lengths, 2) == [[1], [3, 0, 2]]  # 90 and 97, each share in batch order
+    one = list(GlobalBatches(8, 4, 3, Group(), lengths))
+    two = [list(GlobalBatches(8, 4, 3, Group(rank, 2), lengths)) for rank in range(2)]
+    assert [sorted(a + b) for a, b in zip(*two, strict=True)] == [sorted(batch) for batch in one]
+
+
 def test_a_ghost_episode_is_collated_without_weight(train_frames):
     from vlnverse.learning.data import EpisodeTensors, WithGhosts, collate, vocabulary
     from vlnverse.learning.distributed import ghost

@@ -10,7 +10,10 @@ gloo on CPU). Otherwise training runs in one process.
 The batch size stays the *global* batch (the paper's "total effective batch size"): every
 process draws the same seeded permutation (:class:`GlobalBatches`), cuts it into global
 batches and takes its share of each, and the loss is divided by the global weight sum, so
-the averaged gradient is the one-process gradient of the same batch. A global batch with
+the averaged gradient is the one-process gradient of the same batch. Given the episodes'
+lengths, a batch is shared out so that the processes' frames are about even (longest first,
+each to the process with the fewest so far): the processes meet at every step's gradient
+all-reduce, so the one with the most frames sets the pace. A global batch with
 fewer episodes than processes (the epoch's last) gives the processes left without one a
 *ghost*: an episode of the batch again, with no weight (:func:`ghost`, :func:`is_ghost`),
 so every process steps and the gradient is still the one-process one.
@@ -218,22 +221,36 @@ def is_ghost(index: int) -> bool:
     return index >= GHOST
 
 
-class GlobalBatches:
-    """Batch sampler: this process's share (``rank::world``) of each global batch of a
-    seeded permutation (the same permutation in every process); an empty share is a ghost of
-    the batch's first episode."""
+def shares(batch: list[int], lengths: list[int] | None, world: int) -> list[list[int]]:
+    """``batch`` cut into ``world`` shares: ``rank::world`` without ``lengths``, else longest
+    first, each episode to the share with the fewest frames so far (the lowest rank on ties);
+    every share in batch order."""
+    if lengths is None:
+        return [batch[rank::world] for rank in range(world)]
+    loads, out = [0] * world, [[] for _ in range(world)]
+    for position in sorted(range(len(batch)), key=lambda i: -lengths[batch[i]]):
+        rank = loads.index(min(loads))
+        loads[rank] += lengths[batch[position]]
+        out[rank].append(position)
+    return [[batch[i] for i in sorted(share)] for share in out]
 
-    def __init__(self, size: int, batch_size: int, seed: int, group: Group) -> None:
+
+class GlobalBatches:
+    """Batch sampler: this process's share (:func:`shares`) of each global batch of a seeded
+    permutation (the same permutation in every process); an empty share is a ghost of the
+    batch's first episode."""
+
+    def __init__(self, size: int, batch_size: int, seed: int, group: Group, lengths: list[int] | None = None) -> None:
         if batch_size < group.world:
             raise ConfigError(f"batch size {batch_size} is smaller than the {group.world} training processes")
-        self.size, self.batch_size, self.seed, self.group = size, batch_size, seed, group
+        self.size, self.batch_size, self.seed, self.group, self.lengths = size, batch_size, seed, group, lengths
 
     def __iter__(self) -> Iterator[list[int]]:
         torch = require_torch()
         order = torch.randperm(self.size, generator=torch.Generator().manual_seed(self.seed)).tolist()
         for start in range(0, len(self) * self.batch_size, self.batch_size):
             batch = order[start:start + self.batch_size]
-            yield batch[self.group.rank::self.group.world] or [ghost(batch[0])]
+            yield shares(batch, self.lengths, self.group.world)[self.group.rank] or [ghost(batch[0])]
 
     def __len__(self) -> int:
         """Global batches: as in one process."""

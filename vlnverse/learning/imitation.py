@@ -311,7 +311,8 @@ def _train(config: ImitationConfig, group: Any, device: Any, progress: Callable[
                 datasets.append(EpisodeTensors(collected, vocab, model_config.max_instruction_tokens))
             dataset = WithGhosts(torch.utils.data.ConcatDataset(datasets))
             torch.set_num_threads(threads)  # validation's agent may have changed it
-            batches = GlobalBatches(len(dataset), config.batch_size, config.seed * 100_003 + epoch, group)
+            lengths = [e.length for part in datasets for e in part.store.episodes]
+            batches = GlobalBatches(len(dataset), config.batch_size, config.seed * 100_003 + epoch, group, lengths)
             loader = torch.utils.data.DataLoader(dataset, batch_sampler=batches, num_workers=config.loader_workers,
                                                  collate_fn=functools.partial(collate, inflection=inflection))
             total = len(batches)
