@@ -22,10 +22,15 @@ Figures (``BENCH <name> <value> <unit> target <op> <value>``):
   changes, extracted with ``git archive``) reading the frames as that code pre-rendered them
   (zlib ``.npz`` chunks); ``train.cma_cpu_preset_speedup_vs_reference`` is their ratio, and
   ``train.cma_cpu_preset_cpu_seconds_speedup_vs_reference`` the median ratio of the CPU seconds
-  (all threads) the same batches took (context, no target: what a loaded machine does not
-  move, and below 1 where the code uses more threads). Each code runs at its own preset's
-  torch threads (the reference: 1; this code: every core) unless ``--train-threads N`` sets
-  both to N (the per-thread speed-up); the threads each side ran with are printed.
+  (all threads and training processes) the same batches took (context, no target: what a
+  loaded machine does not move, and below 1 where the code uses more cores). Each code runs at
+  its own preset's processes and torch threads (the reference: one process, 1 thread; this
+  code: one process per core, the cores shared out) unless ``--train-threads N`` sets the
+  threads of each process to N; the processes and threads each side ran with are printed.
+- ``train.cma_cpu_preset_one_process_samples_per_s``: the same rounds of this code in one
+  process (``--procs 1``, the preset's threads: every core), and
+  ``train.cma_cpu_preset_procs_speedup_vs_one_process`` the preset's rate over it (the measure
+  behind the preset's processes; context, no target).
 - ``train.eval_cma_episodes_per_s``: episodes/s of ``vlnverse eval`` with the shipped CMA
   checkpoint (``assets/agents/cma``) over the whole val_unseen split of the benchmark's
   dataset under Strict and Tel-Hop (200-step cap, one worker), model loading included.
@@ -147,9 +152,9 @@ def prerender_round(dataset: Path, work: Path, size: int, episodes: int, index: 
 
 
 def training_rate(frames: Path, kind: str, preset_name: str = "smoke", progress: Any = None,
-                  threads: int | None = None) -> float:
+                  threads: int | None = None, procs: int | None = None) -> float:
     """Samples/s of one epoch of ``kind`` at a preset on ``frames`` (``progress``: train_imitation's;
-    ``threads``: torch threads instead of the preset's)."""
+    ``threads``, ``procs``: torch threads per process and processes instead of the preset's)."""
     from vlnverse.learning.imitation import ImitationConfig, train_imitation
     from vlnverse.learning.models import ModelConfig
     from vlnverse.learning.presets import preset
@@ -160,26 +165,42 @@ def training_rate(frames: Path, kind: str, preset_name: str = "smoke", progress:
     data.update(epochs=1, val_split=None, val_episodes=None)
     if threads:
         data["threads"] = threads
+    if procs:
+        data["procs"] = procs
     with tempfile.TemporaryDirectory() as out:
         config = ImitationConfig(kind=kind, dataset=str(frames.parent / "subset"), out=out, frames=str(frames),
                                  model=model, **data)
         return train_imitation(config, progress=progress).samples_per_second
 
 
-def cpu_preset_round(frames: Path, threads: int | None = None) -> tuple[float, float, int]:
-    """Samples/s of one cpu-preset CMA epoch, the CPU seconds of its batches after the first
-    (the same batches in any version of the trainer: a figure a loaded machine does not move)
-    and the torch threads it trained with (the preset's, or ``threads``)."""
+def cpu_preset_round(frames: Path, threads: int | None = None, procs: int | None = None) -> tuple[float, float, str]:
+    """Samples/s of one cpu-preset CMA epoch, the CPU seconds of its batches after the first in
+    every training process (the same batches in any version of the trainer: a figure a loaded
+    machine does not move) and the processes and torch threads it trained with (the preset's,
+    or ``procs``, ``threads``)."""
+    import multiprocessing
+
     import torch
 
     marks: list[float] = []
+    used: list[str] = []
 
     def mark(phase: str, done: int, total: int) -> None:
         if phase == "train" and done in (1, total):
-            marks.append(time.process_time())
+            ranks = multiprocessing.active_children()  # the spawned training processes
+            marks.append(time.process_time() + sum(_cpu_seconds(p.pid) for p in ranks))
+            used[:] = [f"{1 + len(ranks)}x{torch.get_num_threads()}"]
 
-    rate = training_rate(frames, "cma", "cpu", mark, threads)
-    return rate, marks[-1] - marks[0], torch.get_num_threads()
+    rate = training_rate(frames, "cma", "cpu", mark, threads, procs)
+    return rate, marks[-1] - marks[0], used[0]
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of process ``pid`` so far (Linux's ``/proc``)."""
+    import os
+
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 #: The last revision before issue 46's training changes: the reference of the training speed-up.
@@ -199,7 +220,8 @@ def reference_tree(revision: str, out: Path) -> Path:
     return out
 
 
-def cpu_preset_round_in(code: Path, frames: Path, threads: int | None) -> tuple[float, float, int]:
+def cpu_preset_round_in(code: Path, frames: Path, threads: int | None,
+                        procs: int | None = None) -> tuple[float, float, str]:
     """:func:`cpu_preset_round` in a fresh process importing ``vlnverse`` from ``code`` (torch at
     its defaults until the preset, or ``threads``, sets its threads)."""
     import os
@@ -209,23 +231,25 @@ def cpu_preset_round_in(code: Path, frames: Path, threads: int | None) -> tuple[
     env = {**os.environ, "PYTHONPATH": str(code)}
     command = [sys.executable, __file__, "--train-rate", str(frames)] + (["--train-threads", str(threads)]
                                                                         if threads else [])
+    command += ["--train-procs", str(procs)] if procs else []
     result = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
     rate, cpu, used = result.stdout.split()[-3:]
-    return float(rate), float(cpu), int(used)
+    return float(rate), float(cpu), used
 
 
 def training_ab(work: Path, compressed: Path, raw: Path, rounds: int, revision: str,
-                threads: int | None = None) -> tuple[float, float, float]:
-    """Median cpu-preset CMA samples/s of this checkout on ``raw`` frames and of ``revision``'s
-    code on ``compressed`` ones, rounds interleaved, and the median ratio of their CPU seconds
-    (each at its preset's torch threads, or both at ``threads``)."""
+                threads: int | None = None) -> tuple[float, float, float, float]:
+    """Median cpu-preset CMA samples/s of this checkout on ``raw`` frames, of the same in one
+    process and of ``revision``'s code on ``compressed`` ones, rounds interleaved, and the
+    median ratio of the reference's CPU seconds over this code's (each at its preset's
+    processes and torch threads, or ``threads`` per process)."""
     reference = reference_tree(revision, work / "reference")
-    pairs = [(cpu_preset_round_in(ROOT, raw, threads), cpu_preset_round_in(reference, compressed, threads))
-             for _ in range(rounds)]
-    print("cpu-preset CMA (samples/s, CPU s after the first batch, torch threads) of this code and the reference: "
-          f"{pairs}")
-    return (statistics.median(new[0] for new, _ in pairs), statistics.median(ref[0] for _, ref in pairs),
-            statistics.median(ref[1] / new[1] for new, ref in pairs))
+    rounds_run = [(cpu_preset_round_in(ROOT, raw, threads), cpu_preset_round_in(ROOT, raw, threads, 1),
+                   cpu_preset_round_in(reference, compressed, threads)) for _ in range(rounds)]
+    print("cpu-preset CMA (samples/s, CPU s after the first batch, processes x torch threads) of this code, "
+          f"of this code in one process and of the reference: {rounds_run}")
+    return (statistics.median(r[0][0] for r in rounds_run), statistics.median(r[1][0] for r in rounds_run),
+            statistics.median(r[2][0] for r in rounds_run), statistics.median(r[2][1] / r[0][1] for r in rounds_run))
 
 
 def eval_rate(dataset: Path) -> float:
@@ -374,11 +398,12 @@ def main() -> None:
     parser.add_argument("--train-threads", type=int, default=None,
                         help="torch threads of both sides of the training A/B (default: each code's preset's)")
     parser.add_argument("--train-rate", type=Path, help=argparse.SUPPRESS)  # one round of training_ab
+    parser.add_argument("--train-procs", type=int, default=None, help=argparse.SUPPRESS)  # its processes
     parser.add_argument("--mini-track-only", action="store_true",
                         help="only print the CPU track's recorded stage times")
     args = parser.parse_args()
     if args.train_rate:
-        print(*cpu_preset_round(args.train_rate, args.train_threads))
+        print(*cpu_preset_round(args.train_rate, args.train_threads, args.train_procs))
         return
     import torch
 
@@ -419,9 +444,11 @@ def train_lines(dataset: Path, work: Path, args: argparse.Namespace) -> list[str
         prerender(config)
     rates = {kind: training_rate(Path(base.out), kind) for kind in ("seq2seq", "cma")}
     lines = [f"BENCH train.{kind}_samples_per_s {rate:.1f} samples/s target >= 0" for kind, rate in rates.items()]
-    new, reference, cpu = training_ab(work, Path(compressed.out), Path(base.out), args.rounds, args.train_reference,
-                                      args.train_threads)
+    new, one, reference, cpu = training_ab(work, Path(compressed.out), Path(base.out), args.rounds,
+                                           args.train_reference, args.train_threads)
     return lines + [f"BENCH train.cma_cpu_preset_samples_per_s {new:.1f} samples/s target >= 0",
+                    f"BENCH train.cma_cpu_preset_one_process_samples_per_s {one:.1f} samples/s target >= 0",
+                    f"BENCH train.cma_cpu_preset_procs_speedup_vs_one_process {new / one:.2f} x target >= 0",
                     f"BENCH train.cma_cpu_preset_reference_samples_per_s {reference:.1f} samples/s target >= 0",
                     f"BENCH train.cma_cpu_preset_speedup_vs_reference {new / reference:.2f} x target >= 2",
                     f"BENCH train.cma_cpu_preset_cpu_seconds_speedup_vs_reference {cpu:.2f} x target >= 0"]

@@ -46,6 +46,11 @@ def test_cpu_preset_trains_the_smoke_models_to_convergence_with_early_stopping()
     # every core by default (threads None: torch's, resolved when training starts); side by side: --threads 1
     assert build_config(parse("cma", "--preset", "cpu")).threads is None
     assert build_config(parse("cma", "--preset", "cpu", "--threads", "1")).threads == 1
+    # one training process per core (procs None), each on its share; side by side: --procs 1
+    assert build_config(parse("cma", "--preset", "cpu")).procs is None
+    assert build_config(parse("cma", "--preset", "cpu", "--procs", "1")).procs == 1
+    assert build_config(parse("cma", "--preset", "smoke", "--procs", "auto")).procs is None
+    assert build_config(parse("cma", "--preset", "smoke")).procs == 1
     assert build_config(parse("cma", "--preset", "cpu", "--patience", "2")).patience == 2
     assert build_config(parse("cma", "--preset", "cpu", "--patience", "0")).patience is None
     # without validation there is nothing to stop on: the preset's patience goes, an explicit one is refused

@@ -38,7 +38,11 @@ def register(subparsers) -> None:
     parser.add_argument("--amp", action="store_true",
                         help="mixed precision (bfloat16 autocast; float16 + loss scaling on GPUs without bfloat16; "
                              "refused on a CPU without bfloat16 kernels for the model's layers)")
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: the preset's)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch CPU threads of each training process (default: the preset's)")
+    parser.add_argument("--procs", default=None, metavar="N",
+                        help="training processes on this machine, data parallel (rank 0 validates and writes); "
+                             "'auto': one per core, at most the batch size (default: the preset's)")
     parser.add_argument("--frames", type=Path, default=None, help="pre-rendered frames folder (default: OUT/frames)")
     parser.add_argument("--val-split", default="val_unseen", help="split validated every epoch ('none': skip)")
     parser.add_argument("--val-episodes", type=int, default=None, help="validate on a sample of N episodes")
@@ -82,6 +86,8 @@ def build_config(args: argparse.Namespace):
                 device=args.device, amp=args.amp, workers=args.workers, loader_workers=args.loader_workers,
                 seed=args.seed, inflection_weighting=not args.no_inflection, dagger_rounds=args.dagger,
                 val_split=None if args.val_split.lower() == "none" else args.val_split)
+    if args.procs is not None:
+        data["procs"] = None if args.procs == "auto" else _count("--procs", args.procs)
     for name in ("epochs", "batch_size", "lr", "val_episodes", "frames", "threads"):
         value = getattr(args, name)
         if value is not None:
@@ -189,6 +195,7 @@ def _train(args: argparse.Namespace) -> int:
     summary = {"out": str(result.out), "agent_config": str(result.agent_config),
                "best_epoch": result.best.epoch if result.best else None,
                "samples_per_second": round(result.samples_per_second, 2), "stopped_early": result.stopped_early,
+               "processes": result.processes,
                "history": [e.__dict__ for e in result.history]}
     if args.json:
         print_json(summary)
@@ -200,6 +207,15 @@ def _train(args: argparse.Namespace) -> int:
     print(f"best epoch {summary['best_epoch']}; evaluate it with: vlnverse eval --dataset {config.dataset} "
           f"--agent {config.kind} --agent-config {result.agent_config} --out OUT")
     return 0
+
+
+def _count(option: str, text: str) -> int:
+    from vlnverse.errors import ConfigError
+
+    try:
+        return int(text)
+    except ValueError:
+        raise ConfigError(f"{option} takes a number or 'auto', got {text!r}") from None
 
 
 def _pct(value: float | None) -> str:

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from vlnverse.learning.distributed import GHOST
 from vlnverse.learning.frames import FrameStore
 from vlnverse.learning.models.config import START_ACTION
 from vlnverse.learning.torch_support import require_torch
@@ -60,9 +61,26 @@ class EpisodeTensors(torch.utils.data.Dataset):
                 "tokens": torch.tensor(encode(ep["instruction"], self.vocab, self.max_tokens), dtype=torch.int64)}
 
 
+class WithGhosts(torch.utils.data.Dataset):
+    """``dataset``, and at index ``GHOST + i`` its item ``i`` marked as a ghost (no weight; see
+    :mod:`vlnverse.learning.distributed`)."""
+
+    def __init__(self, dataset: Any) -> None:
+        self.dataset = dataset
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        if index < GHOST:
+            return self.dataset[index]
+        return {**self.dataset[index - GHOST], "ghost": True}
+
+
 def collate(items: Sequence[dict[str, Any]], inflection: float = 1.0) -> dict[str, Any]:
     """Pad episodes to the longest: ``mask`` marks real steps, ``weights`` carry the
-    inflection weighting, ``prev_actions`` the teacher's previous action (START first)."""
+    inflection weighting (none for a ghost's steps), ``prev_actions`` the teacher's previous
+    action (START first)."""
     steps = max(len(item["actions"]) for item in items)
     batch = len(items)
 
@@ -80,5 +98,6 @@ def collate(items: Sequence[dict[str, Any]], inflection: float = 1.0) -> dict[st
         mask[i, :len(item["actions"])] = True
     prev = torch.cat([torch.full((batch, 1), START_ACTION, dtype=torch.int64), actions[:, :-1]], dim=1)
     weights = torch.where(actions != prev, torch.tensor(inflection), torch.tensor(1.0)) * mask
+    weights[[i for i, item in enumerate(items) if item.get("ghost")]] = 0.0
     return {"rgb": pad("rgb"), "depth": pad("depth"), "motion": pad("motion"), "actions": actions, "prev_actions": prev, "mask": mask,
             "weights": weights, "tokens": torch.stack([item["tokens"] for item in items])}

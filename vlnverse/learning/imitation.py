@@ -69,9 +69,14 @@ class ImitationConfig:
         dagger_p: DAgger's oracle probability base (VLN-CE: 0.75).
         seed: Seeds initialization, data order and evaluation.
         device: ``cpu``, ``cuda[:N]`` or ``auto``.
-        threads: Torch CPU threads for training (``None``: torch's setting when training starts,
-            by default every core the process may use); set again every epoch, since
-            validation's agent runs on one thread.
+        threads: Torch CPU threads for training, per process (``None``: torch's setting when
+            training starts, by default every core the process may use; with ``procs`` > 1 the
+            cores shared out among the processes); set again every epoch, since validation's
+            agent runs on one thread.
+        procs: Training processes on this machine (DistributedDataParallel, each its share
+            of every global batch; rank 0 pre-renders, validates and writes the files).
+            ``None``: one per core the process may use, at most ``batch_size``, on the CPU
+            (one process on a GPU). Ignored under ``torchrun``, which starts the processes itself.
         amp: Mixed precision: bfloat16 autocast (CPU, Ampere or newer GPUs), float16 with loss
             scaling on older GPUs (see :class:`~vlnverse.learning.torch_support.MixedPrecision`);
             refused on a CPU without bfloat16 kernels for the model's layers
@@ -105,6 +110,7 @@ class ImitationConfig:
     seed: int = 0
     device: str = "cpu"
     threads: int | None = None
+    procs: int | None = 1
     amp: bool = False
     data_parallel: bool = True
     loader_workers: int = 0
@@ -129,6 +135,10 @@ class ImitationConfig:
                 raise ConfigError(f"patience must be a positive integer, got {self.patience!r}")
             if not self.val_split:
                 raise ConfigError("patience needs a validation split (val_split)")
+        if self.procs is not None and (not isinstance(self.procs, int) or isinstance(self.procs, bool)
+                                       or not 1 <= self.procs <= self.batch_size):
+            raise ConfigError(f"procs must be an integer from 1 to the batch size {self.batch_size}, "
+                              f"got {self.procs!r}")
         if not self.lr > 0:
             raise ConfigError(f"lr must be positive, got {self.lr!r}")
         if not isinstance(self.dagger_rounds, int) or self.dagger_rounds < 0 or not 0.0 <= self.dagger_p <= 1.0:
@@ -158,7 +168,7 @@ class ImitationConfig:
         if not self.dagger_rounds:
             data.pop("epochs")
         for name in ("out", "frames", "device", "loader_workers", "workers", "val_episodes",
-                     "val_split", "val_physics", "amp", "data_parallel", "threads", "patience"):
+                     "val_split", "val_physics", "amp", "data_parallel", "threads", "procs", "patience"):
             data.pop(name)
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -186,6 +196,7 @@ class ImitationResult:
     best: EpochStats | None
     agent_config: Path
     stopped_early: bool = False
+    processes: int = 1
 
     @property
     def samples_per_second(self) -> float:
@@ -206,9 +217,28 @@ def train_imitation(config: ImitationConfig, *, progress: Callable[[str, int, in
         ConfigError: ``out`` holds a run of another configuration; bad settings.
         DatasetError: the dataset or split is missing.
     """
+    from vlnverse.learning.distributed import launched_by_torchrun, local_cores, spawn_ranks
+    from vlnverse.learning.torch_support import require_torch, resolve_device
+
+    device = resolve_device(config.device)
+    procs = config.procs or (min(local_cores(), config.batch_size) if device.type == "cpu" else 1)
+    if procs == 1 or launched_by_torchrun():
+        return train_in_group(config, None, progress=progress, on_epoch_end=on_epoch_end)
+    if device.type == "cuda" and procs > require_torch().cuda.device_count():
+        raise ConfigError(f"--procs {procs} on {config.device}: one GPU per process, and "
+                          f"{require_torch().cuda.device_count()} are visible")
+    threads = config.threads or max(1, local_cores() // procs)
+    return spawn_ranks(procs, threads, train_in_group, dataclasses.replace(config, threads=threads),
+                       progress=progress, on_epoch_end=on_epoch_end)
+
+
+def train_in_group(config: ImitationConfig, place: Any, *, progress: Callable[[str, int, int], None] | None = None,
+                   on_epoch_end: Callable[[EpochStats], None] | None = None) -> ImitationResult:
+    """:func:`train_imitation` in the process group of ``place`` (a
+    :class:`~vlnverse.learning.distributed.Place`; ``None``: torchrun's, or one process)."""
     from vlnverse.learning.distributed import process_group
 
-    with process_group(config.device) as (group, device):
+    with process_group(config.device, place) as (group, device):
         return _train(config, group, device, progress if group.main else None, on_epoch_end if group.main else None)
 
 
@@ -216,7 +246,13 @@ def _train(config: ImitationConfig, group: Any, device: Any, progress: Callable[
            on_epoch_end: Callable[[EpochStats], None] | None) -> ImitationResult:
     """:func:`train_imitation` in one process of ``group`` (rank 0 writes the files)."""
     from vlnverse.learning.checkpoints import claim_run, resume, save_checkpoint, training_state
-    from vlnverse.learning.data import EpisodeTensors, collate, inflection_coefficient, vocabulary
+    from vlnverse.learning.data import (
+        EpisodeTensors,
+        WithGhosts,
+        collate,
+        inflection_coefficient,
+        vocabulary,
+    )
     from vlnverse.learning.distributed import GlobalBatches
     from vlnverse.learning.frames import FrameStore
     from vlnverse.learning.models import build_model
@@ -273,9 +309,10 @@ def _train(config: ImitationConfig, group: Any, device: Any, progress: Callable[
             while len(datasets) <= dagger_round:  # DAgger: aggregate the current policy's walks
                 collected = collect_dagger(config, len(datasets), Path(history[-1].checkpoint), frames, group)
                 datasets.append(EpisodeTensors(collected, vocab, model_config.max_instruction_tokens))
-            dataset = torch.utils.data.ConcatDataset(datasets)
+            dataset = WithGhosts(torch.utils.data.ConcatDataset(datasets))
             torch.set_num_threads(threads)  # validation's agent may have changed it
-            batches = GlobalBatches(len(dataset), config.batch_size, config.seed * 100_003 + epoch, group)
+            lengths = [e.length for part in datasets for e in part.store.episodes]
+            batches = GlobalBatches(len(dataset), config.batch_size, config.seed * 100_003 + epoch, group, lengths)
             loader = torch.utils.data.DataLoader(dataset, batch_sampler=batches, num_workers=config.loader_workers,
                                                  collate_fn=functools.partial(collate, inflection=inflection))
             total = len(batches)
@@ -304,7 +341,7 @@ def _train(config: ImitationConfig, group: Any, device: Any, progress: Callable[
             logger.close()
     best = best_epoch(history)
     return ImitationResult(out, history, best, out / "agent.yaml",
-                           stopped_early=len(history) < config.total_epochs)
+                           stopped_early=len(history) < config.total_epochs, processes=group.world)
 
 
 def collect_dagger(config: ImitationConfig, round_index: int, checkpoint: Path, frames: dict[str, Any],
@@ -351,7 +388,7 @@ def _train_epoch(model: Any, loader: Any, optimizer: Any, precision: Any, device
             # the global batch's weighted mean (DDP averages the processes' gradients)
             loss = (losses * weights).sum() * (group.world / group.sum([float(weights.sum())])[0])
         precision.step(loss, optimizer)
-        mask = batch["mask"]
+        mask = batch["weights"] > 0  # the real steps, a ghost's left out
         total_loss += float((losses * weights).sum().detach())
         total_weight += float(weights.sum())
         correct += float(((logits.argmax(-1) == batch["actions"]) & mask).sum())
