@@ -27,6 +27,8 @@ WIDE_VIEWS = 6
 #: Texels of margin around each wide view's needed area (the texels around every ray,
 #: see :data:`vlnverse.sim.gl.reproject.REACH`, stay inside).
 MARGIN = 2
+#: Pixels of slack around each wide view when its triangles are culled.
+CULL_PIXELS = 4
 #: Panorama modes: ``one_pass`` (this module, where it saves fragments; the default) or ``direct``.
 PANORAMA_MODES = ("one_pass", "direct")
 
@@ -111,7 +113,7 @@ class RigRenderer:
     def __init__(self, ctx, program, vertices, triangles: Triangles) -> None:
         self._ctx, self._program, self.triangles = ctx, program, triangles
         count = len(triangles.prims)
-        self._indices = ctx.buffer(reserve=max(count, 1) * 3 * 4, dynamic=True)
+        self._indices = ctx.buffer(reserve=max(count, 1) * 3 * 4 * WIDE_VIEWS, dynamic=True)  # a list per wide view
         self._vao = ctx.vertex_array(program, [(vertices, VERTEX_FORMAT, *ATTRIBUTES)], index_buffer=self._indices,
                                      index_element_size=4)
         self._corners = np.arange(3, dtype=np.int32)
@@ -142,22 +144,35 @@ class RigRenderer:
             self._tables[key] = lookup_table(atlas_coordinates(views), wide.width, WIDE_VIEWS * wide.width, wide.height)
         return self._tables[key]
 
+    def _index_lists(self, wide: Sequence[CameraRequest]) -> list[np.ndarray]:
+        """Per wide view, the vertex indices (int32) of its triangles nearest the eye first,
+        less those wholly outside it (they would draw nothing there)."""
+        triangles, eye = self.triangles, wide[0].position
+        order = triangles.drawing_order(eye)
+        focal = focal_pixels(wide[0])
+        tangents = ((wide[0].width / 2.0 + CULL_PIXELS) / focal, (wide[0].height / 2.0 + CULL_PIXELS) / focal)
+        outside = triangles.outside(eye, [view.yaw for view in wide], tangents)[:, order]
+        return [(order[~out][:, None] * 3 + self._corners).reshape(-1) for out in outside]
+
     def render(self, views: Sequence[CameraRequest], draw, background: tuple[float, float, float],
                sky: float) -> list[CameraFrame]:
         """Frames of ``views`` (one level rig, see :func:`worth_it`). ``draw(request, program,
-        vao)`` draws the scene into the bound framebuffer's viewport; ``sky`` is the depth
+        vao, vertices=, first=)`` draws the scene into the bound framebuffer's viewport; ``sky`` is the depth
         where no geometry is."""
         ctx, first = self._ctx, views[0]
         wide = [wide_request(first, first.yaw + 2.0 * math.pi * k / WIDE_VIEWS) for k in range(WIDE_VIEWS)]
         fbo, id_fbo, *_, colour, drawn = self._atlas(wide[0])
-        order = self.triangles.drawing_order(first.position)
-        self._indices.write((order[:, None] * 3 + self._corners).tobytes())
+        lists = self._index_lists(wide)
+        self._indices.write(np.concatenate(lists).tobytes())
         fbo.clear(*background, 1.0, depth=1.0)
         id_fbo.clear(0.0, 0.0, 0.0, 0.0)
         fbo.use()
-        for k, request in enumerate(wide):
+        first_index = 0
+        for k, (request, indices) in enumerate(zip(wide, lists, strict=True)):
             ctx.viewport = (k * request.width, 0, request.width, request.height)
-            draw(request, self._program, self._vao)
+            if len(indices):
+                draw(request, self._program, self._vao, vertices=len(indices), first=first_index)
+            first_index += len(indices)
         want_rgb, want_geometry = any(v.rgb for v in views), any(v.depth or v.instance for v in views)
         if want_rgb:
             fbo.read_into(colour, components=4, attachment=0)

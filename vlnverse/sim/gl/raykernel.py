@@ -54,6 +54,26 @@ def prepare(eye, corner, edge1, edge2, normal):
 
 
 @_jit()
+def outside(vertices, eye, cos_yaw, sin_yaw, across, up, slack):
+    """(views, T) bool: per view (a level frustum at ``eye`` along the yaw whose sides have
+    the tangents ``across`` and ``up``), whether all three vertices of a triangle lie more
+    than ``slack`` beyond one of its sides."""
+    out = np.zeros((len(cos_yaw), len(vertices)), np.bool_)
+    for tri in range(len(vertices)):
+        for view in range(len(cos_yaw)):
+            c, s = cos_yaw[view], sin_yaw[view]
+            beyond = 15  # one bit per side: right, left, top, bottom
+            for corner in range(3):
+                x, y, z = vertices[tri, corner, 0] - eye[0], vertices[tri, corner, 1] - eye[1], vertices[tri, corner, 2] - eye[2]
+                forward, right = x * c + y * s, x * s - y * c
+                sides = ((right > across * forward + slack) | (-right > across * forward + slack) << 1
+                         | (z > up * forward + slack) << 2 | (-z > up * forward + slack) << 3)
+                beyond &= sides
+            out[view, tri] = beyond != 0
+    return out
+
+
+@_jit()
 def _add(candidates, count, triangle):
     """``triangle`` appended to the first ``count`` candidates unless among them; the new count."""
     for j in range(count):

@@ -261,16 +261,17 @@ class GLRenderer:
                 batches.extend([i] for i in indices)
         return batches
 
-    def _draw(self, request: CameraRequest, program=None, vao=None) -> None:
+    def _draw(self, request: CameraRequest, program=None, vao=None, vertices: int = -1, first: int = 0) -> None:
         """The scene from ``request``'s camera, into the bound framebuffer's viewport (by
-        default with the scene's program and vertex array)."""
+        default with the scene's program and vertex array; ``vertices`` and ``first`` as
+        moderngl's ``VertexArray.render`` takes them)."""
         import moderngl
 
         program, vao = program or self._program, vao or self._vao
         view = np.array(view_matrix(request.position, request.yaw, request.pitch)).reshape(4, 4).T
         program["view_proj"].write((projection_matrix(request) @ view).T.astype(np.float32).tobytes())
         program["eye"].value = tuple(float(v) for v in request.position)
-        vao.render(moderngl.TRIANGLES)
+        vao.render(moderngl.TRIANGLES, vertices=vertices, first=first)
 
     @staticmethod
     def _read(fbo, request: CameraRequest) -> CameraFrame:

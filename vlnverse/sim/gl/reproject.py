@@ -27,6 +27,9 @@ from vlnverse.errors import SimulationError
 #: Texels around a ray, each way, beyond the two it falls between: candidates come from a
 #: (2 + 2·REACH)² window.
 REACH = 1
+#: Metres a vertex must lie beyond a frustum side for :meth:`Triangles.outside` (the GPU
+#: places vertices in float32).
+CULL_SLACK = 1e-3
 
 
 class Triangles:
@@ -44,6 +47,7 @@ class Triangles:
         self._place(self._local)
 
     def _place(self, world: np.ndarray) -> None:
+        self.vertices = np.ascontiguousarray(world)
         self.corner = np.ascontiguousarray(world[:, 0])
         self.edge1 = np.ascontiguousarray(world[:, 1] - world[:, 0])
         self.edge2 = np.ascontiguousarray(world[:, 2] - world[:, 0])
@@ -64,6 +68,16 @@ class Triangles:
         fragments fail the depth test before they are shaded."""
         distance = np.einsum("ij,ij->i", self.centroid - eye, self.centroid - eye)
         return np.argsort(distance, kind="stable").astype(np.int32)
+
+    def outside(self, eye, yaws: np.ndarray, tangents: tuple[float, float]) -> np.ndarray:
+        """(views, T) bool: whether each triangle lies wholly beyond one side of the level
+        frustum at ``eye`` looking along each of ``yaws`` whose sides have these
+        ``(horizontal, vertical)`` tangents (it draws nothing there: the GPU clips to the frustum)."""
+        from vlnverse.sim.gl import raykernel
+
+        yaws = np.asarray(yaws, dtype=np.float64)
+        return raykernel.outside(self.vertices, np.asarray(eye, dtype=np.float64), np.cos(yaws), np.sin(yaws),
+                                 float(tangents[0]), float(tangents[1]), CULL_SLACK)
 
 
 def edge_neighbours(triangles: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
