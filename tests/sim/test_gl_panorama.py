@@ -12,7 +12,7 @@ from vlnverse.errors import ConfigError, SimulationError
 from vlnverse.sim import DepthSensor, Pose, SensorRig, Simulator
 from vlnverse.sim.gl import context
 from vlnverse.sim.gl.panorama import WIDE_VIEWS, atlas_coordinates, wide_request, worth_it
-from vlnverse.sim.gl.reproject import edge_neighbours, lookup_table
+from vlnverse.sim.gl.reproject import Triangles, edge_neighbours, lookup_table
 from vlnverse.sim.testing import Box, box_room
 from vlnverse.sim.types import CameraRequest
 
@@ -197,3 +197,34 @@ def test_the_lookup_gives_the_same_bytes_on_one_thread_as_on_all():
         numba.set_num_threads(threads)
     for a, b in zip(*frames, strict=True):
         assert all(np.array_equal(getattr(a, k), getattr(b, k)) for k in ("rgb", "depth", "instance"))
+
+
+@needs_gl
+def test_culled_drawing_gives_the_bytes_of_the_whole_scene_drawn(bundled, monkeypatch):  # noqa: F811
+    """Each wide view drawing only its frustum's triangles against every triangle drawn in
+    every wide view: the same frames, byte for byte."""
+    def frames():
+        with Simulator(bundled, sensors=("rgb",), renderer="gl") as sim:
+            renderer = sim.backend.gl_renderer
+            out = [renderer.render(rig(x, y, yaw, size=96)) for x, y, yaw in VIEWS[:2]]
+            return out, renderer._rigs.triangles
+
+    new, triangles = frames()
+    eye = (VIEWS[0][0], VIEWS[0][1], EYE_HEIGHT)
+    culled = triangles.outside(eye, np.arange(WIDE_VIEWS) * 2 * math.pi / WIDE_VIEWS, (0.6, 1.2))
+    assert culled.mean() > 0.5  # most triangles are drawn in few wide views
+    monkeypatch.setattr(Triangles, "outside", lambda self, eye, yaws, tangents: np.zeros((len(yaws), len(self.prims)), bool))
+    old, _ = frames()
+    for a, b in zip(sum(new, []), sum(old, []), strict=True):
+        assert all(np.array_equal(getattr(a, k), getattr(b, k)) for k in ("rgb", "depth", "instance"))
+
+
+def test_a_triangle_is_culled_only_wholly_beyond_one_side_of_the_frustum():
+    triangles = np.array([[[5, -1, 0], [5, 1, 0], [6, 0, 1]],  # ahead
+                          [[-5, -1, 0], [-5, 1, 0], [-6, 0, 1]],  # behind
+                          [[5, 6, 0], [5, 8, 0], [6, 7, 1]],  # to the left, beyond 45 degrees
+                          [[5, -20, 0], [5, 20, 0], [6, 0, 1]],  # across the whole view, corners outside
+                          [[5, 0, 6], [5, 1, 6], [6, 0, 7]]], dtype=np.float32)  # above
+    placed = Triangles(triangles, np.zeros(5, int), np.arange(5))
+    out = placed.outside((0.0, 0.0, 0.0), [0.0, math.pi], (1.0, 1.0))
+    assert out.tolist() == [[False, True, True, False, True], [True, False, True, True, True]]
