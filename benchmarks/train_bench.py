@@ -33,7 +33,11 @@ Figures (``BENCH <name> <value> <unit> target <op> <value>``):
   behind the preset's processes; context, no target).
 - ``train.eval_cma_episodes_per_s``: episodes/s of ``vlnverse eval`` with the shipped CMA
   checkpoint (``assets/agents/cma``) over the whole val_unseen split of the benchmark's
-  dataset under Strict and Tel-Hop (200-step cap, one worker), model loading included.
+  dataset under Strict and Tel-Hop (200-step cap), model loading included, with a worker per
+  core (``--workers 2`` here), and ``train.eval_cma_reference_episodes_per_s`` the same run with
+  one worker (the CPU track's evaluations as they ran); ``train.eval_cma_speedup_vs_reference``
+  is their ratio, median of ``--eval-rounds`` interleaved pairs. Both runs' records must be the
+  same (each line the same bytes; the script fails otherwise).
 - ``train.online_vector_scaling_2env``: env steps/s of online rollouts (the oracle's
   waypoint choices, 12-view panoramas, batches of 4 episodes) with 2 async sub-envs over 1,
   median of pairs.
@@ -63,7 +67,7 @@ shared, so absolute numbers are noisy; ratios are measured within one run.
 
 Usage: ``python benchmarks/train_bench.py [--episodes N] [--size PX] [--rounds R] [--only PART] [--train-threads N]
 [--mini-track-only]``
-(``--only prerender`` or ``--only train``: just those figures).
+(``--only prerender``, ``--only train`` or ``--only eval``: just those figures; ``--eval-rounds R``).
 """
 
 from __future__ import annotations
@@ -252,8 +256,10 @@ def training_ab(work: Path, compressed: Path, raw: Path, rounds: int, revision: 
             statistics.median(r[2][0] for r in rounds_run), statistics.median(r[2][1] / r[0][1] for r in rounds_run))
 
 
-def eval_rate(dataset: Path) -> float:
-    """Episodes/s of the shipped CMA over the dataset's val_unseen split, Strict and Tel-Hop."""
+def eval_rate(dataset: Path, workers: int) -> tuple[float, list[bytes]]:
+    """Episodes/s of the shipped CMA over the dataset's val_unseen split, Strict and Tel-Hop,
+    on ``workers`` workers, and the lines of its ``episodes.jsonl`` (sorted: they are written
+    as episodes end)."""
     from vlnverse.eval.harness import EvalConfig, evaluate
     from vlnverse.eval.registry import load_agent_config
 
@@ -261,8 +267,27 @@ def eval_rate(dataset: Path) -> float:
     with tempfile.TemporaryDirectory() as out:
         started = time.perf_counter()
         result = evaluate(EvalConfig(dataset=str(dataset), out=out, agent="cma", agent_config=agent, split="val_unseen",
-                                     max_steps=200, plots=0))
-        return result.evaluated / (time.perf_counter() - started)
+                                     max_steps=200, plots=0, workers=workers))
+        rate = result.evaluated / (time.perf_counter() - started)
+        return rate, sorted((Path(out) / "episodes.jsonl").read_bytes().splitlines())
+
+
+def eval_lines(dataset: Path, rounds: int) -> list[str]:
+    """The evaluation figures from ``rounds`` interleaved pairs (one worker, a worker per core)."""
+    import os
+
+    cores = os.cpu_count() or 1
+    pairs = []
+    for i in range(rounds):  # each pair in the other order than the last
+        runs = {workers: eval_rate(dataset, workers) for workers in ((1, cores) if i % 2 == 0 else (cores, 1))}
+        if runs[1][1] != runs[cores][1]:
+            raise SystemExit(f"{cores} workers wrote other records than one worker")
+        pairs.append((runs[1][0], runs[cores][0]))
+    print(f"eval CMA episodes/s (1 worker, {cores} workers): {[tuple(round(v, 3) for v in p) for p in pairs]}")
+    return [f"BENCH train.eval_cma_episodes_per_s {statistics.median(b for _, b in pairs):.3f} episodes/s target >= 0",
+            f"BENCH train.eval_cma_reference_episodes_per_s {statistics.median(a for a, _ in pairs):.3f} episodes/s "
+            "target >= 0",
+            f"BENCH train.eval_cma_speedup_vs_reference {statistics.median(b / a for a, b in pairs):.2f} x target >= 2"]
 
 
 def _online_setup(dataset: Path) -> tuple[int, dict[str, int], Any]:
@@ -392,7 +417,8 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=128, help="RGB and depth resolution")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved pre-render rounds")
     parser.add_argument("--online-pairs", type=int, default=3, help="back-to-back (1, 2)-env online pairs")
-    parser.add_argument("--only", choices=("prerender", "train"), help="only these figures")
+    parser.add_argument("--only", choices=("prerender", "train", "eval"), help="only these figures")
+    parser.add_argument("--eval-rounds", type=int, default=1, help="interleaved (one worker, a worker per core) eval pairs")
     parser.add_argument("--train-reference", default=TRAIN_REFERENCE,
                         help="git revision whose training is the reference of the speed-up (default: %(default)s)")
     parser.add_argument("--train-threads", type=int, default=None,
@@ -418,8 +444,10 @@ def main() -> None:
             print("\n".join(prerender_lines(dataset, work, args)))
         if args.only in (None, "train"):
             print("\n".join(train_lines(dataset, work, args)))
+        if args.only in (None, "eval"):
+            print("\n".join(eval_lines(dataset, args.eval_rounds)))
         if args.only is None:
-            print("\n".join(eval_and_online_lines(dataset, args)))
+            print("\n".join(online_lines(dataset, args)))
 
 
 def prerender_lines(dataset: Path, work: Path, args: argparse.Namespace) -> list[str]:
@@ -454,8 +482,7 @@ def train_lines(dataset: Path, work: Path, args: argparse.Namespace) -> list[str
                     f"BENCH train.cma_cpu_preset_cpu_seconds_speedup_vs_reference {cpu:.2f} x target >= 0"]
 
 
-def eval_and_online_lines(dataset: Path, args: argparse.Namespace) -> list[str]:
-    episodes_per_s = eval_rate(dataset)
+def online_lines(dataset: Path, args: argparse.Namespace) -> list[str]:
     # Each pair is followed by the machine's own 2-process scaling, so a pair's figure is
     # compared with the ceiling of the same minute of a shared machine.
     pairs, ceilings = [], []
@@ -470,8 +497,7 @@ def eval_and_online_lines(dataset: Path, args: argparse.Namespace) -> list[str]:
     # what the machine allows these episodes in lockstep: the bound at the machine's 2-process scaling
     of_reachable = statistics.median(b / a / min(c, bound * c / 2) for (a, b), c in zip(pairs, ceilings, strict=True))
     print(f"online rollouts' steps per episode {lengths} (sub-env r plays the rollout's episodes r, r + 2)")
-    return [f"BENCH train.eval_cma_episodes_per_s {episodes_per_s:.3f} episodes/s target >= 0",
-            f"BENCH train.online_vector_scaling_2env {statistics.median(b / a for a, b in pairs):.2f} x target >= 1.6",
+    return [f"BENCH train.online_vector_scaling_2env {statistics.median(b / a for a, b in pairs):.2f} x target >= 1.6",
             f"BENCH train.online_lockstep_bound_2env {bound:.2f} x target >= 0",
             f"BENCH train.cpu_scaling_2proc {capacity:.2f} x target >= 0",
             f"BENCH train.online_scaling_vs_machine_ceiling {of_ceiling:.2f} x target >= 0.95",
