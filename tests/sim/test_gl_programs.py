@@ -3,6 +3,11 @@ source, each drawing with its own uniforms; the texture layers are built once pe
 with the GL renderer PyBullet's static bodies get no visual shapes (only TinyRenderer
 draws them)."""
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -66,3 +71,34 @@ def test_static_bodies_have_visual_shapes_only_for_tinyrenderer():
     assert len(gl) == len(tiny) > 0  # the same bodies (ids, physics) either way
     assert set(gl) <= {(), (1.0, 1.0, 1.0, 1.0)}
     assert any(c and c != (1.0, 1.0, 1.0, 1.0) for c in tiny)  # the scene's colours
+
+
+THREADS_SCRIPT = """
+import threading
+from vlnverse.sim.gl import context, shaders
+made, compiled = threading.Event(), threading.Event()
+def make_then_wait():  # as an env build goes on after making the context
+    context.gl_context()
+    made.set()
+    compiled.wait(60)
+def compile_here():
+    made.wait(60)
+    with context.current_context() as ctx:
+        ctx.program(vertex_shader=shaders.VERTEX, fragment_shader=shaders.FRAGMENT.replace(
+            "N_LIGHTS", "1").replace("N_ROOMS", "1"))
+    print("compiled")
+    compiled.set()
+threads = [threading.Thread(target=make_then_wait), threading.Thread(target=compile_here)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+"""
+
+
+@needs_gl
+def test_a_context_made_in_one_thread_compiles_programs_in_another_with_rasterizer_threads():
+    """An eval worker (one rasterizer thread) builds its envs on several threads: whichever
+    makes the process's context, the others compile and draw in it."""
+    env = {**os.environ, "LP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, "-c", THREADS_SCRIPT], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.stdout.split() == ["compiled"], done.stderr[-2000:]

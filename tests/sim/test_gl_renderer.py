@@ -142,14 +142,16 @@ def compile_new_program(ctx):  # a source never compiled before: a shader-cache 
     ctx.program(vertex_shader=f"#version 330\\nin vec3 p; void main() {{ gl_Position = vec4(p * {k}, 1.0); }}",
                 fragment_shader=f"#version 330\\nout vec4 c; void main() {{ c = vec4({k}); }}")
 
-compile_new_program(context.gl_context())
+with context.current_context() as ctx:
+    compile_new_program(ctx)
 print(sorted(open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")))
 sys.stdout.flush()
 child = os.fork()
 if child == 0:
     context._state["pid"] = None  # its own context, as a forked pool worker makes
     for _ in range(6):
-        compile_new_program(context.gl_context())
+        with context.current_context() as ctx:
+            compile_new_program(ctx)
     os._exit(0)
 print(os.waitpid(child, 0)[1])
 """

@@ -68,6 +68,11 @@ def gl_context():
         ConfigError: EGL is disabled, or no context can be made (the message says why).
         SimulationError: This process was forked from one whose llvmpipe runs rasterizer threads.
     """
+    with _lock:  # threads building envs at once make one context
+        return _process_context()
+
+
+def _process_context():
     if _state["threads"] and _state["pid"] != os.getpid():
         raise SimulationError(
             f"this process was forked from one whose llvmpipe runs {_state['threads']} rasterizer thread(s), "
@@ -98,7 +103,10 @@ def _create():
     context = moderngl.create_standalone_context(backend="egl", require=330)
     if _state["threads"] is None:  # else a forked child: Mesa's state, single-threaded, is the parent's
         _state["threads"] = _thread_count(os.environ["LP_NUM_THREADS"])
-    logger.debug("OpenGL context: %s, %s", context.info["GL_RENDERER"], context.info["GL_VERSION"])
+    # As made, the context stays current in this thread: with rasterizer threads, another
+    # thread then cannot compile a program in it, so it is entered and left once here.
+    with context:
+        logger.debug("OpenGL context: %s, %s", context.info["GL_RENDERER"], context.info["GL_VERSION"])
     return context
 
 
