@@ -74,6 +74,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import statistics
 import tempfile
 import time
@@ -201,7 +202,6 @@ def cpu_preset_round(frames: Path, threads: int | None = None, procs: int | None
 
 def _cpu_seconds(pid: int) -> float:
     """User and system CPU seconds of process ``pid`` so far (Linux's ``/proc``)."""
-    import os
 
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -228,7 +228,6 @@ def cpu_preset_round_in(code: Path, frames: Path, threads: int | None,
                         procs: int | None = None) -> tuple[float, float, str]:
     """:func:`cpu_preset_round` in a fresh process importing ``vlnverse`` from ``code`` (torch at
     its defaults until the preset, or ``threads``, sets its threads)."""
-    import os
     import subprocess
     import sys
 
@@ -274,7 +273,6 @@ def eval_rate(dataset: Path, workers: int) -> tuple[float, list[bytes]]:
 
 def eval_lines(dataset: Path, rounds: int) -> list[str]:
     """The evaluation figures from ``rounds`` interleaved pairs (one worker, a worker per core)."""
-    import os
 
     cores = os.cpu_count() or 1
     pairs = []
