@@ -34,10 +34,14 @@ Figures (``BENCH <name> <value> <unit> target <op> <value>``):
 - ``train.eval_cma_episodes_per_s``: episodes/s of ``vlnverse eval`` with the shipped CMA
   checkpoint (``assets/agents/cma``) over the whole val_unseen split of the benchmark's
   dataset under Strict and Tel-Hop (200-step cap), model loading included, with a worker per
-  core (``--workers 2`` here), and ``train.eval_cma_reference_episodes_per_s`` the same run with
-  one worker (the CPU track's evaluations as they ran); ``train.eval_cma_speedup_vs_reference``
-  is their ratio, median of ``--eval-rounds`` interleaved pairs. Both runs' records must be the
-  same (each line the same bytes; the script fails otherwise).
+  core (``--workers 2`` here), and ``train.eval_cma_reference_episodes_per_s`` the same run of
+  the code at ``--train-reference`` with one worker (the CPU track's evaluations as they ran
+  when issue 46 was filed); ``train.eval_cma_speedup_vs_reference`` is their ratio, median of
+  ``--eval-rounds`` interleaved rounds, each run in a fresh process. Context, no target:
+  ``train.eval_cma_one_worker_episodes_per_s`` (this code, one worker) and
+  ``train.eval_cma_workers_speedup`` (a worker per core over one worker, this code; at most
+  the core count). Every run's records must be the same (each line the same bytes; the
+  script fails otherwise).
 - ``train.online_vector_scaling_2env``: env steps/s of online rollouts (the oracle's
   waypoint choices, 12-view panoramas, batches of 4 episodes) with 2 async sub-envs over 1,
   median of pairs.
@@ -207,7 +211,7 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-#: The last revision before issue 46's training changes: the reference of the training speed-up.
+#: The last revision before issue 46's changes: the reference of the training and evaluation speed-ups.
 TRAIN_REFERENCE = "c088abd0b8cc54431a14318ac277197cff67add8"
 
 
@@ -255,10 +259,10 @@ def training_ab(work: Path, compressed: Path, raw: Path, rounds: int, revision: 
             statistics.median(r[2][0] for r in rounds_run), statistics.median(r[2][1] / r[0][1] for r in rounds_run))
 
 
-def eval_rate(dataset: Path, workers: int) -> tuple[float, list[bytes]]:
+def eval_rate(dataset: Path, workers: int, records: Path) -> float:
     """Episodes/s of the shipped CMA over the dataset's val_unseen split, Strict and Tel-Hop,
-    on ``workers`` workers, and the lines of its ``episodes.jsonl`` (sorted: they are written
-    as episodes end)."""
+    on ``workers`` workers; the lines of its ``episodes.jsonl`` are written to ``records``
+    (sorted: they are written as episodes end)."""
     from vlnverse.eval.harness import EvalConfig, evaluate
     from vlnverse.eval.registry import load_agent_config
 
@@ -268,24 +272,43 @@ def eval_rate(dataset: Path, workers: int) -> tuple[float, list[bytes]]:
         result = evaluate(EvalConfig(dataset=str(dataset), out=out, agent="cma", agent_config=agent, split="val_unseen",
                                      max_steps=200, plots=0, workers=workers))
         rate = result.evaluated / (time.perf_counter() - started)
-        return rate, sorted((Path(out) / "episodes.jsonl").read_bytes().splitlines())
+        records.write_bytes(b"\n".join(sorted((Path(out) / "episodes.jsonl").read_bytes().splitlines())))
+        return rate
 
 
-def eval_lines(dataset: Path, rounds: int) -> list[str]:
-    """The evaluation figures from ``rounds`` interleaved pairs (one worker, a worker per core)."""
+def eval_rate_in(code: Path, dataset: Path, workers: int, records: Path) -> float:
+    """:func:`eval_rate` in a fresh process importing ``vlnverse`` from ``code`` (torch at its defaults)."""
+    import subprocess
+    import sys
 
+    command = [sys.executable, __file__, "--eval-rate", str(dataset), "--eval-workers", str(workers),
+               "--eval-records", str(records)]
+    result = subprocess.run(command, env={**os.environ, "PYTHONPATH": str(code)}, capture_output=True, text=True,
+                            check=True)
+    return float(result.stdout.split()[-1])
+
+
+def eval_lines(dataset: Path, work: Path, rounds: int, revision: str) -> list[str]:
+    """The evaluation figures from ``rounds`` interleaved rounds: this code with a worker per core,
+    ``revision``'s code with one worker, this code with one worker."""
     cores = os.cpu_count() or 1
-    pairs = []
-    for i in range(rounds):  # each pair in the other order than the last
-        runs = {workers: eval_rate(dataset, workers) for workers in ((1, cores) if i % 2 == 0 else (cores, 1))}
-        if runs[1][1] != runs[cores][1]:
-            raise SystemExit(f"{cores} workers wrote other records than one worker")
-        pairs.append((runs[1][0], runs[cores][0]))
-    print(f"eval CMA episodes/s (1 worker, {cores} workers): {[tuple(round(v, 3) for v in p) for p in pairs]}")
-    return [f"BENCH train.eval_cma_episodes_per_s {statistics.median(b for _, b in pairs):.3f} episodes/s target >= 0",
-            f"BENCH train.eval_cma_reference_episodes_per_s {statistics.median(a for a, _ in pairs):.3f} episodes/s "
-            "target >= 0",
-            f"BENCH train.eval_cma_speedup_vs_reference {statistics.median(b / a for a, b in pairs):.2f} x target >= 2"]
+    reference = reference_tree(revision, work / "eval_reference")
+    runs = {"new": (ROOT, cores), "reference": (reference, 1), "one_worker": (ROOT, 1)}
+    rates: dict[str, list[float]] = {name: [] for name in runs}
+    for i in range(rounds):  # each round in the other order than the last
+        for name in list(runs)[:: 1 if i % 2 == 0 else -1]:
+            code, workers = runs[name]
+            rates[name].append(eval_rate_in(code, dataset, workers, work / f"records_{name}"))
+        if len({(work / f"records_{name}").read_bytes() for name in runs}) != 1:
+            raise SystemExit("the evaluations wrote different records")
+    print(f"eval CMA episodes/s by round: {cores} workers {rates['new']}, reference (1 worker) {rates['reference']}, "
+          f"1 worker {rates['one_worker']}")
+    median = {name: statistics.median(values) for name, values in rates.items()}
+    return [f"BENCH train.eval_cma_episodes_per_s {median['new']:.3f} episodes/s target >= 0",
+            f"BENCH train.eval_cma_reference_episodes_per_s {median['reference']:.3f} episodes/s target >= 0",
+            f"BENCH train.eval_cma_speedup_vs_reference {median['new'] / median['reference']:.2f} x target >= 2",
+            f"BENCH train.eval_cma_one_worker_episodes_per_s {median['one_worker']:.3f} episodes/s target >= 0",
+            f"BENCH train.eval_cma_workers_speedup {median['new'] / median['one_worker']:.2f} x target >= 0"]
 
 
 def _online_setup(dataset: Path) -> tuple[int, dict[str, int], Any]:
@@ -416,18 +439,25 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="interleaved pre-render rounds")
     parser.add_argument("--online-pairs", type=int, default=3, help="back-to-back (1, 2)-env online pairs")
     parser.add_argument("--only", choices=("prerender", "train", "eval"), help="only these figures")
-    parser.add_argument("--eval-rounds", type=int, default=1, help="interleaved (one worker, a worker per core) eval pairs")
+    parser.add_argument("--eval-rounds", type=int, default=1, help="interleaved evaluation rounds")
     parser.add_argument("--train-reference", default=TRAIN_REFERENCE,
-                        help="git revision whose training is the reference of the speed-up (default: %(default)s)")
+                        help="git revision whose training and evaluation are the references of the speed-ups "
+                             "(default: %(default)s)")
     parser.add_argument("--train-threads", type=int, default=None,
                         help="torch threads of both sides of the training A/B (default: each code's preset's)")
     parser.add_argument("--train-rate", type=Path, help=argparse.SUPPRESS)  # one round of training_ab
     parser.add_argument("--train-procs", type=int, default=None, help=argparse.SUPPRESS)  # its processes
+    parser.add_argument("--eval-rate", type=Path, help=argparse.SUPPRESS)  # one run of eval_lines: its dataset,
+    parser.add_argument("--eval-workers", type=int, help=argparse.SUPPRESS)  # workers
+    parser.add_argument("--eval-records", type=Path, help=argparse.SUPPRESS)  # and where its records go
     parser.add_argument("--mini-track-only", action="store_true",
                         help="only print the CPU track's recorded stage times")
     args = parser.parse_args()
     if args.train_rate:
         print(*cpu_preset_round(args.train_rate, args.train_threads, args.train_procs))
+        return
+    if args.eval_rate:
+        print(eval_rate(args.eval_rate, args.eval_workers, args.eval_records))
         return
     import torch
 
@@ -443,7 +473,7 @@ def main() -> None:
         if args.only in (None, "train"):
             print("\n".join(train_lines(dataset, work, args)))
         if args.only in (None, "eval"):
-            print("\n".join(eval_lines(dataset, args.eval_rounds)))
+            print("\n".join(eval_lines(dataset, work, args.eval_rounds, args.train_reference)))
         if args.only is None:
             print("\n".join(online_lines(dataset, args)))
 
