@@ -13,7 +13,7 @@ from vlnverse.sim import DepthSensor, Pose, SensorRig, Simulator
 from vlnverse.sim.gl import context, panorama
 from vlnverse.sim.gl.overlap import overlapped
 from vlnverse.sim.gl.panorama import WIDE_VIEWS, atlas_coordinates, wide_request, worth_it
-from vlnverse.sim.gl.reproject import Triangles, edge_neighbours, lookup_table
+from vlnverse.sim.gl.reproject import Triangles, edge_neighbours, lookup_table, wide_view_runs
 from vlnverse.sim.testing import Box, box_room
 from vlnverse.sim.types import CameraRequest
 
@@ -157,6 +157,21 @@ def test_the_atlas_coordinates_send_each_view_centre_to_its_own_ray():
     assert base.shape == fx.shape == fy.shape == (12, 48, 64) and fx.max() <= 256 and fy.max() <= 256
     with pytest.raises(SimulationError, match="margin"):  # the texels around a ray must stay in its wide view
         lookup_table(table, wide.width, WIDE_VIEWS * wide.width, int(table[..., 1].max()) + 1)
+
+
+def test_the_wide_view_runs_cover_every_ray_once_each_in_the_wide_view_of_its_texels():
+    views = [CameraRequest(position=(0.0, 0.0, 1.0), yaw=0.3 + i * math.pi / 6, pitch=0.0, width=64, height=48,
+                           hfov_deg=90.0, near=0.05, far=30.0) for i in range(12)]
+    wide = wide_request(views[0], 0.0)
+    columns = WIDE_VIEWS * wide.width
+    base = lookup_table(atlas_coordinates(views), wide.width, columns, wide.height)[0]
+    seen = np.zeros((12 * 48, 64), int)
+    for k, runs in enumerate(wide_view_runs(base, columns, wide.width, WIDE_VIEWS)):
+        assert len(runs) and (runs[:, 1] < runs[:, 2]).all()
+        for line, first, stop in runs:
+            seen[line, first:stop] += 1
+            assert ((base.reshape(12 * 48, 64)[line, first:stop] % columns) // wide.width == k).all()
+    assert (seen == 1).all()
 
 
 def test_edge_neighbours_are_the_triangles_sharing_an_edge_on_one_body():
