@@ -10,9 +10,10 @@ import pytest
 from tests.sim.test_gl_renderer import VIEWS, bundled  # noqa: F401 - the scene fixture
 from vlnverse.errors import ConfigError, SimulationError
 from vlnverse.sim import DepthSensor, Pose, SensorRig, Simulator
-from vlnverse.sim.gl import context
+from vlnverse.sim.gl import context, panorama
+from vlnverse.sim.gl.overlap import overlapped
 from vlnverse.sim.gl.panorama import WIDE_VIEWS, atlas_coordinates, wide_request, worth_it
-from vlnverse.sim.gl.reproject import Triangles, edge_neighbours, lookup_table
+from vlnverse.sim.gl.reproject import Triangles, edge_neighbours, lookup_table, wide_view_runs
 from vlnverse.sim.testing import Box, box_room
 from vlnverse.sim.types import CameraRequest
 
@@ -158,6 +159,21 @@ def test_the_atlas_coordinates_send_each_view_centre_to_its_own_ray():
         lookup_table(table, wide.width, WIDE_VIEWS * wide.width, int(table[..., 1].max()) + 1)
 
 
+def test_the_wide_view_runs_cover_every_ray_once_each_in_the_wide_view_of_its_texels():
+    views = [CameraRequest(position=(0.0, 0.0, 1.0), yaw=0.3 + i * math.pi / 6, pitch=0.0, width=64, height=48,
+                           hfov_deg=90.0, near=0.05, far=30.0) for i in range(12)]
+    wide = wide_request(views[0], 0.0)
+    columns = WIDE_VIEWS * wide.width
+    base = lookup_table(atlas_coordinates(views), wide.width, columns, wide.height)[0]
+    seen = np.zeros((12 * 48, 64), int)
+    for k, runs in enumerate(wide_view_runs(base, columns, wide.width, WIDE_VIEWS)):
+        assert len(runs) and (runs[:, 1] < runs[:, 2]).all()
+        for line, first, stop in runs:
+            seen[line, first:stop] += 1
+            assert ((base.reshape(12 * 48, 64)[line, first:stop] % columns) // wide.width == k).all()
+    assert (seen == 1).all()
+
+
 def test_edge_neighbours_are_the_triangles_sharing_an_edge_on_one_body():
     square = np.array([[[0, 0, 0], [1, 0, 0], [1, 1, 0]], [[0, 0, 0], [1, 1, 0], [0, 1, 0]],  # two halves
                        [[5, 5, 0], [6, 5, 0], [6, 6, 0]], [[0, 0, 0], [1, 0, 0], [1, 1, 0]]], dtype=np.float32)
@@ -184,19 +200,34 @@ def test_the_simulator_draws_the_panorama_in_one_pass_by_default(bundled):  # no
 
 
 @needs_gl
-def test_the_lookup_gives_the_same_bytes_on_one_thread_as_on_all():
-    import numba
+def test_the_lookup_gives_the_same_bytes_in_one_thread_and_in_any_pieces(monkeypatch):
+    def frames(pieces: int, overlap) -> list:
+        monkeypatch.setattr(panorama, "PIECES", pieces)
+        monkeypatch.setattr(panorama, "overlapped", overlap)
+        with Simulator(box_room(6.0, 4.0), sensors=("rgb",), renderer="gl") as sim:
+            return sim.backend.gl_renderer.render(rig(1.0, 2.0, 0.4, size=64))
 
-    with Simulator(box_room(6.0, 4.0), sensors=("rgb",), renderer="gl") as sim:
-        renderer = sim.backend.gl_renderer
-        threads = numba.get_num_threads()
-        frames = []
-        for count in (1, threads):
-            numba.set_num_threads(count)
-            frames.append(renderer.render(rig(1.0, 2.0, 0.4, size=64)))
-        numba.set_num_threads(threads)
-    for a, b in zip(*frames, strict=True):
-        assert all(np.array_equal(getattr(a, k), getattr(b, k)) for k in ("rgb", "depth", "instance"))
+    alongside = frames(2, overlapped)
+    for pieces in (1, 5):
+        alone = frames(pieces, lambda produce, consume: [consume(item) for item in produce])
+        for a, b in zip(alongside, alone, strict=True):
+            assert all(np.array_equal(getattr(a, k), getattr(b, k)) for k in ("rgb", "depth", "instance"))
+
+
+def test_overlapped_consumes_every_item_once_and_raises_what_failed():
+    def produce(count: int):
+        yield from range(count)
+
+    assert sorted(overlapped(produce(40), lambda item: item * item)) == [i * i for i in range(40)]
+    assert overlapped([], lambda item: item) == []
+
+    def consume(item: int) -> int:
+        if item == 3:
+            raise ValueError("piece 3")
+        return item
+
+    with pytest.raises(ValueError, match="piece 3"):
+        overlapped(produce(10), consume)
 
 
 @needs_gl

@@ -27,6 +27,8 @@ are the same bytes whatever it is):
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
 import logging
 import os
 import sys
@@ -135,6 +137,26 @@ def resolve_renderer(name: str) -> str:
         logger.info("renderer 'auto' → 'gl' (headless EGL: %s)", _state["context"].info["GL_RENDERER"])
         _state["logged"] = True
     return "gl"
+
+
+def finish(context) -> None:
+    """Wait for the GL work queued on ``context`` (current in this thread) to be done, with
+    the GIL released: llvmpipe rasterizes here, and moderngl's own calls keep the GIL, so
+    other threads (a lookup running alongside, see :mod:`vlnverse.sim.gl.overlap`) can run."""
+    gl_finish = _gl_finish()
+    if gl_finish is None:
+        context.finish()
+    else:
+        gl_finish()
+
+
+@functools.cache
+def _gl_finish():
+    """``glFinish`` through ctypes, which releases the GIL during the call (None without libGL)."""
+    try:
+        return ctypes.CDLL("libGL.so.1").glFinish
+    except (OSError, AttributeError):
+        return None
 
 
 def _thread_count(value: str) -> int:

@@ -6,9 +6,11 @@ about three times over. Instead of shading each of them, :class:`RigRenderer` dr
 the requested views' focal length) into one atlas, nearest triangles first (so that few
 hidden fragments are shaded), writing each texel's colour and the triangle drawn there.
 Each requested pixel's ray is then found in the wide view nearest in azimuth
-(:func:`atlas_coordinates`) and :func:`vlnverse.sim.gl.reproject.reproject` gives its
+(:func:`atlas_coordinates`) and :class:`vlnverse.sim.gl.reproject.Reprojection` gives its
 colour (bilinear) and the prim id and depth of the triangle the ray hits (exact, never
-blended).
+blended). The wide views are drawn and read back one by one, and the rays that fall in a
+wide view already read are looked up by a helper thread while the next ones draw
+(:func:`vlnverse.sim.gl.overlap.overlapped`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from vlnverse.sim.gl.reproject import Triangles, lookup_table, reproject
+from vlnverse.sim.gl.context import finish
+from vlnverse.sim.gl.overlap import overlapped
+from vlnverse.sim.gl.reproject import Reprojection, Triangles, lookup_table, wide_view_runs
 from vlnverse.sim.gl.shaders import ATTRIBUTES, VERTEX_FORMAT
 from vlnverse.sim.types import CameraFrame, CameraRequest
 
@@ -29,6 +33,9 @@ WIDE_VIEWS = 6
 MARGIN = 2
 #: Pixels of slack around each wide view when its triangles are culled.
 CULL_PIXELS = 4
+#: Pieces each wide view's rays are looked up in (the pieces left when the drawing ends
+#: are shared by the two threads).
+PIECES = 2
 #: Panorama modes: ``one_pass`` (this module, where it saves fragments; the default) or ``direct``.
 PANORAMA_MODES = ("one_pass", "direct")
 
@@ -118,7 +125,7 @@ class RigRenderer:
                                      index_element_size=4)
         self._corners = np.arange(3, dtype=np.int32)
         self._atlases: dict[tuple, tuple] = {}  # wide view size → its atlas's GL objects and host arrays
-        self._tables: dict[tuple, tuple] = {}  # (rig key, relative yaws) → lookup table
+        self._tables: dict[tuple, tuple] = {}  # (rig key, relative yaws) → lookup table, pieces per wide view
         #: Rays of the last render whose triangle no texel around them showed (see
         #: :mod:`vlnverse.sim.gl.reproject`).
         self.misses = 0
@@ -132,16 +139,22 @@ class RigRenderer:
             depth = ctx.depth_renderbuffer(size)
             # Clearing writes the colour's bits into integer attachments: the second
             # framebuffer clears the triangle ids alone, to zero bits (0: nothing drawn).
+            # Host side: the atlas, and one wide view as read back.
             found = (ctx.framebuffer([colour, drawn], depth), ctx.framebuffer([drawn]), colour, drawn, depth,
-                     np.empty((size[1], size[0], 4), np.uint8), np.empty((size[1], size[0]), np.int32))
+                     np.empty((size[1], size[0], 4), np.uint8), np.empty((size[1], size[0]), np.int32),
+                     np.empty((size[1], wide.width, 4), np.uint8), np.empty((size[1], wide.width), np.int32))
             self._atlases[(wide.width, wide.height)] = found
         return found
 
     def _table(self, views: Sequence[CameraRequest], wide: CameraRequest) -> tuple:
+        """The views' lookup table, and per wide view the pieces (runs of rays) that fall in it."""
         first = views[0]
         key = (rig_key(first)[1:], tuple(round(v.yaw - first.yaw, 9) for v in views))
         if key not in self._tables:
-            self._tables[key] = lookup_table(atlas_coordinates(views), wide.width, WIDE_VIEWS * wide.width, wide.height)
+            columns = WIDE_VIEWS * wide.width
+            table = lookup_table(atlas_coordinates(views), wide.width, columns, wide.height)
+            runs = wide_view_runs(table[0], columns, wide.width, WIDE_VIEWS)
+            self._tables[key] = table, [[p for p in np.array_split(r, PIECES) if len(p)] for r in runs]
         return self._tables[key]
 
     def _index_lists(self, wide: Sequence[CameraRequest]) -> list[np.ndarray]:
@@ -161,28 +174,43 @@ class RigRenderer:
         where no geometry is."""
         ctx, first = self._ctx, views[0]
         wide = [wide_request(first, first.yaw + 2.0 * math.pi * k / WIDE_VIEWS) for k in range(WIDE_VIEWS)]
-        fbo, id_fbo, *_, colour, drawn = self._atlas(wide[0])
+        fbo, id_fbo, _, _, _, colour, drawn, *_ = atlas = self._atlas(wide[0])
+        table, pieces = self._table(views, wide[0])
         lists = self._index_lists(wide)
         self._indices.write(np.concatenate(lists).tobytes())
         fbo.clear(*background, 1.0, depth=1.0)
         id_fbo.clear(0.0, 0.0, 0.0, 0.0)
         fbo.use()
-        first_index = 0
-        for k, (request, indices) in enumerate(zip(wide, lists, strict=True)):
-            ctx.viewport = (k * request.width, 0, request.width, request.height)
-            if len(indices):
-                draw(request, self._program, self._vao, vertices=len(indices), first=first_index)
-            first_index += len(indices)
         want_rgb, want_geometry = any(v.rgb for v in views), any(v.depth or v.instance for v in views)
+        lookup = Reprojection(colour, drawn, self.triangles, table, np.array([v.yaw for v in views]), first.position,
+                              focal_pixels(first), first.near, first.far, sky, want_rgb, want_geometry)
+
+        def drawn_pieces():
+            """Draws and reads back the wide views one by one, yielding the pieces each completes."""
+            first_index = 0
+            for k, (request, indices) in enumerate(zip(wide, lists, strict=True)):
+                ctx.viewport = (k * request.width, 0, request.width, request.height)
+                if len(indices):
+                    draw(request, self._program, self._vao, vertices=len(indices), first=first_index)
+                first_index += len(indices)
+                self._read_back(atlas, k, request, want_rgb, want_geometry)
+                yield from pieces[k]
+
+        self.misses = sum(overlapped(drawn_pieces(), lookup.run))
+        return [CameraFrame(rgb=lookup.rgb[i] if v.rgb else None, depth=lookup.depth[i] if v.depth else None,
+                            instance=lookup.ids[i] if v.instance else None) for i, v in enumerate(views)]
+
+    def _read_back(self, atlas: tuple, k: int, wide: CameraRequest, want_rgb: bool, want_geometry: bool) -> None:
+        """Wide view ``k``'s texels, drawn, into the host atlas."""
+        fbo, *_, colour, drawn, view_colour, view_drawn = atlas
+        finish(self._ctx)
+        viewport, columns = (k * wide.width, 0, wide.width, wide.height), slice(k * wide.width, (k + 1) * wide.width)
         if want_rgb:
-            fbo.read_into(colour, components=4, attachment=0)
+            fbo.read_into(view_colour, viewport=viewport, components=4, attachment=0)
+            colour[:, columns] = view_colour
         if want_geometry:
-            fbo.read_into(drawn, components=1, attachment=1, dtype="i4")
-        rgb, depth, ids, self.misses = reproject(
-            colour, drawn, self.triangles, self._table(views, wide[0]), np.array([v.yaw for v in views]),
-            first.position, focal_pixels(first), first.near, first.far, sky, want_rgb, want_geometry)
-        return [CameraFrame(rgb=rgb[i] if v.rgb else None, depth=depth[i] if v.depth else None,
-                            instance=ids[i] if v.instance else None) for i, v in enumerate(views)]
+            fbo.read_into(view_drawn, viewport=viewport, components=1, attachment=1, dtype="i4")
+            drawn[:, columns] = view_drawn
 
     def release(self) -> None:
         for group in self._atlases.values():

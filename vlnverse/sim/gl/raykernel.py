@@ -1,11 +1,10 @@
 """The compiled kernels of :mod:`vlnverse.sim.gl.reproject` (importing this module imports
 numba, so :mod:`~vlnverse.sim.gl.reproject` imports it on first use).
 
-The lookup runs rows of pixels in parallel (numba's ``prange``); each pixel is computed
-alone, in the same float64 operations whichever thread runs it, so the frames are the same
-bytes with any thread count. Unless ``NUMBA_THREADING_LAYER`` says otherwise, numba is
-asked for a fork-safe threading layer (TBB, else its own work queue; GNU OpenMP is not), as
-rendering processes fork workers. Calls are serialized by the GL context's lock.
+:func:`lookup` runs on runs of rays (a piece of the views' rows) and releases the GIL, so
+two threads look up two pieces at once (see :mod:`vlnverse.sim.gl.overlap`); each pixel is
+computed alone, in the same float64 operations whichever thread runs it, so the frames are
+the same bytes however the rays are split. Calls are serialized by the GL context's lock.
 """
 
 from __future__ import annotations
@@ -15,10 +14,6 @@ import numpy as np
 
 #: Columns of :func:`prepare`'s per-triangle table.
 EDGE1, EDGE2, TO_EYE, Q, HIT, NORMAL, PLANE, WIDTH = 0, 3, 6, 9, 12, 13, 16, 17
-
-if numba.config.THREADING_LAYER == "default":
-    numba.config.THREADING_LAYER = "forksafe"
-
 
 def _jit(**options):
     """``numba.njit``, cached where numba finds a writable cache folder."""
@@ -74,11 +69,12 @@ def outside(vertices, eye, cos_yaw, sin_yaw, across, up, slack):
 
 
 @_jit()
-def _add(candidates, count, triangle):
-    """``triangle`` appended to the first ``count`` candidates unless among them; the new count."""
-    for j in range(count):
-        if candidates[j] == triangle:
-            return count
+def _add(candidates, count, triangle, listed, ray):
+    """``triangle`` appended to the first ``count`` candidates of ``ray`` unless ``listed``
+    (the last ray that listed each triangle) says it is among them; the new count."""
+    if listed[triangle] == ray:
+        return count
+    listed[triangle] = ray
     candidates[count] = triangle
     return count + 1
 
@@ -100,7 +96,8 @@ def _bilinear(colour, b, wx, wy, columns):
 
 
 @_jit()
-def _nearest(drawn, b, columns, reach, wx, wy, dx, dy, dz, near, far, sky, table, neighbour_start, neighbours, candidates):
+def _nearest(drawn, b, columns, reach, wx, wy, dx, dy, dz, near, far, sky, table, neighbour_start, neighbours,
+             candidates, listed, ray):
     """(triangle or -1 for the sky, depth, missed) of the ray ``d`` at an edge (see
     :mod:`vlnverse.sim.gl.reproject`): the nearest of the candidates it hits."""
     side = 2 + 2 * reach
@@ -112,10 +109,10 @@ def _nearest(drawn, b, columns, reach, wx, wy, dx, dy, dz, near, far, sky, table
             if t == 0:
                 sky_seen = True
             else:
-                count = _add(candidates, count, t - 1)
+                count = _add(candidates, count, t - 1, listed, ray)
     for k in range(count):  # and the triangles next to them (thin ones may fall between texels)
         for n in range(neighbour_start[candidates[k]], neighbour_start[candidates[k] + 1]):
-            count = _add(candidates, count, neighbours[n])
+            count = _add(candidates, count, neighbours[n], listed, ray)
     best, best_depth = -1, np.inf
     for k in range(count):
         tri = candidates[k]
@@ -145,50 +142,45 @@ def _nearest(drawn, b, columns, reach, wx, wy, dx, dy, dz, near, far, sky, table
     return best, min(max(table[best, PLANE] / along, near), far) if along != 0.0 else far, True
 
 
-def lookup(*args) -> int:
-    """Fill ``rgb``, ``depth``, ``ids`` (views, H, W[, 3]) from the arguments of
-    :func:`_lookup` but ``bands`` (one per numba thread); returns the misses."""
-    return int(_lookup(*args, numba.get_num_threads()))
-
-
-@_jit(parallel=True)
-def _lookup(colour, drawn, table, prims, neighbour_start, neighbours, base, fx, fy, columns, reach, cos_yaw,
-            sin_yaw, focal, near, far, sky, want_rgb, want_geometry, rgb, depth, ids, bands):
-    """:func:`lookup`, in ``bands`` of every ``bands``-th row of the views, in parallel (rows
-    differ in cost: edges are dear). Edges take their candidates from the ``(2 + 2·reach)²``
-    texels around the ray."""
-    views, height, width = base.shape[0], base.shape[1], base.shape[2]
+@_jit()
+def lookup(colour, drawn, table, prims, neighbour_start, neighbours, base, fx, fy, columns, reach, cos_yaw,
+           sin_yaw, focal, near, far, sky, want_rgb, want_geometry, runs, rgb, depth, ids):
+    """Fill ``rgb``, ``depth``, ``ids`` (views, H, W[, 3]) for the rays of ``runs`` (rows
+    ``(line, first, stop)``: pixels ``first`` to ``stop - 1`` of row ``line % H`` of view
+    ``line // H``); returns their misses. Edges take their candidates from the
+    ``(2 + 2·reach)²`` texels around the ray."""
+    height, width = base.shape[1], base.shape[2]
     most = 0
     for tri in range(len(prims)):
         most = max(most, neighbour_start[tri + 1] - neighbour_start[tri])
-    misses = np.zeros(bands, np.int64)
-    for band in numba.prange(bands):
-        candidates = np.empty((2 + 2 * reach) ** 2 * (1 + most), np.int64)
-        for line in range(band, views * height, bands):
-            i, v = line // height, line % height
-            c, s = cos_yaw[i], sin_yaw[i]
-            down = (v + 1.0 - height / 2.0) / focal
-            for u in range(width):
-                b, wx, wy = np.int64(base[i, v, u]), np.int64(fx[i, v, u]), np.int64(fy[i, v, u])
-                if want_rgb:
-                    rgb[i, v, u, 0], rgb[i, v, u, 1], rgb[i, v, u, 2] = _bilinear(colour, b, wx, wy, columns)
-                if not want_geometry:
-                    continue
-                # The ray (1, right, -down) of view i's camera, turned by its yaw: its forward
-                # component is 1, so a hit's distance along it is the view's depth.
-                right = (u - width / 2.0) / focal
-                dx, dy, dz = c + right * s, s - right * c, -down
-                t = drawn[b]
-                if t != 0 and drawn[b + 1] == t and drawn[b + columns] == t and drawn[b + columns + 1] == t:
-                    tri = t - 1  # inside the four texels' triangle: the hit is on its plane
-                    along = table[tri, NORMAL] * dx + table[tri, NORMAL + 1] * dy + table[tri, NORMAL + 2] * dz
-                    if along != 0.0:
-                        hit = table[tri, PLANE] / along
-                        if near <= hit <= far:
-                            depth[i, v, u], ids[i, v, u] = hit, prims[tri]
-                            continue
-                tri, hit, missed = _nearest(drawn, b, columns, reach, wx, wy, dx, dy, dz, near, far, sky, table,
-                                            neighbour_start, neighbours, candidates)
-                depth[i, v, u], ids[i, v, u] = hit, prims[tri] if tri >= 0 else -1
-                misses[band] += missed
-    return misses.sum()
+    candidates = np.empty((2 + 2 * reach) ** 2 * (1 + most), np.int64)
+    listed = np.full(len(prims), -1, np.int64)
+    misses = 0
+    for line, first, stop in runs:
+        i, v = line // height, line % height
+        c, s = cos_yaw[i], sin_yaw[i]
+        down = (v + 1.0 - height / 2.0) / focal
+        for u in range(first, stop):
+            b, wx, wy = np.int64(base[i, v, u]), np.int64(fx[i, v, u]), np.int64(fy[i, v, u])
+            if want_rgb:
+                rgb[i, v, u, 0], rgb[i, v, u, 1], rgb[i, v, u, 2] = _bilinear(colour, b, wx, wy, columns)
+            if not want_geometry:
+                continue
+            # The ray (1, right, -down) of view i's camera, turned by its yaw: its forward
+            # component is 1, so a hit's distance along it is the view's depth.
+            right = (u - width / 2.0) / focal
+            dx, dy, dz = c + right * s, s - right * c, -down
+            t = drawn[b]
+            if t != 0 and drawn[b + 1] == t and drawn[b + columns] == t and drawn[b + columns + 1] == t:
+                tri = t - 1  # inside the four texels' triangle: the hit is on its plane
+                along = table[tri, NORMAL] * dx + table[tri, NORMAL + 1] * dy + table[tri, NORMAL + 2] * dz
+                if along != 0.0:
+                    hit = table[tri, PLANE] / along
+                    if near <= hit <= far:
+                        depth[i, v, u], ids[i, v, u] = hit, prims[tri]
+                        continue
+            tri, hit, missed = _nearest(drawn, b, columns, reach, wx, wy, dx, dy, dz, near, far, sky, table,
+                                        neighbour_start, neighbours, candidates, listed, line * width + u)
+            depth[i, v, u], ids[i, v, u] = hit, prims[tri] if tri >= 0 else -1
+            misses += missed
+    return misses

@@ -12,7 +12,7 @@ bilinearly. Its prim id and depth are those of the triangle the ray hits, never 
   faces, between the near and far planes) and the nearest hit wins, ties to the triangle
   first in the vertex buffer (the direct render's drawing order). A ray that hits none
   of them sees the sky if one of those texels does; otherwise it takes the plane of the
-  nearest texel's triangle, a *miss* that :func:`reproject` counts.
+  nearest texel's triangle, a *miss* that :meth:`Reprojection.run` counts.
 
 Rays are cast in double precision; the depth is the hit's distance along the view's axis.
 The compiled kernels are :mod:`vlnverse.sim.gl.raykernel`'s.
@@ -101,7 +101,7 @@ def edge_neighbours(triangles: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray
 def lookup_table(coordinates: np.ndarray, wide_width: int, columns: int, rows: int) -> tuple[np.ndarray, ...]:
     """The atlas coordinates (V, H, W, 2) of each pixel's ray (see
     :func:`vlnverse.sim.gl.panorama.atlas_coordinates`) in a ``rows`` × ``columns`` atlas of
-    views ``wide_width`` wide, as :func:`reproject` reads them: the flat index of the texel at or before it in both axes, and its offsets from that texel.
+    views ``wide_width`` wide, as :class:`Reprojection` reads them: the flat index of the texel at or before it in both axes, and its offsets from that texel.
 
     Raises:
         SimulationError: a ray's window of texels leaves its wide view (the margin is too small).
@@ -116,11 +116,25 @@ def lookup_table(coordinates: np.ndarray, wide_width: int, columns: int, rows: i
     return base, np.ascontiguousarray(weights[..., 0]), np.ascontiguousarray(weights[..., 1])
 
 
-def reproject(colour: np.ndarray, drawn: np.ndarray, triangles: Triangles,
-              table: tuple[np.ndarray, ...], yaws: np.ndarray, eye, focal: float, near: float, far: float, sky: float,
-              want_rgb: bool, want_geometry: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """The views' RGB (V, H, W, 3) uint8, depth (V, H, W) float32 and prim ids (V, H, W)
-    int32 (-1: nothing), and the number of misses.
+def wide_view_runs(base: np.ndarray, columns: int, wide_width: int, views: int) -> list[np.ndarray]:
+    """Per wide view of the atlas (``views`` side by side, ``wide_width`` columns each), the
+    runs of rays whose texels lie in it, given their :func:`lookup_table` ``base``: int64 rows
+    ``(line, first, stop)``, pixels ``first`` to ``stop - 1`` of line ``view · H + row``."""
+    lines = base.shape[0] * base.shape[1]
+    wide = (base.reshape(lines, -1) % columns) // wide_width
+    cut = np.ones((lines, wide.shape[1] + 1), bool)
+    cut[:, 1:-1] = wide[:, 1:] != wide[:, :-1]
+    line, first = np.nonzero(cut[:, :-1])
+    stop = np.nonzero(cut[:, 1:])[1] + 1
+    runs = np.stack([line, first, stop], axis=1).astype(np.int64)
+    owner = wide[line, first]
+    return [np.ascontiguousarray(runs[owner == k]) for k in range(views)]
+
+
+class Reprojection:
+    """One render's lookup of the views' rays in the wide views' atlas, in pieces (runs of
+    rays, see :func:`wide_view_runs`) that may run in two threads at once, each piece once
+    the texels it reads are in the atlas.
 
     Args:
         colour: (rows, columns, 4) uint8, the wide views' atlas.
@@ -128,18 +142,31 @@ def reproject(colour: np.ndarray, drawn: np.ndarray, triangles: Triangles,
         table: The views' :func:`lookup_table` in this atlas.
         yaws: Each view's yaw (radians).
         sky: The depth of a ray that hits nothing.
-    """
-    from vlnverse.sim.gl import raykernel
 
-    views, height, width = table[0].shape
-    rgb = np.empty((views, height, width, 3), np.uint8)
-    depth = np.empty((views, height, width), np.float32)
-    ids = np.empty((views, height, width), np.int32)
-    yaws = np.asarray(yaws, dtype=np.float64)
-    per_triangle = raykernel.prepare(np.asarray(eye, dtype=np.float64), triangles.corner, triangles.edge1,
-                                     triangles.edge2, triangles.normal)
-    misses = raykernel.lookup(colour.view(np.uint32).reshape(-1), drawn.reshape(-1), per_triangle, triangles.prims,
-                              triangles.neighbour_start, triangles.neighbours, *table, drawn.shape[1], REACH,
-                              np.cos(yaws), np.sin(yaws), float(focal), float(near), float(far), float(sky),
-                              bool(want_rgb), bool(want_geometry), rgb, depth, ids)
-    return rgb, depth, ids, int(misses)
+    Attributes:
+        rgb, depth, ids: The views' RGB (V, H, W, 3) uint8, depth (V, H, W) float32 and prim
+            ids (V, H, W) int32 (-1: nothing), filled by :meth:`run`.
+    """
+
+    def __init__(self, colour: np.ndarray, drawn: np.ndarray, triangles: Triangles, table: tuple[np.ndarray, ...],
+                 yaws: np.ndarray, eye, focal: float, near: float, far: float, sky: float, want_rgb: bool,
+                 want_geometry: bool) -> None:
+        from vlnverse.sim.gl import raykernel
+
+        views, height, width = table[0].shape
+        self.rgb = np.empty((views, height, width, 3), np.uint8)
+        self.depth = np.empty((views, height, width), np.float32)
+        self.ids = np.empty((views, height, width), np.int32)
+        yaws = np.asarray(yaws, dtype=np.float64)
+        per_triangle = raykernel.prepare(np.asarray(eye, dtype=np.float64), triangles.corner, triangles.edge1,
+                                         triangles.edge2, triangles.normal)
+        self._kernel = raykernel.lookup
+        self._arguments = (colour.view(np.uint32).reshape(-1), drawn.reshape(-1), per_triangle, triangles.prims,
+                           triangles.neighbour_start, triangles.neighbours, *table, drawn.shape[1], REACH,
+                           np.cos(yaws), np.sin(yaws), float(focal), float(near), float(far), float(sky),
+                           bool(want_rgb), bool(want_geometry))
+
+    def run(self, runs: np.ndarray) -> int:
+        """Look up the rays of ``runs`` (rows ``(line, first, stop)``); returns how many of
+        them missed (see the module docstring). Releases the GIL while it works."""
+        return int(self._kernel(*self._arguments, runs, self.rgb, self.depth, self.ids))
