@@ -22,7 +22,7 @@ from vlnverse.errors import ConfigError
 from vlnverse.scene.types import Scene
 from vlnverse.sim.camera import view_matrix
 from vlnverse.sim.gl import programs, shaders
-from vlnverse.sim.gl.context import current_context
+from vlnverse.sim.gl.context import current_context, finish
 from vlnverse.sim.gl.lighting import LIGHT_SOFTNESS, scene_lighting
 from vlnverse.sim.gl.panorama import PANORAMA_MODES, RigRenderer, rig_key, worth_it
 from vlnverse.sim.gl.reproject import Triangles
@@ -243,6 +243,7 @@ class GLRenderer:
             id_fbo.clear(0.0, 0.0, 0.0, 0.0)
             fbo.use()
             self._draw(request)
+            finish(ctx)  # rasterized without the GIL: other threads run meanwhile
             frames[indices[0]] = self._read(fbo, request)
         return frames
 
