@@ -145,3 +145,20 @@ def test_a_context_made_in_one_thread_compiles_programs_in_another_with_rasteriz
     done = subprocess.run([sys.executable, "-c", THREADS_SCRIPT], env=env, capture_output=True, text=True,
                           timeout=120)
     assert done.stdout.split() == ["compiled"], done.stderr[-2000:]
+
+
+def test_a_fresh_worker_with_rasterizer_threads_loads_shaders_from_the_disk_cache(monkeypatch):
+    """Its pools start from a forkserver, so the cache's writer thread never sees a fork; a
+    worker rasterizing in its calling thread may fork, and keeps the cache off, as does a
+    worker forked after its parent rendered, or a user's setting."""
+    cases = (("1", None, None, "false"), ("0", None, None, None), ("2", "true", None, "true"), ("1", None, 0, None))
+    for threads, user, parent_threads, expected in cases:
+        monkeypatch.setitem(context._state, "threads", parent_threads)
+        monkeypatch.setenv(context.WORKER_THREADS_ENV, threads)
+        monkeypatch.setenv("LP_NUM_THREADS", "0")
+        if user is None:
+            monkeypatch.delenv("MESA_SHADER_CACHE_DISABLE", raising=False)
+        else:
+            monkeypatch.setenv("MESA_SHADER_CACHE_DISABLE", user)
+        context.worker_setup()
+        assert os.environ.get("MESA_SHADER_CACHE_DISABLE") == expected, (threads, user, parent_threads)
