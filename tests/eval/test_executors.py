@@ -53,6 +53,25 @@ def test_the_tail_is_shared_with_the_largest_remaining_group():
     assert group(scheduler.next_for(0)) == ("b", "strict")  # worker 0 keeps to it too
 
 
+def test_the_tail_is_shared_with_the_group_with_most_items_left_per_worker():
+    work = items([("a", "strict", 6), ("b", "strict", 4)])
+    scheduler = AffinityScheduler(work)
+    assert [group(scheduler.next_for(w)) for w in range(2)] == [("a", "strict"), ("b", "strict")]
+    assert group(scheduler.next_for(2)) == ("a", "strict")  # 5 left for one worker there, 3 in b
+    assert group(scheduler.next_for(3)) == ("b", "strict")  # 4 left for two workers in a, 3 for one in b
+
+
+def test_lanes_share_groups_so_that_few_must_build_a_second_env():
+    """8 lanes, 16 items in groups of 6, 5 and 5, two each: one lane changes groups (9 envs in
+    all), where sharing the largest group put 4 lanes on it and 2 of them had to change."""
+    work = items([("a", "strict", 6), ("b", "strict", 5), ("c", "strict", 5)])
+    scheduler = AffinityScheduler(work, min_to_share=1)
+    lanes = [[group(scheduler.next_for(lane))] for lane in range(8)]
+    for lane in range(8):
+        lanes[lane].append(group(scheduler.next_for(lane)))
+    assert sum(len(set(groups)) for groups in lanes) == 9
+
+
 def test_a_worker_does_not_join_a_group_with_only_a_few_items_left():
     for size, joins in ((4, True), (3, False)):
         work = items([("a", "strict", size), ("b", "strict", 1)])

@@ -45,21 +45,23 @@ def test_an_unwritable_out_is_one_line(bundled_dataset, tmp_path, capsys):
 
 def test_a_full_disk_stops_the_run_and_it_resumes_once_there_is_room(bundled_dataset, tmp_path, capsys):
     reference = tmp_path / "reference"
-    args = ("eval", "--dataset", bundled_dataset, "--agent", "forward", *SMALL, "--json")
+    # long episodes: half the records outweigh the scene maps, which are written as the run goes
+    args = ("eval", "--dataset", bundled_dataset, "--agent", "forward", *SMALL, "--max-steps", "60", "--json")
     code, _, err = run_cli(capsys, *args, "--out", reference)
     assert code == 0, err
     total = len((reference / "episodes.jsonl").read_bytes().splitlines())
-    # room for what is written before the first record (run.json, the viewer's scene maps) and
-    # about half the records: tmpfs hands out whole 4 KiB pages
+    # room for run.json, the viewer's scene maps (before or after some records) and about half
+    # the records: tmpfs hands out whole 4 KiB pages
     pages = [-(-path.stat().st_size // 4096) for path in (reference / "run.json", *(reference / "viewer" / "maps").iterdir())]
     records_pages = -(-(reference / "episodes.jsonl").stat().st_size // 4096)
+    assert records_pages // 2 > sum(pages[1:])
     with small_disk(tmp_path / "disk", 4 * (sum(pages) + max(1, records_pages // 2))) as grow:
         out = tmp_path / "disk" / "run"
         code, _, err = run_cli(capsys, *args, "--out", out)
         assert code == 2
         assert "no space left on device" in one_error_line(err)
         assert 0 < len((out / "episodes.jsonl").read_bytes().splitlines()) < total
-        grow(1024)
+        grow(1024 + 2 * sum(-(-f.stat().st_size // 1024) for f in reference.rglob("*") if f.is_file()))
         code, stdout, err = run_cli(capsys, *args, "--out", out)
         assert code == 0, err
         assert json.loads(stdout)["resumed"] > 0

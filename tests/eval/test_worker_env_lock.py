@@ -1,5 +1,6 @@
-"""A worker running episodes at once takes its env lock for env work only (not to look up a
-scene map it wrote or to put an env back), and each episode's timing says where it waited."""
+"""A worker running episodes at once takes its env lock for env work only (not to write a
+scene map or to put an env back), and each episode's timing says where it waited; the scene
+maps are written on a thread of their own once no episode is starting."""
 
 from __future__ import annotations
 
@@ -7,8 +8,11 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from vlnverse.eval.harness import plan_items, select_episodes
 from vlnverse.eval.runner import EpisodeTiming, _held
+from vlnverse.eval.viewer_map import SceneMapWriter, map_paths
 from vlnverse.eval.worker import EvalWorker, RunSpec
 from vlnverse.tasks.dataset import EpisodeDataset
 
@@ -28,8 +32,7 @@ class CountingLock:
         self._lock.release()
 
 
-def test_an_env_reused_for_a_scene_already_mapped_takes_the_lock_for_reset_and_steps_only(bundled_dataset,
-                                                                                            tmp_path: Path):
+def test_an_episode_takes_the_env_lock_to_build_reset_and_step_only(bundled_dataset, tmp_path: Path):
     dataset = EpisodeDataset.open(bundled_dataset)
     items = plan_items(dataset, select_episodes(dataset, "all", "coarse", None, 0), ("tel_hop",), 0)
     first = items[0]
@@ -46,9 +49,10 @@ def test_an_env_reused_for_a_scene_already_mapped_takes_the_lock_for_reset_and_s
     finally:
         worker.close()
     steps = [len(r.record["actions"]) for r in results]
-    assert taken[0] == 1 + 1 + 1 + steps[0]  # build, scene map, reset, steps
+    assert taken[0] == 1 + 1 + steps[0]  # build, reset, steps
     assert taken[1] == 1 + steps[1]  # the same env again: reset and steps
-    assert (tmp_path / "viewer" / "maps").is_dir()
+    assert sorted(p.name for p in (tmp_path / "viewer" / "maps").iterdir()) == [
+        f"{first.episode['scene_id']}.json", f"{first.episode['scene_id']}.png"]
     assert results[0].timing.build > results[1].timing.build >= 0.0
     assert all(r.timing.waited >= 0.0 and r.timing.total >= r.timing.env + r.timing.waited for r in results)
 
@@ -84,3 +88,46 @@ def test_the_wait_for_a_lock_held_elsewhere_is_counted():
     with _held(held, timing):  # free: next to nothing more
         pass
     assert timing.waited - first < first
+
+
+
+@pytest.fixture
+def env(bundled_dataset):
+    """An env of the bundled dataset's first episode (its scene and occupancy map)."""
+    dataset = EpisodeDataset.open(bundled_dataset)
+    item = plan_items(dataset, select_episodes(dataset, "all", "coarse", None, 0), ("tel_hop",), 0)[0]
+    worker = EvalWorker(RunSpec(agent="forward", max_steps=4))
+    try:
+        env, _ = worker._take_env(item)
+    finally:
+        worker.close()
+    yield env
+    env.close()
+
+
+def test_scene_maps_wait_until_no_episode_is_starting_and_are_written_once(env, tmp_path: Path):
+    picture, description = map_paths(tmp_path, "here")
+    maps = SceneMapWriter(tmp_path)
+    try:
+        with maps.starting():
+            with maps.starting():
+                maps.add("here", env.scene, env.occupancy)
+            time.sleep(0.5)
+            assert not picture.exists()  # one episode is still starting
+        deadline = time.monotonic() + 30.0
+        while not description.is_file() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert description.is_file() and picture.is_file()
+        description.unlink()
+        maps.add("here", env.scene, env.occupancy)  # asked before: not written again
+    finally:
+        maps.close()
+    assert not description.exists()
+
+
+def test_closing_the_scene_map_writer_writes_what_is_queued(env, tmp_path: Path):
+    maps = SceneMapWriter(tmp_path)
+    with maps.starting():
+        maps.add("here", env.scene, env.occupancy)
+        maps.close()  # an episode is starting, yet the map is written before the worker ends
+        assert all(path.is_file() for path in map_paths(tmp_path, "here"))

@@ -19,7 +19,7 @@ import multiprocessing
 import os
 import pickle
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -90,21 +90,23 @@ class AffinityScheduler:
     def _choose(self, worker: int) -> Group | None:
         """The worker's own group while it lasts; else an unclaimed group, preferring a
         scene this worker has loaded, then one no other worker has, then the largest;
-        else the largest group, shared with the worker on it, so the tail still balances
-        (unless only a few items are left in it)."""
+        else the group with the most items left per worker on it (the one to end last),
+        shared with them, so the tail still balances (unless only a few items are left in
+        it). Sharing by items per worker, not by items, leaves as few workers as can be
+        with a group of their own to leave later for another (a new env each)."""
         current = self._current.get(worker)
         if current in self._groups:
             return current
-        claimed = set(self._current.values())
+        claimed = Counter(group for w, group in self._current.items() if w != worker)
         unclaimed = [group for group in self._groups if group not in claimed]
         if unclaimed:
             mine = self._scenes.get(worker, set())
             others = set().union(*(scenes for w, scenes in self._scenes.items() if w != worker))
             return max(unclaimed, key=lambda g: (g[0] in mine, g[0] not in others, self._left(g)))
-        largest = max(self._groups, key=self._left, default=None)
-        if largest is None or self._left(largest) < self._min_to_share:
+        busiest = max(self._groups, key=lambda g: self._left(g) / claimed[g], default=None)
+        if busiest is None or self._left(busiest) < self._min_to_share:
             return None  # the workers on the last groups finish them sooner than a new env is built
-        return largest
+        return busiest
 
     def _left(self, group: Group) -> int:
         return len(self._groups[group])

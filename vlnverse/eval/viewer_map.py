@@ -5,14 +5,20 @@ the pages draw under the agent's path."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import logging
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from vlnverse.fileio import write_bytes_atomic, write_text_atomic
+
+logger = logging.getLogger(__name__)
 
 MAPS_DIR = "maps"
 
@@ -53,6 +59,65 @@ def write_scene_map(viewer_dir: Path, scene_id: str, scene: Any, occupancy: Any)
         "picture": picture.name,
         "extent": [x0, x0 + cols * occupancy.resolution, y0, y0 + rows * occupancy.resolution],
         "rooms": rooms, "objects": objects}))
+
+
+class SceneMapWriter:
+    """Writes the maps of a worker's scenes on a thread of its own, each scene once, while no
+    episode is starting (:meth:`starting`).
+
+    Importing matplotlib and drawing the first map take about half a second of CPU time,
+    which would hold up the starts of a worker's first episodes (their env builds share one
+    core and the GIL); while episodes wait for their agents, the CPU is idle.
+    """
+
+    def __init__(self, viewer_dir: str | Path) -> None:
+        self._viewer_dir = Path(viewer_dir)
+        self._changed = threading.Condition()
+        self._starting = 0
+        self._queued: list[tuple[str, Any, Any]] = []
+        self._asked: set[str] = set()
+        self._closing = False
+        self._thread = threading.Thread(target=self._write_queued, name="vlnverse-scene-maps", daemon=True)
+        self._thread.start()
+
+    @contextlib.contextmanager
+    def starting(self) -> Iterator[None]:
+        """Hold map writing back while the caller starts an episode."""
+        with self._changed:
+            self._starting += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._starting -= 1
+                self._changed.notify_all()
+
+    def add(self, scene_id: str, scene: Any, occupancy: Any) -> None:
+        """Write ``scene_id``'s map (unless asked before, or there already)."""
+        with self._changed:
+            if scene_id not in self._asked:
+                self._asked.add(scene_id)
+                self._queued.append((scene_id, scene, occupancy))
+                self._changed.notify_all()
+
+    def _write_queued(self) -> None:
+        while True:
+            with self._changed:
+                self._changed.wait_for(lambda: self._closing or bool(self._queued) and not self._starting)
+                if not self._queued:
+                    return
+                scene_id, scene, occupancy = self._queued.pop(0)
+            try:
+                write_scene_map(self._viewer_dir, scene_id, scene, occupancy)
+            except Exception as exc:  # noqa: BLE001 - a picture is not worth a run
+                logger.warning("scene %s: viewer map failed: %s", scene_id, exc)
+
+    def close(self) -> None:
+        """Write the maps still queued, whoever is starting, and end the thread."""
+        with self._changed:
+            self._closing = True
+            self._changed.notify_all()
+        self._thread.join()
 
 
 def read_scene_map(viewer_dir: Path, scene_id: str) -> dict[str, Any] | None:

@@ -19,6 +19,7 @@ building envs) takes one lock, so it stays on one core.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import pickle
@@ -36,6 +37,7 @@ from vlnverse.eval.agent import Agent, as_agent
 from vlnverse.eval.episode_record import MetricsConfig
 from vlnverse.eval.runner import EpisodeTiming, run_episode
 from vlnverse.eval.store import TRACE_TEXT_CHARS, error_record
+from vlnverse.eval.viewer_map import SceneMapWriter
 from vlnverse.processes import exit_with_parent
 
 logger = logging.getLogger(__name__)
@@ -212,6 +214,18 @@ class _Slot:
     meter: Any = None
 
 
+def _started(starting: contextlib.ExitStack, frames: Any) -> Any:
+    """An episode's ``on_observation``: its start ends (``starting`` is closed) at its first
+    observation, which ``frames`` (a frame capture, or None) then records as every other."""
+
+    def observe(step: int, observation: Mapping[str, Any]) -> None:
+        starting.close()
+        if frames is not None:
+            frames(step, observation)
+
+    return observe
+
+
 def build_oracle(spec: RunSpec) -> Any:
     """The dialogue oracle's client shared by the worker's envs when its calls are recorded
     (None otherwise: each env builds its own from ``spec.oracle_llm``)."""
@@ -244,7 +258,7 @@ class EvalWorker:
         self._slots: list[_Slot] = []
         self._all_slots: list[_Slot] = []
         self._idle_envs: OrderedDict[int, tuple[tuple[Any, ...], Any]] = OrderedDict()
-        self._mapped: set[str] = set()  # scenes whose viewer map this worker wrote or found
+        self._maps = None if spec.viewer_dir is None else SceneMapWriter(spec.viewer_dir)
         try:
             self._slots.append(self._new_slot())  # a bad agent or config fails here, once
         except BaseException:
@@ -339,10 +353,14 @@ class EvalWorker:
         episode = Episode.from_dict(item.episode)
         slot = self._take_slot()
         env = None
+        starting = contextlib.ExitStack()  # the scene maps wait until the first observation
         try:
             t0 = time.perf_counter()
+            if self._maps is not None:
+                starting.enter_context(self._maps.starting())
             env, built = self._take_env(item)
-            self._scene_map(item, env)
+            if self._maps is not None:
+                self._maps.add(item.episode["scene_id"], env.scene, env.occupancy)
             build = time.perf_counter() - t0
             if on_start is not None:
                 on_start()
@@ -351,7 +369,7 @@ class EvalWorker:
                     env, slot.agent, episode, physics=item.physics, seed=self.spec.seed,
                     metrics=self.spec.metrics, reference_image=item.reference_image,
                     env_lock=self.env_lock, usage=slot.meter, timeout=self.spec.episode_timeout,
-                    on_observation=self._frames(item, env), timed_out=item.expired,
+                    on_observation=_started(starting, self._frames(item, env)), timed_out=item.expired,
                     trace_text_chars=self.spec.trace_text_chars,
                 )
             except LLMBudgetExceeded as exc:
@@ -363,6 +381,7 @@ class EvalWorker:
                 record["plot"] = self._plot(env, record)
             return WorkResult(record, timing)
         finally:
+            starting.close()
             if env is not None:
                 self._give_back(item, env)
             with self._lock:
@@ -404,22 +423,6 @@ class EvalWorker:
 
         return capture
 
-    def _scene_map(self, item: WorkItem, env: Any) -> None:
-        """The viewer's map of the item's scene, written once per run."""
-        if self.spec.viewer_dir is None:
-            return
-        from vlnverse.eval.viewer_map import write_scene_map
-
-        scene_id = item.episode["scene_id"]
-        if scene_id in self._mapped:  # no wait for the env lock at each episode's start
-            return
-        try:
-            with self.env_lock:
-                write_scene_map(Path(self.spec.viewer_dir), scene_id, env.scene, env.occupancy)
-            self._mapped.add(scene_id)
-        except Exception as exc:  # noqa: BLE001 - a picture is not worth an episode
-            logger.warning("scene %s: viewer map failed: %s", scene_id, exc)
-
     def _plot(self, env: Any, record: dict[str, Any]) -> str | None:
         from vlnverse.eval.plots import plot_filename, save_episode_plot
 
@@ -439,7 +442,9 @@ class EvalWorker:
     def close(self, envs: bool = True) -> None:
         """Close the envs (unless ``envs`` is false: a worker process about to end leaves
         them to the system, as releasing GL objects in a process forked after its parent
-        rendered crashes Mesa), the agents and the model client."""
+        rendered crashes Mesa), the agents and the model client, once the scene maps are written."""
+        if self._maps is not None:
+            self._maps.close()
         while envs and self._idle_envs:
             _, (_, env) = self._idle_envs.popitem()
             env.close()

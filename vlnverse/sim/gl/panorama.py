@@ -112,7 +112,7 @@ class RigRenderer:
     Args:
         ctx: The GL context.
         program: The scene program writing triangle ids
-            (:data:`vlnverse.sim.gl.shaders.TRIANGLE_VERTEX`).
+            (:data:`vlnverse.sim.gl.shaders.TRIANGLE_VERTEX`), the caller's to free.
         vertices: The scene's vertex buffer.
         triangles: Its triangles, placed as the GPU has them.
     """
@@ -218,5 +218,5 @@ class RigRenderer:
                 item.release()
         self._atlases.clear()
         self._tables.clear()
-        for item in (self._vao, self._indices, self._program):
+        for item in (self._vao, self._indices):
             item.release()

@@ -3,7 +3,7 @@
 llvmpipe compiles a program's shaders to machine code at its first draw (about 0.2-0.3 s
 for the scene shader on a CPU core, more than the rest of building an env), and compiles
 again for a second program of the same source. Renderers whose shaders are the same text
-(an eval worker's concurrent envs of one scene, scenes with as many lights and rooms)
+(every scene whose lights and rooms fit the shader's arrays: :func:`~vlnverse.sim.gl.shaders.array_slots`)
 share one program here, and every renderer shares the material texture array (the same
 bytes for all; uploading it and building its mipmaps is a tenth of an env's build); the
 last :func:`release` frees each. Uniforms are the program's state, so a renderer sets its

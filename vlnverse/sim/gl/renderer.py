@@ -104,6 +104,13 @@ def _write_uniforms(program: Any, settings: dict[str, Any]) -> None:
             else:
                 program[name].value = value
 
+def _padded(rows: np.ndarray, slots: int, width: int) -> bytes:
+    """``rows`` (N, width) as the bytes of a uniform array of ``slots`` entries, zeros after them."""
+    array = np.zeros((slots, width), rows.dtype)
+    array[:len(rows)] = rows.reshape(len(rows), width)
+    return array.tobytes()
+
+
 def _material_array(ctx: Any) -> Any:
     """The material detail maps as a mipmapped, repeating texture array (read-only: shared)."""
     import moderngl
@@ -144,8 +151,8 @@ class GLRenderer:
 
         ctx = self._ctx
         lighting = scene_lighting(scene)
-        self._fragment = shaders.FRAGMENT.replace("N_LIGHTS", str(max(len(lighting.lights), 1))).replace(
-            "N_ROOMS", str(len(lighting.ranges)))
+        light_slots, room_slots = shaders.array_slots(len(lighting.lights)), shaders.array_slots(len(lighting.ranges))
+        self._fragment = shaders.scene_fragment(light_slots, room_slots)
         self._shared = programs.acquire(ctx, shaders.VERTEX, self._fragment)
         self._program = program = self._shared.value
         self._buffer = ctx.buffer(vertex_data(scene, self._geometry))
@@ -162,26 +169,30 @@ class GLRenderer:
         self._poses_stale = False
         self._settings = {"materials": 0, "rooms": 1, "poses": 2,
                           "room_frame": (*lighting.origin, 1.0 / lighting.resolution),
-                          "room_lights": lighting.ranges.tobytes(), "ambient": AMBIENT, "exposure": EXPOSURE,
-                          "softness": LIGHT_SOFTNESS}
-        if len(lighting.lights):
-            self._settings.update(lights=lighting.lights.tobytes(), light_colours=lighting.colours.tobytes())
+                          "room_lights": _padded(lighting.ranges, room_slots, 2),
+                          "lights": _padded(lighting.lights, light_slots, 4),
+                          "light_colours": _padded(lighting.colours, light_slots, 3),
+                          "ambient": AMBIENT, "exposure": EXPOSURE, "softness": LIGHT_SOFTNESS}
         self._shared.claim(self, self._set_uniforms)
 
     def _set_uniforms(self) -> None:
         """This scene's uniforms on the (shared) scene program."""
         _write_uniforms(self._program, self._settings)
 
+    def _set_rig_uniforms(self) -> None:
+        """This scene's uniforms on the (shared) rig program."""
+        _write_uniforms(self._shared_rig.value, self._settings)
+
     def _rig_renderer(self) -> RigRenderer:
-        """The one-pass rig renderer (made on first use: it compiles its own program, whose
-        uniforms are this scene's alone)."""
+        """The one-pass rig renderer, made on first use (its program, shared as the scene
+        program is, compiled by the process's first)."""
         if self._rigs is None:
             local, rows, prims = self._geometry
-            program = self._ctx.program(vertex_shader=shaders.TRIANGLE_VERTEX, fragment_shader=self._fragment)
-            _write_uniforms(program, self._settings)
-            self._rigs = RigRenderer(self._ctx, program, self._buffer,
+            self._shared_rig = programs.acquire(self._ctx, shaders.TRIANGLE_VERTEX, self._fragment)
+            self._rigs = RigRenderer(self._ctx, self._shared_rig.value, self._buffer,
                                      Triangles(local.astype(np.float32), rows, prims))
             self._rigs.triangles.set_poses(self._matrices())
+        self._shared_rig.claim(self, self._set_rig_uniforms)
         return self._rigs
 
     def _matrices(self) -> np.ndarray:
@@ -299,6 +310,7 @@ class GLRenderer:
             if self._rigs is not None:
                 self._rigs.release()
                 self._rigs = None
+                programs.release(self.__dict__.pop("_shared_rig"), self)
             for name in ("_vao", "_buffer", "_rooms", "_poses"):
                 resource = self.__dict__.pop(name, None)
                 if resource is not None:

@@ -3,7 +3,10 @@
 Vertices carry their body (0 = static geometry; others read a model matrix from the
 ``poses`` texture, one row per body), so movable objects move without re-uploading any
 geometry. Texture coordinates come from object-space positions (box projection along the
-face's dominant axis), in world units. ``N_LIGHTS`` and ``N_ROOMS`` are set per scene.
+face's dominant axis), in world units. The lights' and rooms' uniform arrays are sized
+by :func:`scene_fragment` in steps (the loop over a room's lights reads its bounds from a
+uniform), so scenes of different light and room counts share one program text, and
+llvmpipe compiles the scene shader once per process, not once per scene.
 """
 
 #: The vertex buffer's layout: position, normal, colour, material (layer, 1 / tile size),
@@ -92,3 +95,20 @@ void main() {
 #: The vertex shader of the one-pass rig (:mod:`vlnverse.sim.gl.panorama`): the id it
 #: passes on is the vertex's triangle (vertices are not shared) plus one, not its prim's.
 TRIANGLE_VERTEX = VERTEX.replace("v_id = in_ids.y;", "v_id = gl_VertexID / 3 + 1;")
+
+
+ARRAY_SLOTS = 64
+"""The least size of the lights' and rooms' uniform arrays: the bundled and generated
+scenes fit (within the 1024 uniform components any GL 3.3 fragment shader may have)."""
+
+
+def array_slots(count: int) -> int:
+    """The uniform array size for ``count`` entries: :data:`ARRAY_SLOTS`, or the next power
+    of two for more."""
+    return max(ARRAY_SLOTS, 1 << max(count - 1, 0).bit_length())
+
+
+def scene_fragment(light_slots: int, room_slots: int) -> str:
+    """The scene's fragment shader with arrays of ``light_slots`` lights and ``room_slots``
+    rooms (see :func:`array_slots`)."""
+    return FRAGMENT.replace("N_LIGHTS", str(light_slots)).replace("N_ROOMS", str(room_slots))
