@@ -104,6 +104,7 @@ def _write_uniforms(program: Any, settings: dict[str, Any]) -> None:
             else:
                 program[name].value = value
 
+
 def _padded(rows: np.ndarray, slots: int, width: int) -> bytes:
     """``rows`` (N, width) as the bytes of a uniform array of ``slots`` entries, zeros after them."""
     array = np.zeros((slots, width), rows.dtype)
