@@ -4,16 +4,22 @@ maps are written on a thread of their own once no episode is starting."""
 
 from __future__ import annotations
 
+import pickle
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
+from PIL import Image
 
 from vlnverse.eval.harness import plan_items, select_episodes
 from vlnverse.eval.runner import EpisodeTiming, _held
 from vlnverse.eval.viewer_map import SceneMapWriter, map_paths
 from vlnverse.eval.worker import EvalWorker, RunSpec
+from vlnverse.scene.bev import BLOCKED_RGB, map_image
 from vlnverse.tasks.dataset import EpisodeDataset
 
 
@@ -131,3 +137,22 @@ def test_closing_the_scene_map_writer_writes_what_is_queued(env, tmp_path: Path)
         maps.add("here", env.scene, env.occupancy)
         maps.close()  # an episode is starting, yet the map is written before the worker ends
         assert all(path.is_file() for path in map_paths(tmp_path, "here"))
+
+
+def test_a_scene_map_is_a_picture_of_the_grid_drawn_without_matplotlib(env, tmp_path: Path):
+    """The map's pixels are the occupancy grid's (free floor light, walls dark, rooms tinted),
+    and drawing it imports no matplotlib (each eval worker draws its scenes' maps)."""
+    script = ("import sys, pickle; from vlnverse.eval.viewer_map import write_scene_map; "
+              "scene, grid = pickle.load(sys.stdin.buffer); write_scene_map(sys.argv[1], 'here', scene, grid); "
+              "print(sorted(m for m in sys.modules if m.startswith('matplotlib')))")
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], input=pickle.dumps((env.scene, env.occupancy)),
+                          capture_output=True, check=True)
+    assert done.stdout.decode().strip() == "[]"
+    picture, _ = map_paths(tmp_path, "here")
+    pixels = np.asarray(Image.open(picture).convert("RGB"))
+    assert pixels.shape[:2] == env.occupancy.shape
+    expected = (np.flipud(map_image(env.occupancy)) * 255).astype(np.uint8)
+    assert np.array_equal(pixels, expected)
+    assert (pixels == (np.array(BLOCKED_RGB) * 255).astype(np.uint8)).all(-1).any()  # walls drawn
+    tinted = expected[np.flipud(env.occupancy.navigable & (env.occupancy.room_map >= 0))]
+    assert len({tuple(p) for p in tinted}) >= min(2, len(env.occupancy.rooms))  # rooms apart in colour

@@ -35,7 +35,7 @@ def map_paths(viewer_dir: Path, scene_id: str) -> tuple[Path, Path]:
 
 def write_scene_map(viewer_dir: Path, scene_id: str, scene: Any, occupancy: Any) -> None:
     """Write the map of ``scene_id`` unless it is there already."""
-    import matplotlib.image
+    from PIL import Image
 
     from vlnverse.scene.bev import footprint, map_image
 
@@ -43,7 +43,8 @@ def write_scene_map(viewer_dir: Path, scene_id: str, scene: Any, occupancy: Any)
     if description.is_file():
         return
     buffer = io.BytesIO()
-    matplotlib.image.imsave(buffer, np.clip(np.flipud(map_image(occupancy)), 0.0, 1.0), format="png")
+    pixels = (np.clip(np.flipud(map_image(occupancy)), 0.0, 1.0) * 255).astype(np.uint8)
+    Image.fromarray(pixels).save(buffer, format="PNG")
     write_bytes_atomic(picture, buffer.getvalue())
     x0, y0 = (float(v) for v in occupancy.origin[:2])
     rows, cols = occupancy.shape
@@ -65,9 +66,8 @@ class SceneMapWriter:
     """Writes the maps of a worker's scenes on a thread of its own, each scene once, while no
     episode is starting (:meth:`starting`).
 
-    Importing matplotlib and drawing the first map take about half a second of CPU time,
-    which would hold up the starts of a worker's first episodes (their env builds share one
-    core and the GIL); while episodes wait for their agents, the CPU is idle.
+    Drawing a map takes CPU time that would hold up the starts of a worker's first episodes
+    (their env builds share one core and the GIL).
     """
 
     def __init__(self, viewer_dir: str | Path) -> None:

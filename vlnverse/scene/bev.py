@@ -15,6 +15,17 @@ from vlnverse.scene.types import Scene
 BLOCKED_RGB = (0.22, 0.22, 0.25)
 FREE_RGB = (0.80, 0.80, 0.80)
 SMALL_OBJECT_M2 = 0.15  # objects with smaller footprints are drawn but not labelled
+ROOM_HUES = 20  # rooms take turns through this many hues (a room's index modulo it)
+
+
+def room_palette() -> np.ndarray:
+    """(ROOM_HUES, 3) RGB of the room tints: hues evenly around the colour wheel, neighbours
+    in index at alternating saturation so that adjacent rooms stay apart (no matplotlib
+    import: workers draw scene maps off this)."""
+    import colorsys
+
+    return np.array([colorsys.hsv_to_rgb(i / ROOM_HUES, 0.75 if i % 2 == 0 else 0.45, 0.85)
+                     for i in range(ROOM_HUES)])
 
 
 def bev_figure(scene: Scene, occupancy: OccupancyMap, paths: Sequence[np.ndarray] = (),
@@ -75,15 +86,12 @@ def room_label(room_id: str, room_type: str) -> str:
 def map_image(occupancy: OccupancyMap) -> np.ndarray:
     """(rows, cols, 3) float RGB of the grid (row 0 at the lowest y): walls and furniture
     dark, free floor light, navigable floor tinted by room."""
-    import matplotlib
-
     image = np.empty(occupancy.shape + (3,))
     image[:] = BLOCKED_RGB
     image[occupancy.free] = FREE_RGB
-    palette = matplotlib.colormaps["tab20"](np.linspace(0, 1, 20))[:, :3]
     rooms = occupancy.room_map
     navigable = occupancy.navigable & (rooms >= 0)
-    tint = palette[rooms[navigable] % 20]
+    tint = room_palette()[rooms[navigable] % ROOM_HUES]
     image[navigable] = 0.55 * tint + 0.45
     image[occupancy.navigable & (rooms < 0)] = (1.0, 1.0, 1.0)
     return image
