@@ -235,10 +235,13 @@ class FrameRecorder:
              "max_rendered": self.max_rendered, "stopped_at": stopped_at}))
 
 
-def _bev_frame(record: Mapping[str, Any], scene_map: Mapping[str, Any] | None,
-               size: int) -> tuple[Callable[[Sequence[float]], str], float, float, float] | None:
+BevFrame = tuple[Callable[[Sequence[float]], str], float, float, float]
+
+
+def _bev_frame(record: Mapping[str, Any], scene_map: Mapping[str, Any] | None, size: int) -> BevFrame | None:
     """The drawing frame of a ``size`` px bird's-eye view: (point formatter, width, height,
-    metres-to-pixels scale); the scene map's extent, else the paths' bounds (None: nothing to draw)."""
+    metres-to-pixels scale); the scene map's extent, else the paths' bounds (None: nothing to draw).
+    The formatter remembers what it wrote: a page's step views share one frame."""
     points = [p[:2] for key in ("trajectory", "reference_path") for p in record.get(key) or []]
     points += [g["position"][:2] for g in record.get("goals") or []]
     if not points:
@@ -249,9 +252,14 @@ def _bev_frame(record: Mapping[str, Any], scene_map: Mapping[str, Any] | None,
         xs, ys = [p[0] for p in points], [p[1] for p in points]
         x0, x1, y0, y1 = min(xs) - 1.0, max(xs) + 1.0, min(ys) - 1.0, max(ys) + 1.0
     scale = size / max(x1 - x0, y1 - y0, 1.0)
+    written: dict[tuple[float, float], str] = {}  # a page draws each pose once per step after it
 
     def pt(p: Sequence[float]) -> str:
-        return f"{(p[0] - x0) * scale:.1f},{(y1 - p[1]) * scale:.1f}"
+        key = (p[0], p[1])
+        text = written.get(key)
+        if text is None:
+            text = written[key] = f"{(p[0] - x0) * scale:.1f},{(y1 - p[1]) * scale:.1f}"
+        return text
 
     return pt, (x1 - x0) * scale, (y1 - y0) * scale, scale
 
@@ -274,10 +282,9 @@ def _map_layer(scene_map: Mapping[str, Any], pt: Callable[[Sequence[float]], str
     return "".join(parts)
 
 
-def _map_defs(record: Mapping[str, Any], scene_map: Mapping[str, Any] | None, size: int, layer_id: str) -> str:
-    """A hidden SVG that defines the map layer of the page's ``size`` px views once, as
+def _map_defs(scene_map: Mapping[str, Any] | None, frame: BevFrame | None, layer_id: str) -> str:
+    """A hidden SVG that defines the map layer of the page's views in ``frame`` once, as
     ``layer_id`` (each step's view references it: a page no longer repeats the map per step)."""
-    frame = _bev_frame(record, scene_map, size)
     if scene_map is None or frame is None:
         return ""
     pt, width, height, _ = frame
@@ -286,12 +293,13 @@ def _map_defs(record: Mapping[str, Any], scene_map: Mapping[str, Any] | None, si
 
 
 def _bev_svg(record: Mapping[str, Any], upto: int | None, scene_map: Mapping[str, Any] | None = None,
-             size: int = 260, map_layer: str | None = None) -> str:
+             size: int = 260, map_layer: str | None = None, frame: BevFrame | None = None) -> str:
     """The bird's-eye view: the scene's map (walls, rooms, objects) when there is one, the
     reference path (grey, dashed), goals (green rings), the trajectory up to pose ``upto``
     (blue; all when None), collisions (red crosses) and the agent there (red, with its heading).
-    ``map_layer``: the id of the page's map layer (:func:`_map_defs`), referenced, not redrawn."""
-    frame = _bev_frame(record, scene_map, size)
+    ``map_layer``: the id of the page's map layer (:func:`_map_defs`), referenced, not redrawn;
+    ``frame``: the page's :func:`_bev_frame` of this ``size`` (made here when None)."""
+    frame = frame or _bev_frame(record, scene_map, size)
     if frame is None:
         return ""
     pt, width, height, scale = frame
@@ -448,6 +456,7 @@ def render_episode_page(record: Mapping[str, Any], strips: Mapping[int, str],
     usage = record.get("llm") or {}
     space = record.get("action_space")
     last_pose = len(record.get("trajectory") or [1]) - 1
+    step_frame = _bev_frame(record, scene_map, STEP_MAP_SIZE)  # one for every step's view
     out = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>",
@@ -463,7 +472,7 @@ def render_episode_page(record: Mapping[str, Any], strips: Mapping[int, str],
         + (f" · {usage.get('calls', 0)} calls ({usage.get('cached_calls', 0)} cached), "
            f"{usage.get('tokens', 0)} tokens, billed ${usage.get('cost_usd', 0):.4f}" if usage else "")
         + "</p></div></div>",
-        _STEPPER, _map_defs(record, scene_map, STEP_MAP_SIZE, STEP_MAP_LAYER),
+        _STEPPER, _map_defs(scene_map, step_frame, STEP_MAP_LAYER),
     ]
     llm_steps = any(k in step for step in steps for k in ("messages", "reply", "parsed"))
     for i, step in enumerate(steps):
@@ -477,7 +486,7 @@ def render_episode_page(record: Mapping[str, Any], strips: Mapping[int, str],
             f"{_outcome_html(record, i)}{flag_html}</h2>",
             _frame_html(strips.get(i), step, i, frames),
             '<div class="cols"><div style="flex:0 0 auto">',
-            _bev_svg(record, min(i, last_pose), scene_map, size=STEP_MAP_SIZE, map_layer=STEP_MAP_LAYER),
+            _bev_svg(record, min(i, last_pose), scene_map, STEP_MAP_SIZE, STEP_MAP_LAYER, step_frame),
             "</div>",
         ]
         if llm_steps:
