@@ -245,6 +245,7 @@ def train_in_group(config: ImitationConfig, place: Any, *, progress: Callable[[s
 def _train(config: ImitationConfig, group: Any, device: Any, progress: Callable[[str, int, int], None] | None,
            on_epoch_end: Callable[[EpochStats], None] | None) -> ImitationResult:
     """:func:`train_imitation` in one process of ``group`` (rank 0 writes the files)."""
+    from vlnverse.learning.allocator import keep_freed_memory
     from vlnverse.learning.checkpoints import claim_run, resume, save_checkpoint, training_state
     from vlnverse.learning.data import (
         EpisodeTensors,
@@ -265,6 +266,7 @@ def _train(config: ImitationConfig, group: Any, device: Any, progress: Callable[
     )
 
     torch = require_torch()
+    keep_freed_memory()  # each step's tensors reuse the last step's memory (see the module)
     threads = config.threads or torch.get_num_threads()
     out = Path(config.out)
     if config.amp:
