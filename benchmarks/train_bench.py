@@ -438,7 +438,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=128, help="RGB and depth resolution")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved pre-render rounds")
     parser.add_argument("--online-pairs", type=int, default=3, help="back-to-back (1, 2)-env online pairs")
-    parser.add_argument("--only", choices=("prerender", "train", "eval"), help="only these figures")
+    parser.add_argument("--only", choices=("prerender", "train", "eval", "online"), help="only these figures")
     parser.add_argument("--eval-rounds", type=int, default=1, help="interleaved evaluation rounds")
     parser.add_argument("--train-reference", default=TRAIN_REFERENCE,
                         help="git revision whose training and evaluation are the references of the speed-ups "
@@ -474,7 +474,7 @@ def main() -> None:
             print("\n".join(train_lines(dataset, work, args)))
         if args.only in (None, "eval"):
             print("\n".join(eval_lines(dataset, work, args.eval_rounds, args.train_reference)))
-        if args.only is None:
+        if args.only in (None, "online"):
             print("\n".join(online_lines(dataset, args)))
 
 
