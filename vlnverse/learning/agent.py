@@ -100,7 +100,6 @@ class LearnedAgent(Agent):
         self._prev = torch.full((1, 1), action, dtype=torch.int64, device=self.device)
         return action
 
-
     def set_previous_action(self, action: int) -> None:
         """Condition the next step on ``action`` (when another policy chose what was executed)."""
         self._prev = self.torch.full((1, 1), int(action), dtype=self.torch.int64, device=self.device)

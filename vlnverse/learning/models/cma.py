@@ -17,6 +17,7 @@ from vlnverse.learning.torch_support import require_torch
 torch = require_torch()
 nn = torch.nn
 
+
 class Attention(nn.Module):
     """Scaled dot-product attention of a query over a set of keys (values = the keys)."""
 
