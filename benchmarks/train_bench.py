@@ -58,7 +58,9 @@ Figures (``BENCH <name> <value> <unit> target <op> <value>``):
   machine's scaling on these episodes (the lockstep bound times the machine's scaling / 2,
   at most the machine's scaling): how much the vector env itself loses. With the learned
   predictor one episode of each rollout runs to the 35-step cap while the others take 4-7
-  steps, so the bound, not the sub-envs' compute, is what keeps the figure above low.
+  steps (the oracle's candidate, nearest the goal, lies behind a wall: every step collides
+  and the oracle picks it again, the case the paper leaves to schedule sampling), so the
+  bound, not the sub-envs' compute, is what keeps the figure above low.
 - ``train.mini_track_minutes.<stage>``: wall minutes of each stage of the VLNVerse-mini CPU
   track as run for ``docs/results-mini.md`` (read from ``assets/tracks/mini/timings.json``,
   which records each run's command, its wall time and how loaded the machine was), their sum,
