@@ -252,7 +252,7 @@ def _bev_frame(record: Mapping[str, Any], scene_map: Mapping[str, Any] | None, s
         xs, ys = [p[0] for p in points], [p[1] for p in points]
         x0, x1, y0, y1 = min(xs) - 1.0, max(xs) + 1.0, min(ys) - 1.0, max(ys) + 1.0
     scale = size / max(x1 - x0, y1 - y0, 1.0)
-    written: dict[tuple[float, float], str] = {}  # a page draws each pose once per step after it
+    written: dict[tuple[float, float], str] = {}  # each step's view draws the poses before it again
 
     def pt(p: Sequence[float]) -> str:
         key = (p[0], p[1])
