@@ -322,3 +322,48 @@ def test_padded_batches_learn_what_the_code_before_the_speed_up_learned(kind, co
     assert [e.samples for e in history] == [row[2] for row in golden]
     assert [e.loss for e in history] == pytest.approx([row[0] for row in golden], rel=1e-4)
     assert [e.accuracy for e in history] == pytest.approx([row[1] for row in golden], abs=0.01)
+
+
+@pytest.fixture(scope="module")
+def augmentation(tmp_path_factory):
+    """One augmentation home with frames stored as the ``train_frames`` fixture's (32 px)."""
+    from vlnverse.release.augment import AugmentConfig, build_augmentation
+
+    out = tmp_path_factory.mktemp("augment") / "AUG"
+    summary = build_augmentation(AugmentConfig(track="mini", out=str(out), homes=1, per_home=2, rgb_size=32,
+                                               depth_size=32))
+    return out, summary.facts
+
+
+def test_training_with_an_augmentation_set_sees_its_frames_and_says_so(train_frames, fine_dataset, augmentation,
+                                                                      tmp_path):
+    _, prerendered = train_frames
+    folder, facts = augmentation
+    run = train_imitation(config(train_frames, fine_dataset, tmp_path / "aug", epochs=1, augment=(str(folder),)))
+    assert run.history[0].samples == prerendered.frames + facts["frames"]["count"]
+    state = torch.load(run.history[0].checkpoint, weights_only=False)
+    data = state["training_data"]
+    assert [(a["track"], a["homes"], a["episodes"]) for a in data["augment"]] == [("mini", 1, sum(facts["episodes"].values()))]
+    assert data["split"] == "train"
+    plain = config(train_frames, fine_dataset, tmp_path / "plain", epochs=1)
+    assert plain.fingerprint() != dataclasses.replace(plain, augment=(str(folder),)).fingerprint()
+    with pytest.raises(Exception, match="another configuration"):
+        train_imitation(dataclasses.replace(plain, out=str(tmp_path / "aug")))
+
+
+def test_augmentation_frames_of_another_resolution_or_a_missing_set_are_refused(train_frames, fine_dataset,
+                                                                              augmentation, tmp_path):
+    import shutil
+
+    from vlnverse.errors import ConfigError
+    from vlnverse.learning.prerender import prerender
+    from vlnverse.release.augment import AugmentConfig
+
+    folder, _ = augmentation
+    other = tmp_path / "AUG16"
+    shutil.copytree(folder, other, ignore=shutil.ignore_patterns("frames"))
+    prerender(AugmentConfig(track="mini", out=str(other), homes=1, rgb_size=16, depth_size=16).prerender_config())
+    with pytest.raises(ConfigError, match="holds frames stored as"):
+        train_imitation(config(train_frames, fine_dataset, tmp_path / "bad", epochs=1, augment=(str(other),)))
+    with pytest.raises(ConfigError, match="not an augmentation set"):
+        train_imitation(config(train_frames, fine_dataset, tmp_path / "none", epochs=1, augment=(str(tmp_path),)))

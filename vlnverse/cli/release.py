@@ -1,4 +1,5 @@
-"""``vlnverse release build``: the whole benchmark (corpus, episodes, statistics, card) by one command."""
+"""``vlnverse release build``: the whole benchmark (corpus, episodes, statistics, card) by one command;
+``vlnverse release augment``: new homes and training episodes for a track."""
 
 from __future__ import annotations
 
@@ -33,6 +34,29 @@ def register(subparsers) -> None:
     build.add_argument("--no-progress", action="store_true", help="no progress bar")
     build.add_argument("--json", action="store_true", help="print one JSON summary")
     build.set_defaults(handler=_build)
+    augment = commands.add_parser(
+        "augment", help="new procedural homes and their training episodes (and frames) for a track",
+        description="Homes from a seed space no track uses (checked against the track's homes by layout), "
+                    "train-split fine + coarse episodes with the track's generation settings, the oracle's frames "
+                    "for `vlnverse train --augment`, a card and SHA256SUMS. Resumable; the same options give the "
+                    "same bytes on any executor and worker count.")
+    augment.add_argument("--track", required=True, help="the track the homes augment (mini, full)")
+    augment.add_argument("--homes", type=int, required=True, help="number of new homes")
+    augment.add_argument("--first", type=int, default=0,
+                         help="index of the first home (default 0); sets with disjoint ranges share no home")
+    augment.add_argument("--per-home", type=int, default=None,
+                         help="coarse trajectories per home, fine a third of them (default: the track's, 75)")
+    augment.add_argument("--out", type=Path, required=True, help="augmentation set folder")
+    augment.add_argument("--no-frames", action="store_true", help="skip pre-rendering the oracle's frames")
+    augment.add_argument("--rgb-size", type=int, default=64, help="frame RGB size (default 64, the cpu preset's)")
+    augment.add_argument("--depth-size", type=int, default=64, help="frame depth size (default 64)")
+    augment.add_argument("--max-steps", type=int, default=None, help="step cap of a frame episode (default: the track's)")
+    augment.add_argument("--workers", type=int, default=1, help="worker processes or Ray tasks at once (default 1)")
+    augment.add_argument("--executor", choices=("local", "ray"), default="local",
+                         help="where homes and episodes run (frames run on local workers)")
+    augment.add_argument("--ray-address", default=None, help="Ray cluster address (default: a local Ray instance)")
+    augment.add_argument("--json", action="store_true", help="print one JSON summary")
+    augment.set_defaults(handler=_augment)
 
 
 def _build(args) -> int:
@@ -85,6 +109,29 @@ def _build(args) -> int:
     if check is not None:
         print(check[1], file=sys.stdout if check[0] else sys.stderr)
     return status
+
+
+def _augment(args) -> int:
+    from vlnverse.release.augment import AugmentConfig, build_augmentation
+
+    config = AugmentConfig(track=args.track, out=str(args.out), homes=args.homes, first=args.first,
+                           per_home=args.per_home, frames=not args.no_frames, rgb_size=args.rgb_size,
+                           depth_size=args.depth_size, max_steps=args.max_steps, workers=args.workers,
+                           executor=args.executor, ray_address=args.ray_address)
+    summary = build_augmentation(config)
+    stages = summary.log.stages
+    facts = summary.facts
+    if args.json:
+        print_json({"out": config.out, "homes": facts["homes"], "episodes": facts["episodes"],
+                    "frames": facts.get("frames", {}).get("count"), "card": str(summary.card),
+                    "stages_s": {k: v["seconds"] for k, v in stages.items()}})
+        return 0
+    print_table(f"augmentation set {config.out}: {facts['homes']} homes, {sum(facts['episodes'].values())} episodes"
+                + (f", {facts['frames']['count']} frames" if "frames" in facts else ""),
+                ("stage", "seconds (this run)", "seconds (all runs)"),
+                [(k, v["seconds"], v["total_seconds"]) for k, v in stages.items()])
+    print(f"card: {summary.card}")
+    return 0
 
 
 def _track(args):

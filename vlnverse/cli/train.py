@@ -44,6 +44,9 @@ def register(subparsers) -> None:
                         help="training processes on this machine, data parallel (rank 0 validates and writes); "
                              "'auto': one per core, at most the batch size (default: the preset's)")
     parser.add_argument("--frames", type=Path, default=None, help="pre-rendered frames folder (default: OUT/frames)")
+    parser.add_argument("--augment", type=Path, action="append", default=[], metavar="AUG",
+                        help="also train on this augmentation set (`vlnverse release augment`; repeatable); "
+                             "results are labelled +aug")
     parser.add_argument("--val-split", default="val_unseen", help="split validated every epoch ('none': skip)")
     parser.add_argument("--val-episodes", type=int, default=None, help="validate on a sample of N episodes")
     parser.add_argument("--no-inflection", action="store_true", help="no inflection weighting of the loss")
@@ -85,7 +88,8 @@ def build_config(args: argparse.Namespace):
     data.update(kind=args.model, dataset=str(args.dataset), out=str(args.out), split=args.split, task=args.task,
                 device=args.device, amp=args.amp, workers=args.workers, loader_workers=args.loader_workers,
                 seed=args.seed, inflection_weighting=not args.no_inflection, dagger_rounds=args.dagger,
-                val_split=None if args.val_split.lower() == "none" else args.val_split)
+                val_split=None if args.val_split.lower() == "none" else args.val_split,
+                augment=[str(folder) for folder in args.augment])
     if args.procs is not None:
         data["procs"] = None if args.procs == "auto" else _count("--procs", args.procs)
     for name in ("epochs", "batch_size", "lr", "val_episodes", "frames", "threads"):

@@ -16,20 +16,21 @@ from vlnverse.tasks.formats.vocab import build_vocab, encode
 torch = require_torch()
 
 
-def vocabulary(store: FrameStore) -> dict[str, Any]:
-    """The VLN-CE-style vocabulary of a split's instructions."""
-    return build_vocab(e.instruction for e in store.episodes)
+def vocabulary(*stores: FrameStore) -> dict[str, Any]:
+    """The VLN-CE-style vocabulary of the training instructions (of every store, in order)."""
+    return build_vocab(e.instruction for store in stores for e in store.episodes)
 
 
-def inflection_coefficient(store: FrameStore) -> float:
+def inflection_coefficient(*stores: FrameStore) -> float:
     """VLN-CE's inflection weight: steps per inflection (an action differing from the last)."""
     steps = inflections = 0
-    for scene_id in store.records:
-        actions = store.steps(scene_id)["actions"]
-        for ep in (e for e in store.episodes if e.scene_id == scene_id):
-            a = actions[ep.start:ep.start + ep.length]
-            steps += len(a)
-            inflections += 1 + int(np.count_nonzero(a[1:] != a[:-1]))
+    for store in stores:
+        for scene_id in store.records:
+            actions = store.steps(scene_id)["actions"]
+            for ep in (e for e in store.episodes if e.scene_id == scene_id):
+                a = actions[ep.start:ep.start + ep.length]
+                steps += len(a)
+                inflections += 1 + int(np.count_nonzero(a[1:] != a[:-1]))
     return steps / inflections if inflections else 1.0
 
 

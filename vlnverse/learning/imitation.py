@@ -54,6 +54,9 @@ class ImitationConfig:
         frames: A pre-rendered frames folder to train on as it is (its resolution wins over
             ``rgb_size``/``depth_size``). ``None``: the split is pre-rendered into ``OUT/frames``
             at ``rgb_size``/``depth_size`` (resuming what is there).
+        augment: Augmentation sets (``vlnverse release augment`` folders) trained on beside the
+            split: their episodes and frames (``AUG/frames``, which must be stored as the split's
+            are). Checkpoints and ``train.json`` name them (:func:`training_data`).
         epochs: Training epochs.
         patience: Early stopping: stop when ``patience`` epochs in a row did not beat the best
             validation (SR, then SPL) so far (``None``: train every epoch; needs ``val_split``).
@@ -99,6 +102,7 @@ class ImitationConfig:
     split: str = "train"
     task: str | None = None
     frames: str | None = None
+    augment: tuple[str, ...] = ()
     epochs: int = 10
     patience: int | None = None
     batch_size: int = 2
@@ -146,6 +150,10 @@ class ImitationConfig:
                               f"{self.dagger_p!r}")
 
     @property
+    def augment_frames(self) -> list[Path]:
+        return [Path(folder) / "frames" for folder in self.augment]
+
+    @property
     def total_epochs(self) -> int:
         """Epochs over all rounds: ``epochs`` teacher-forced, then ``epochs`` per DAgger round."""
         return self.epochs * (1 + self.dagger_rounds)
@@ -164,6 +172,9 @@ class ImitationConfig:
         them, nor how many DAgger rounds: a run with more rounds extends one with fewer, nor
         where or how fast)."""
         data = config_to_dict(self)
+        data["augment"] = [augment_digest(folder) for folder in self.augment]  # moved sets resume
+        if not self.augment:
+            del data["augment"]  # the fingerprints of runs without augmentation stay
         data["dagger_rounds"] = min(self.dagger_rounds, 1)  # 0 or 1: the fingerprints of one-round runs stay
         if not self.dagger_rounds:
             data.pop("epochs")
@@ -279,14 +290,15 @@ def _train(config: ImitationConfig, group: Any, device: Any, progress: Callable[
     group.barrier()
     store = FrameStore(config.frames_dir, config.split)
     frames = store.config
-    vocab = vocabulary(store)
+    stores = [store, *augmentation_stores(config, frames)]
+    vocab = vocabulary(*stores)
     model_config = dataclasses.replace(config.model, kind=config.kind, vocab_size=len(vocab["word_list"]),
                                        rgb_size=frames["rgb_size"], depth_size=frames["depth_size"])
     seed_everything(config.seed)
     model = build_model(model_config).to(device)
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=config.lr,
                                   weight_decay=config.weight_decay)
-    inflection = inflection_coefficient(store) if config.inflection_weighting else 1.0
+    inflection = inflection_coefficient(*stores) if config.inflection_weighting else 1.0
     precision = MixedPrecision(device, config.amp)
     latest = out / CHECKPOINTS / LATEST
     history = [EpochStats(**row) for row in resume(latest, model, optimizer, precision.scaler)]
@@ -299,7 +311,7 @@ def _train(config: ImitationConfig, group: Any, device: Any, progress: Callable[
         runner = group.wrap(runner, device)
     elif device.type == "cuda" and config.data_parallel and torch.cuda.device_count() > 1:
         runner = data_parallel(runner, device)
-    datasets = [EpisodeTensors(store, vocab, model_config.max_instruction_tokens)]
+    rounds = [[EpisodeTensors(part, vocab, model_config.max_instruction_tokens) for part in stores]]
     sensors = {name: spec for name, spec in store.sensors.items() if name in ("rgb", "depth")}
     logger = EpochScalars(out, len(history), "imitation", ("loss", "accuracy", "val_sr", "val_spl")) \
         if group.main else None
@@ -308,9 +320,10 @@ def _train(config: ImitationConfig, group: Any, device: Any, progress: Callable[
             if stalled(history, config.patience):
                 break
             dagger_round = (epoch - 1) // config.epochs
-            while len(datasets) <= dagger_round:  # DAgger: aggregate the current policy's walks
-                collected = collect_dagger(config, len(datasets), Path(history[-1].checkpoint), frames, group)
-                datasets.append(EpisodeTensors(collected, vocab, model_config.max_instruction_tokens))
+            while len(rounds) <= dagger_round:  # DAgger: aggregate the current policy's walks
+                collected = collect_dagger(config, len(rounds), Path(history[-1].checkpoint), frames, group)
+                rounds.append([EpisodeTensors(part, vocab, model_config.max_instruction_tokens) for part in collected])
+            datasets = [part for parts in rounds for part in parts]
             dataset = WithGhosts(torch.utils.data.ConcatDataset(datasets))
             torch.set_num_threads(threads)  # validation's agent may have changed it
             lengths = [e.length for part in datasets for e in part.store.episodes]
@@ -325,7 +338,7 @@ def _train(config: ImitationConfig, group: Any, device: Any, progress: Callable[
             if group.main:
                 payload = {"kind": config.kind, "model_config": config_to_dict(model_config),
                            "vocab": vocab["word_list"], "sensors": sensors, "depth_dtype": frames["depth_dtype"],
-                           "model": model.state_dict(), "epoch": epoch}
+                           "model": model.state_dict(), "epoch": epoch, "training_data": training_data(config)}
                 save_checkpoint(payload, path)
                 if config.val_split:
                     stats.val_sr, stats.val_spl = validate(config, path, epoch)
@@ -347,23 +360,78 @@ def _train(config: ImitationConfig, group: Any, device: Any, progress: Callable[
 
 
 def collect_dagger(config: ImitationConfig, round_index: int, checkpoint: Path, frames: dict[str, Any],
-                   group: Any) -> Any:
-    """DAgger round ``round_index``: walk the split mixing the oracle (probability
-    ``dagger_p ** round_index``) with the policy of ``checkpoint``, labelled by the oracle;
-    stored (resumably) in the run's own ``OUT/dagger_NN`` by rank 0 of ``group`` (not beside the
-    shared frames: two runs on one ``FRAMES`` folder would overwrite each other's walks)."""
+                   group: Any) -> list[Any]:
+    """DAgger round ``round_index``: walk the split (and each augmentation set's episodes) mixing
+    the oracle (probability ``dagger_p ** round_index``) with the policy of ``checkpoint``,
+    labelled by the oracle; stored (resumably) in the run's own ``OUT/dagger_NN`` (an augmentation
+    set's in ``OUT/dagger_NN_augK``) by rank 0 of ``group`` (not beside the shared frames: two runs
+    on one ``FRAMES`` folder would overwrite each other's walks)."""
     from vlnverse.learning.frames import FrameStore
 
-    collect = PrerenderConfig(dataset=config.dataset, out=str(Path(config.out) / f"dagger_{round_index:02d}"),
-                              split=config.split, task=config.task, rgb_size=frames["rgb_size"],
-                              depth_size=frames["depth_size"], depth_dtype=frames["depth_dtype"],
-                              max_steps=config.max_steps, physics=frames.get("physics", "tel_hop"),
-                              workers=config.workers, policy=str(checkpoint),
-                              beta=config.dagger_p ** round_index, seed=config.seed)
+    walks = [(config.dataset, config.split, config.task, f"dagger_{round_index:02d}")]
+    walks += [(str(Path(folder) / "dataset"), "train", None, f"dagger_{round_index:02d}_aug{k}")
+              for k, folder in enumerate(config.augment)]
+    collects = [PrerenderConfig(dataset=dataset, out=str(Path(config.out) / name), split=split, task=task,
+                                rgb_size=frames["rgb_size"], depth_size=frames["depth_size"],
+                                depth_dtype=frames["depth_dtype"], max_steps=config.max_steps,
+                                physics=frames.get("physics", "tel_hop"), workers=config.workers,
+                                policy=str(checkpoint), beta=config.dagger_p ** round_index, seed=config.seed)
+                for dataset, split, task, name in walks]
     if group.main:
-        prerender(collect)
+        for collect in collects:
+            prerender(collect)
     group.barrier()
-    return FrameStore(collect.out, config.split)
+    return [FrameStore(collect.out, collect.split) for collect in collects]
+
+
+def augment_digest(folder: str | Path) -> str:
+    """SHA-256 of an augmentation set's ``SHA256SUMS`` (what the set holds, wherever it lies).
+
+    Raises:
+        ConfigError: the folder is not a finished augmentation set.
+    """
+    sums = Path(folder) / "SHA256SUMS"
+    if not sums.is_file():
+        raise ConfigError(f"{folder} is not an augmentation set (no SHA256SUMS); build it with "
+                          "`vlnverse release augment --track TRACK --homes N --out AUG`")
+    return hashlib.sha256(sums.read_bytes()).hexdigest()
+
+
+def training_data(config: ImitationConfig) -> dict[str, Any]:
+    """What a model trained on: the dataset (its manifest's config hash), split and tasks, and
+    each augmentation set (track, homes, episodes, digest). Saved in every checkpoint."""
+    manifest = json.loads((Path(config.dataset) / "manifest.json").read_text(encoding="utf-8"))
+    augment = []
+    for folder in config.augment:
+        facts = json.loads((Path(folder) / "augment.json").read_text(encoding="utf-8"))
+        augment.append({"track": facts["track"], "first": facts["first"], "homes": facts["homes"],
+                        "episodes": sum(facts["episodes"].values()), "sha256": augment_digest(folder)})
+    return {"dataset_config_hash": manifest.get("config_hash"), "split": config.split, "task": config.task,
+            "augment": augment}
+
+
+def augmentation_stores(config: ImitationConfig, frames: dict[str, Any]) -> list[Any]:
+    """The frame stores of the augmentation sets, each checked to hold frames stored as ``frames`` are.
+
+    Raises:
+        ConfigError: a set without frames, or with frames of another resolution, precision or physics.
+    """
+    from vlnverse.learning.frames import FrameStore
+
+    stores = []
+    keys = ("rgb_size", "depth_size", "depth_dtype", "physics", "max_steps")
+    for folder, root in zip(config.augment, config.augment_frames, strict=True):
+        augment_digest(folder)
+        if not (root / "train" / "prerender.json").is_file():
+            raise ConfigError(f"augmentation set {folder} has no frames; build it without --no-frames")
+        store = FrameStore(root, "train")
+        theirs = {key: store.config.get(key) for key in keys}
+        ours = {key: frames.get(key) for key in keys}
+        if theirs != ours:
+            raise ConfigError(f"augmentation set {folder} holds frames stored as {theirs}, the training frames as "
+                              f"{ours}; rebuild it with matching --rgb-size/--depth-size/--max-steps")
+        stores.append(store)
+    return stores
 
 
 def _train_epoch(model: Any, loader: Any, optimizer: Any, precision: Any, device: Any, epoch: int,

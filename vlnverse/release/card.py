@@ -161,13 +161,14 @@ def write_card(out: Path, config, manifest: dict[str, Any], tick: Callable[[str,
     return path
 
 
-def write_checksums(out: Path, exclude: Iterable[str] = ()) -> Path:
+def write_checksums(out: Path, exclude: Iterable[str] = (), skip_dirs: Iterable[str] = ()) -> Path:
     """``SHA256SUMS`` (``sha256sum`` format, sorted) of every file under ``out`` except
-    ``exclude``, hidden files (locks) and the checksum file itself."""
+    ``exclude``, the top-level folders ``skip_dirs``, hidden files (locks) and the checksum file itself."""
     skip = {CHECKSUMS, *exclude}
+    skipped_dirs = {Path(out, name) for name in skip_dirs}
     lines = []
     for root, dirs, files in os.walk(out):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and Path(root, d) not in skipped_dirs)
         for name in files:
             rel = Path(root, name).relative_to(out).as_posix()
             if name.startswith(".") or rel in skip:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -31,6 +31,12 @@ from vlnverse.scene.procgen.house import GENERATOR_VERSION, HouseOptions, genera
 #: The paper's split of its 263 scenes (train 177 : val-unseen 33 : test 53).
 PAPER_SPLIT = {"train": 177, "val_unseen": 33, "test": 53}
 SCENE_FILE = "scene"
+SEED_SPACE_SIZE = 1 << 32
+"""House seeds of seed space ``k`` lie in ``[k * SEED_SPACE_SIZE, (k + 1) * SEED_SPACE_SIZE)``."""
+SEED_SPACES = {0: "scene", 1: "aug"}
+"""Seed spaces and the scene-id prefix of their homes: ``0`` the benchmark's (every track's
+homes), ``1`` augmentation homes (``vlnverse release augment``), disjoint by construction."""
+SPLIT_POLICIES = ("paper", "train")
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,10 @@ class CorpusOptions:
         file_format: ``usdc`` (binary, default) or ``usda`` (text).
         validate: Also run :func:`~vlnverse.scene.procgen.validation.validate_scene` on
             each new scene and record the result in its meta.json.
+        seed_space: Which range the house seeds come from (:data:`SEED_SPACES`): ``0`` for the
+            benchmark's homes, ``1`` for augmentation homes, which can never be a benchmark home.
+        splits: ``paper`` (the paper's train/val-unseen/test proportions) or ``train`` (every
+            scene a training scene, as augmentation homes are).
     """
 
     count: int
@@ -51,6 +61,8 @@ class CorpusOptions:
     house: HouseOptions = field(default_factory=HouseOptions)
     file_format: str = "usdc"
     validate: bool = False
+    seed_space: int = 0
+    splits: str = "paper"
 
     def __post_init__(self) -> None:
         if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1:
@@ -59,20 +71,39 @@ class CorpusOptions:
             raise ConfigError(f"seed must be a non-negative integer, got {self.seed!r}")
         if self.file_format not in ("usdc", "usda"):
             raise ConfigError(f"format must be usdc or usda, got {self.file_format!r}")
+        if self.seed_space not in SEED_SPACES:
+            raise ConfigError(f"seed_space must be one of {sorted(SEED_SPACES)}, got {self.seed_space!r}")
+        if self.splits not in SPLIT_POLICIES:
+            raise ConfigError(f"splits must be one of {', '.join(SPLIT_POLICIES)}, got {self.splits!r}")
 
     def identity(self) -> dict:
-        """The options that determine the scenes' bytes (validation does not)."""
-        return {"generator": GENERATOR_VERSION, "seed": self.seed, "format": self.file_format,
-                "house": asdict(self.house)}
+        """The options that determine the scenes' bytes (validation does not); the seed space
+        and split policy only when not the benchmark's, so its corpora keep their bytes."""
+        identity = {"generator": GENERATOR_VERSION, "seed": self.seed, "format": self.file_format,
+                    "house": asdict(self.house)}
+        if self.seed_space:
+            identity["seed_space"] = self.seed_space
+        if self.splits != "paper":
+            identity["splits"] = self.splits
+        return identity
+
+    def scene_id(self, index: int) -> str:
+        """The id of scene ``index`` (``scene_0007``; augmentation homes ``aug_0007``)."""
+        return scene_id(index, SEED_SPACES[self.seed_space])
+
+    def scene_seed(self, index: int) -> int:
+        """The house seed of scene ``index``."""
+        return scene_seed(self.seed, index, self.seed_space)
 
 
-def scene_id(index: int) -> str:
-    return f"scene_{index:04d}"
+def scene_id(index: int, prefix: str = "scene") -> str:
+    return f"{prefix}_{index:04d}"
 
 
-def scene_seed(corpus_seed: int, index: int) -> int:
-    """The seed of scene ``index`` (independent of the other scenes)."""
-    return int(np.random.SeedSequence([corpus_seed, index]).generate_state(1)[0])
+def scene_seed(corpus_seed: int, index: int, seed_space: int = 0) -> int:
+    """The house seed of scene ``index`` (independent of the other scenes): a 32-bit draw of
+    ``(corpus_seed, index)`` placed in seed space ``seed_space``."""
+    return seed_space * SEED_SPACE_SIZE + int(np.random.SeedSequence([corpus_seed, index]).generate_state(1)[0])
 
 
 def split_counts(count: int) -> dict[str, int]:
@@ -108,14 +139,14 @@ def check_writable(out: Path) -> None:
         raise ConfigError(f"cannot write to output folder {out}: {exc.strerror or exc}") from exc
 
 
-def _meta_path(out: Path, index: int) -> Path:
-    return out / scene_id(index) / "meta.json"
+def _meta_path(out: Path, index: int, options: CorpusOptions) -> Path:
+    return out / options.scene_id(index) / "meta.json"
 
 
 def is_done(out: Path, index: int, options: CorpusOptions) -> bool:
     """Whether scene ``index`` was completed with the same options."""
-    meta = _meta_path(out, index)
-    scene = out / scene_id(index) / f"{SCENE_FILE}.{options.file_format}"
+    meta = _meta_path(out, index, options)
+    scene = out / options.scene_id(index) / f"{SCENE_FILE}.{options.file_format}"
     if not (meta.is_file() and scene.is_file()):
         return False
     try:
@@ -129,11 +160,10 @@ def build_scene(out: Path, index: int, options: CorpusOptions) -> dict:
     """Generate, write (and optionally validate) scene ``index``; returns its meta."""
     from vlnverse.scene.procgen.authoring import write_house
 
-    seed = scene_seed(options.seed, index)
-    house = generate_house(seed, options.house)
-    folder = out / scene_id(index)
+    house = generate_house(options.scene_seed(index), options.house)
+    folder = out / options.scene_id(index)
     path = write_house(house, folder / f"{SCENE_FILE}.{options.file_format}", options.file_format)
-    meta = {"scene_id": scene_id(index), "index": index, "file": path.name, "corpus": options.identity(),
+    meta = {"scene_id": options.scene_id(index), "index": index, "file": path.name, "corpus": options.identity(),
             **house.summary()}
     if options.validate:
         from vlnverse.scene.procgen.validation import validate_scene
@@ -153,7 +183,7 @@ def _build_unit(args: tuple[str, int, CorpusOptions]) -> dict:
 
 def generate_corpus(out: str | Path, options: CorpusOptions, *, workers: int = 1,
                     on_scene: Callable[[dict, bool], None] | None = None, executor: str = "local",
-                    ray_address: str | None = None) -> dict:
+                    ray_address: str | None = None, indices: Iterable[int] | None = None) -> dict:
     """Make (or finish) the corpus in ``out``.
 
     Args:
@@ -165,6 +195,7 @@ def generate_corpus(out: str | Path, options: CorpusOptions, *, workers: int = 1
             ``peak_rss_mb``.
         executor: ``local`` or ``ray`` (the same bytes either way).
         ray_address: Ray cluster address (``None``: a local Ray instance).
+        indices: The scenes to make (default: ``range(options.count)``); the splits list these.
 
     Returns:
         Summary: counts of generated/skipped scenes and the splits.
@@ -182,21 +213,23 @@ def generate_corpus(out: str | Path, options: CorpusOptions, *, workers: int = 1
             raise ConfigError(f"{out} holds a corpus made with other options "
                               f"({previous.get('identity')}); choose another --out")
     write_json_atomic(corpus_file, {"identity": options.identity()})
+    indices = list(range(options.count) if indices is None else indices)
     todo, skipped = [], 0
-    for index in range(options.count):
+    for index in indices:
         if is_done(out, index, options):
             skipped += 1
             if on_scene is not None:
-                on_scene(json.loads(_meta_path(out, index).read_text(encoding="utf-8")), True)
+                on_scene(json.loads(_meta_path(out, index, options).read_text(encoding="utf-8")), True)
         else:
             todo.append(index)
     units = run_units(_build_unit, [(str(out), i, options) for i in todo], workers=workers, executor=executor,
-                      ray_address=ray_address, describe=lambda unit: scene_id(unit[1]))
+                      ray_address=ray_address, describe=lambda unit: options.scene_id(unit[1]))
     for unit in units:
         if on_scene is not None:
             on_scene({**unit.value, "worker": unit.worker, "peak_rss_mb": unit.peak_rss_mb}, False)
-    ids = [scene_id(i) for i in range(options.count)]
-    splits = make_splits(ids, options.seed)
+    ids = [options.scene_id(i) for i in indices]
+    splits = make_splits(ids, options.seed) if options.splits == "paper" else \
+        {"train": ids, "val_seen": [], "val_unseen": [], "test": []}
     write_json_atomic(out / "splits.json", splits)
-    return {"out": str(out), "generated": len(todo), "skipped": skipped, "count": options.count,
+    return {"out": str(out), "generated": len(todo), "skipped": skipped, "count": len(indices),
             "splits": {k: len(v) for k, v in splits.items()}}

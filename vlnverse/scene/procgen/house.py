@@ -7,6 +7,8 @@ randomness of the next scene in a corpus.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
@@ -101,6 +103,18 @@ class House:
             "floorplan_signature": self.plan.room_graph_signature(),
         }
 
+
+LAYOUT_KEYS = ("num_rooms", "rooms", "num_objects", "num_doors", "num_open_plan", "num_on_relations", "categories",
+               "footprint_m2", "navigable_area_m2", "wall_height_m", "floorplan_signature")
+"""The parts of :meth:`House.summary` that describe the home itself, not where its randomness came from."""
+
+
+def layout_digest(summary: dict) -> str:
+    """A content hash of a home from its summary (``meta.json``): its rooms with their types and
+    areas, objects by category, doors, footprint, navigable area and room graph. Two homes
+    with one digest are the same home whatever their seeds."""
+    facts = {key: summary[key] for key in LAYOUT_KEYS}
+    return hashlib.sha256(json.dumps(facts, sort_keys=True).encode("utf-8")).hexdigest()
 
 def _attempt(seed: int, attempt: int, options: HouseOptions) -> House | None:
     rng = np.random.default_rng([seed, attempt])
