@@ -9,12 +9,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from numpy.random import SeedSequence
 
 from vlnverse.errors import ConfigError
 from vlnverse.release.augment import AugmentConfig, build_augmentation, check_layouts, track_layouts
 from vlnverse.release.build import ReleaseConfig
 from vlnverse.release.tracks import TRACKS
 from vlnverse.scene.procgen.corpus import SEED_SPACE_SIZE, CorpusOptions
+from vlnverse.scene.procgen.house import HouseOptions, generate_house, layout_digest
 
 
 def small(out: Path, **changes) -> AugmentConfig:
@@ -32,6 +34,20 @@ def test_augmentation_seeds_are_disjoint_from_every_tracks_homes():
     seeds = {augment.scene_seed(i) for i in range(5000)}
     assert len(seeds) == 5000 and min(seeds) >= SEED_SPACE_SIZE and not seeds & track_seeds
     assert augment.scene_id(7) == "aug_0007"
+    # A house's attempt k draws from SeedSequence([seed, k]): no augmentation attempt may draw what
+    # a track house's attempt draws. Seeds 2**32 + s (a first design) drew seed s's second attempt.
+    track = CorpusOptions(count=40, seed=0)
+    attempts = range(HouseOptions().max_attempts)
+
+    def draws(seed_list):
+        return {tuple(SeedSequence([seed, k]).generate_state(4)) for seed in seed_list for k in attempts}
+
+    track_draws = draws(track.scene_seed(i) for i in range(40))
+    assert not draws(augment.scene_seed(i) for i in range(40)) & track_draws
+    first_design = SEED_SPACE_SIZE + track.scene_seed(2)
+    assert tuple(SeedSequence([first_design, 0]).generate_state(4)) in track_draws
+    mini = track_layouts(TRACKS["mini"])  # and, built, none of the first homes is one of mini's
+    assert not {layout_digest(generate_house(augment.scene_seed(i)).summary()) for i in range(13)} & set(mini)
 
 
 @pytest.fixture(scope="module")

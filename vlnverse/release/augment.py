@@ -2,10 +2,12 @@
 
 A track's homes are the scenes ``0 .. N-1`` of its corpus seed, with house seeds drawn in seed
 space 0 (``[0, 2**32)``). Augmentation homes are scenes of the same corpus seed drawn in seed
-space 1 (``[2**32, 2**33)``; :data:`~vlnverse.scene.procgen.corpus.SEED_SPACES`), so no
-augmentation home has the seed of any track's home, whatever the track's scale. As a second
-line of defence the build compares each home's layout digest (rooms, objects, floor-plan graph;
-:func:`~vlnverse.scene.procgen.house.layout_digest`) with the track's homes and refuses a repeat.
+space 1 (``[2**48, 2**48 + 2**32)``; :data:`~vlnverse.scene.procgen.corpus.SEED_SPACE_BASES` says
+why there), so no augmentation home has the seed, or draws the random numbers, of any track's
+home, whatever the track's scale. As a second line of defence the build compares each home's
+layout digest (rooms, objects, floor-plan graph; :func:`~vlnverse.scene.procgen.house.layout_digest`)
+with the track's homes and refuses a repeat: it caught a first design whose augmentation seeds
+(``2**32 + s``) drew what track seeds drew on their second attempt.
 
 Homes ``first .. first + homes - 1`` of that space make one set, so sets built with adjacent
 ranges (``--first 0 --homes 24``, then ``--first 24 --homes 96``) never share a home and a model
@@ -341,8 +343,8 @@ def write_augment_card(out: Path, config: AugmentConfig, facts: dict[str, Any]) 
         + (f", frames {frames['bytes'] / 2**20:.1f} MiB" if frames else "") + " |", "",
         "## New homes, never the track's", "",
         f"The track's homes have house seeds below 2^32; these homes are indices {config.first} to "
-        f"{config.first + config.homes - 1} of the augmentation seed space, whose seeds lie in [2^32, 2^33): no "
-        "seed can be shared. The build also compared each home's layout digest (rooms and their areas, objects "
+        f"{config.first + config.homes - 1} of the augmentation seed space, whose seeds lie in [2^48, 2^48 + 2^32): "
+        "no seed, nor any random draw of the house generator, can be shared. The build also compared each home's layout digest (rooms and their areas, objects "
         f"by category, doors, footprint, floor-plan graph) with those of {track.name}'s homes and found no repeat "
         "(`augment.json` lists the digests). A set with another `--first`/`--homes` range shares no home with "
         "this one.", "",

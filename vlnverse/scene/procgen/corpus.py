@@ -32,10 +32,15 @@ from vlnverse.scene.procgen.house import GENERATOR_VERSION, HouseOptions, genera
 PAPER_SPLIT = {"train": 177, "val_unseen": 33, "test": 53}
 SCENE_FILE = "scene"
 SEED_SPACE_SIZE = 1 << 32
-"""House seeds of seed space ``k`` lie in ``[k * SEED_SPACE_SIZE, (k + 1) * SEED_SPACE_SIZE)``."""
 SEED_SPACES = {0: "scene", 1: "aug"}
 """Seed spaces and the scene-id prefix of their homes: ``0`` the benchmark's (every track's
-homes), ``1`` augmentation homes (``vlnverse release augment``), disjoint by construction."""
+homes), ``1`` augmentation homes (``vlnverse release augment``)."""
+SEED_SPACE_BASES = {0: 0, 1: 1 << 48}
+"""The first house seed of each space; a space holds :data:`SEED_SPACE_SIZE` seeds. A house draws
+attempt ``k`` from ``default_rng([seed, k])``, whose ``SeedSequence`` reads the seed as 32-bit
+words and ignores trailing zero words: seed ``2**32 * h + s`` at attempt 0 would draw what seed
+``s`` draws at attempt ``h``. Augmentation seeds have the high words ``(2**16, 0)``, which no
+attempt count reaches, so no augmentation house draws what a benchmark house draws."""
 SPLIT_POLICIES = ("paper", "train")
 
 
@@ -102,8 +107,8 @@ def scene_id(index: int, prefix: str = "scene") -> str:
 
 def scene_seed(corpus_seed: int, index: int, seed_space: int = 0) -> int:
     """The house seed of scene ``index`` (independent of the other scenes): a 32-bit draw of
-    ``(corpus_seed, index)`` placed in seed space ``seed_space``."""
-    return seed_space * SEED_SPACE_SIZE + int(np.random.SeedSequence([corpus_seed, index]).generate_state(1)[0])
+    ``(corpus_seed, index)`` placed in seed space ``seed_space`` (:data:`SEED_SPACE_BASES`)."""
+    return SEED_SPACE_BASES[seed_space] + int(np.random.SeedSequence([corpus_seed, index]).generate_state(1)[0])
 
 
 def split_counts(count: int) -> dict[str, int]:
