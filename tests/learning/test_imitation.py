@@ -345,6 +345,18 @@ def test_training_with_an_augmentation_set_sees_its_frames_and_says_so(train_fra
     data = state["training_data"]
     assert [(a["track"], a["homes"], a["episodes"]) for a in data["augment"]] == [("mini", 1, sum(facts["episodes"].values()))]
     assert data["split"] == "train"
+    from vlnverse.eval.harness import EvalConfig, evaluate
+    from vlnverse.release.table3 import load_runs, table3_markdown
+
+    evaluate(EvalConfig(dataset=str(fine_dataset), out=str(tmp_path / "eval"), agent="cma", split="val_unseen",
+                        agent_config={"checkpoint": run.history[0].checkpoint}, physics=("tel_hop",), episodes=1,
+                        max_steps=5, plots=0, bootstrap=10))
+    recorded = json.loads((tmp_path / "eval" / "run.json").read_text(encoding="utf-8"))["run"]
+    assert recorded["label"] == "cma +aug" and recorded["training_data"] == data
+    runs = load_runs([f"CMA={tmp_path / 'eval'}"])
+    assert runs[0][0] == "CMA +aug"
+    table = table3_markdown(runs)
+    assert table.index("Trained with augmentation homes") < table.index("| CMA +aug |")
     plain = config(train_frames, fine_dataset, tmp_path / "plain", epochs=1)
     assert plain.fingerprint() != dataclasses.replace(plain, augment=(str(folder),)).fingerprint()
     with pytest.raises(Exception, match="another configuration"):

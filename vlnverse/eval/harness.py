@@ -42,7 +42,7 @@ from vlnverse.eval.executors import run_items
 from vlnverse.eval.health import DEFAULT_FALLBACK_WARNING
 from vlnverse.eval.html_index import write_index
 from vlnverse.eval.inputs import checkpoint_checksums, input_checksums
-from vlnverse.eval.registry import agent_factory, agent_label, takes_llm
+from vlnverse.eval.registry import agent_factory, agent_label, augmented_label, takes_llm
 from vlnverse.eval.report import summarize, summary_markdown
 from vlnverse.eval.store import TRACE_TEXT_CHARS, ResultStore, error_record, json_safe, record_key
 from vlnverse.eval.viewer import VIEWER_DIR, write_episode_pages
@@ -426,6 +426,7 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
     settings = agent_settings(probe)
     action_space = json_safe(probe.action_space)  # `eval verify` replays the actions in it
     predictor = getattr(probe, "waypoint_predictor_info", None)  # the LLM agents' candidate source
+    training = getattr(probe, "training_data", None)  # what a learned agent's checkpoint trained on
     if isinstance(spec.agent, str):
         probe.close()
         if spec.llm is None and getattr(probe, "needs_llm", False):
@@ -443,7 +444,8 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
                     {"action_space": action_space, "scenes_dir": str(Path(dataset.scenes_dir).resolve()),
                      "inputs": input_checksums(dataset, [i.scene_file for i in items]),
                      "checkpoints": checkpoint_checksums(config.agent_config),
-                     **({"waypoint_predictor": predictor} if predictor is not None else {})})
+                     **({"waypoint_predictor": predictor} if predictor is not None else {}),
+                     **({"training_data": training} if training is not None else {})})
 
 
 def agent_settings(agent: Any) -> dict[str, Any] | None:
@@ -481,7 +483,8 @@ def _run(config: EvalConfig, spec: RunSpec, items: list[WorkItem], privileged: l
         if _previous_fingerprint(out) != fingerprint:
             ledger.reset()  # a new run takes the folder
         ledger.spent()  # a damaged ledger is refused here, in one line
-    run = {"agent": config.agent, "label": config.label or agent_label(config.agent), "agent_config": fingerprint["agent_config"], "dataset": dataset_id,
+    label = config.label or augmented_label(agent_label(config.agent), provenance.get("training_data"))
+    run = {"agent": config.agent, "label": label, "agent_config": fingerprint["agent_config"], "dataset": dataset_id,
            "split": config.split, "task": config.task, "physics": list(config.physics),
            "physics_hz": PhysicsConfig().physics_hz,
            "episodes": config.episodes, "seed": config.seed, "max_steps": config.max_steps,

@@ -66,6 +66,15 @@ def agent_label(name: str) -> str:
     return name.rsplit(":", 1)[-1] if ":" in name and name not in AGENTS else name
 
 
+def augmented_label(label: str, training_data: Mapping[str, Any] | None) -> str:
+    """``label`` with `` +aug`` when ``training_data`` (a learned agent's) lists augmentation sets,
+    so results of a model trained on extra homes never pass for the track's plain ones."""
+    augment = (training_data or {}).get("augment") or []
+    if not augment or "+aug" in label:
+        return label
+    return f"{label} +aug"
+
+
 def make_agent(name: str, config: Mapping[str, Any] | None = None, *, llm: Any = None) -> Agent:
     """Build the agent ``name`` with its config mapping and, for agents that take a model,
     the model client ``llm`` (agents take it as ``factory(config, *, llm=...)``; None lets

@@ -72,6 +72,7 @@ class LearnedAgent(Agent):
         self.vocab = {"stoi": {w: i for i, w in enumerate(state["vocab"])}}
         self.device = next(self.model.parameters()).device
         self.depth_dtype = state.get("depth_dtype", "float32")  # frames were stored at this precision
+        self.training_data = state.get("training_data")  # None: a checkpoint from before it was recorded
         self._instruction_text: str | None = None
 
     def reset(self, episode: EpisodeInfo) -> None:

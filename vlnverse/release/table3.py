@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from vlnverse.errors import ConfigError
+from vlnverse.eval.registry import augmented_label
 from vlnverse.eval.report import ARROWS, COLUMNS, PHYSICS_TITLES, TASK_TITLES, is_percent
 
 TASKS = ("fine", "coarse")
@@ -36,7 +37,8 @@ def load_runs(specs: Sequence[str]) -> list[tuple[str, str, Mapping[str, Any]]]:
     """``(label, agent, summary)`` of each evaluation folder, given as ``FOLDER`` or ``LABEL=FOLDER``.
 
     A row is labelled by the caller's ``LABEL`` or else by ``run.json``'s agent, the name
-    ``eval verify --rerun`` re-runs; ``summary.json``'s own ``run`` section (which verify
+    ``eval verify --rerun`` re-runs, with `` +aug`` when the model trained on augmentation homes
+    (``run.json``'s ``training_data``); ``summary.json``'s own ``run`` section (which verify
     compares with ``run.json``) must agree, so a summary cannot relabel its row.
 
     Raises:
@@ -57,8 +59,13 @@ def load_runs(specs: Sequence[str]) -> list[tuple[str, str, Mapping[str, Any]]]:
             raise ConfigError(f"{folder}: summary.json's run section is not run.json's; check the folder with "
                               "`vlnverse eval verify`")
         agent = str(run.get("agent", "agent"))
-        runs.append((label or agent, agent, summary))
+        training = run.get("training_data") if isinstance(run.get("training_data"), dict) else None
+        runs.append((augmented_label(label or agent, training), agent, summary))
     return runs
+
+
+def is_augmented(label: str) -> bool:
+    return "+aug" in label
 
 
 def _cell(metric: Mapping[str, Any] | None, name: str) -> str:
@@ -86,10 +93,25 @@ def rows(runs: Sequence[tuple[str, str, Mapping[str, Any]]], task: str, split: s
 
 
 def table3_markdown(runs: Sequence[tuple[str, str, Mapping[str, Any]]], track: str | None = None) -> str:
-    """Every task × split table the runs cover, as Markdown (headed by the ``track`` label when given)."""
+    """Every task × split table the runs cover, as Markdown (headed by the ``track`` label when
+    given); models trained with augmentation homes (``+aug``) in tables of their own, after."""
     lines = [f"### Table 3 on {track}", ""] if track else []
     lines += ["Rates in %, TL and NE in metres; each cell: mean [95 % bootstrap CI]. The last column is the "
              "paper's Table 3, reported on its own scenes and renderer: context, not a comparison.", ""]
+    plain = [run for run in runs if not is_augmented(run[0])]
+    augmented = [run for run in runs if is_augmented(run[0])]
+    lines += _tables(plain, track)
+    if augmented:
+        lines += ["### Trained with augmentation homes (+aug)" + (f" on {track}" if track else ""), "",
+                  "These models saw the track's training episodes and those of new procedural homes "
+                  "(`vlnverse release augment`); evaluated on the same episodes, reported apart.", "",
+                  *_tables([*[run for run in plain if run[1] in ("random", "forward", "oracle")], *augmented],
+                           track)]
+    return "\n".join(lines)
+
+
+def _tables(runs: Sequence[tuple[str, str, Mapping[str, Any]]], track: str | None) -> list[str]:
+    lines = []
     header = ["Agent", "Physics", *[f"{c}{ARROWS.get(c, '')}" for c in COLUMNS], "n", PAPER_COLUMN]
     for task in TASKS:
         for split in SPLITS:
@@ -105,4 +127,4 @@ def table3_markdown(runs: Sequence[tuple[str, str, Mapping[str, Any]]], track: s
                                                  "-" if paper is None else f"{paper['SR']:.2f} / {paper['SPL']:.2f}"])
                              + " |")
             lines.append("")
-    return "\n".join(lines)
+    return lines
