@@ -41,7 +41,11 @@ def test_executor_ray_puts_the_sub_envs_on_ray():
 def test_cpu_preset_trains_the_smoke_models_to_convergence_with_early_stopping():
     config = build_config(parse("cma", "--preset", "cpu", "--task", "fine,coarse"))
     assert (config.rgb_size, config.depth_size, config.batch_size, config.epochs) == (64, 64, 4, 30)
-    assert (config.patience, config.val_split, config.val_episodes, config.task) == (5, "val_unseen", 40, "fine,coarse")
+    # model selection on 120 episodes of val_seen and val_unseen, patience 8 (40 and 5 cut CMA short on mini)
+    assert (config.patience, config.val_split, config.val_episodes, config.task) == \
+        (8, "val_seen,val_unseen", 120, "fine,coarse")
+    assert build_config(parse("cma", "--preset", "cpu", "--val-split", "val_unseen")).val_split == "val_unseen"
+    assert build_config(parse("cma", "--preset", "smoke")).val_split == "val_unseen"
     assert config.model == build_config(parse("cma", "--preset", "smoke")).model
     # every core by default (threads None: torch's, resolved when training starts); side by side: --threads 1
     assert build_config(parse("cma", "--preset", "cpu")).threads is None

@@ -47,7 +47,9 @@ def register(subparsers) -> None:
     parser.add_argument("--augment", type=Path, action="append", default=[], metavar="AUG",
                         help="also train on this augmentation set (`vlnverse release augment`; repeatable); "
                              "results are labelled +aug")
-    parser.add_argument("--val-split", default="val_unseen", help="split validated every epoch ('none': skip)")
+    parser.add_argument("--val-split", default=None,
+                        help="split(s) validated every epoch, e.g. val_seen,val_unseen ('none': skip; default: the "
+                             "preset's, else val_unseen)")
     parser.add_argument("--val-episodes", type=int, default=None, help="validate on a sample of N episodes")
     parser.add_argument("--no-inflection", action="store_true", help="no inflection weighting of the loss")
     parser.add_argument("--dagger", type=int, default=0, metavar="ROUNDS",
@@ -88,7 +90,7 @@ def build_config(args: argparse.Namespace):
     data.update(kind=args.model, dataset=str(args.dataset), out=str(args.out), split=args.split, task=args.task,
                 device=args.device, amp=args.amp, workers=args.workers, loader_workers=args.loader_workers,
                 seed=args.seed, inflection_weighting=not args.no_inflection, dagger_rounds=args.dagger,
-                val_split=None if args.val_split.lower() == "none" else args.val_split,
+                val_split=_val_split(args, data.get("val_split", "val_unseen")),
                 augment=[str(folder) for folder in args.augment])
     if args.procs is not None:
         data["procs"] = None if args.procs == "auto" else _count("--procs", args.procs)
@@ -114,7 +116,7 @@ def build_online_config(args: argparse.Namespace):
                 seed=args.seed, vector="ray" if args.executor == "ray" else args.vector,
                 ray_address=args.ray_address, physics=args.physics,
                 eval_physics=tuple(p.strip() for p in args.eval_physics.split(",") if p.strip()),
-                eval_split=None if args.val_split.lower() == "none" else args.val_split,
+                eval_split=_val_split(args),
                 waypoint_predictor=args.waypoint_predictor)
     for name, value in (("iterations", args.iterations), ("num_envs", args.num_envs), ("lr", args.lr),
                         ("batch_size", args.batch_size),
@@ -150,7 +152,7 @@ def build_waypoint_config(args: argparse.Namespace):
     from vlnverse.learning.waypoints.trainer import WaypointTrainConfig
 
     data = {"dataset": str(args.dataset), "out": str(args.out), "split": args.split, "seed": args.seed,
-            "val_split": None if args.val_split.lower() == "none" else args.val_split}
+            "val_split": _val_split(args)}
     for name in ("epochs", "batch_size", "lr", "threads", "poses_per_scene"):
         value = getattr(args, name)
         if value is not None:
@@ -211,6 +213,12 @@ def _train(args: argparse.Namespace) -> int:
     print(f"best epoch {summary['best_epoch']}; evaluate it with: vlnverse eval --dataset {config.dataset} "
           f"--agent {config.kind} --agent-config {result.agent_config} --out OUT")
     return 0
+
+
+def _val_split(args: argparse.Namespace, default: str = "val_unseen") -> str | None:
+    """The validated split(s) of the command line (``default`` when not given; None for ``none``)."""
+    split = args.val_split or default
+    return None if split.lower() == "none" else split
 
 
 def _count(option: str, text: str) -> int:
