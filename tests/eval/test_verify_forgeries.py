@@ -51,6 +51,70 @@ def test_an_agent_the_folder_ships_is_never_imported(oracle_folder, verify_datas
         assert done.stderr.strip().startswith("error: run.json: 'action_space' must name an action space")
 
 
+MARKS = "open(__file__.rsplit('/', 1)[0] + '/imported', 'w').write(__name__)\n"
+"""A module that, imported, leaves the file ``imported`` beside itself."""
+
+
+def test_verifying_from_inside_the_folder_imports_none_of_its_files(oracle_folder, verify_dataset, tmp_path):
+    folder = tmp_path / "bundle"
+    shutil.copytree(oracle_folder, folder)
+    for name in ("numpy", "typing", "json", "yaml", "pybullet", "gymnasium", "scipy", "__future__"):
+        (folder / f"{name}.py").write_text(MARKS)  # modules verify imports, if the folder stood in for them
+    done = verify_cli(".", verify_dataset, "--rerun", cwd=folder)
+    assert not (folder / "imported").exists(), f"verify imported {(folder / 'imported').read_text()}.py of the folder"
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def llm_run(dataset, out, transcript):
+    """``text_history`` (ground-truth perception) on one episode, its model's calls recorded."""
+    from tests.agents.conftest import SMALL, ScriptedModel, walk_then_stop
+    from vlnverse.eval.registry import make_agent
+    from vlnverse.llm.transcript import RecordingClient
+
+    agent_config = {"perception": "gt", **SMALL}
+    agent = make_agent("text_history", agent_config, llm=RecordingClient(ScriptedModel(walk_then_stop(2)), transcript))
+    run_eval(dataset, out, agent="text_history", agent_config=agent_config, episodes=1, physics=("tel_hop",),
+             task="coarse", split="test", agent_object=agent)
+    return out
+
+
+def test_an_agent_config_that_names_code_is_refused_before_the_rerun(verify_dataset, tmp_path):
+    transcript = tmp_path / "calls.jsonl"
+    honest = llm_run(verify_dataset, tmp_path / "llm", transcript)
+    for name, predictor in (("module", "evil_waypoints:make"), ("zen", "this:s"), ("file", "./evil_waypoints.py:make")):
+        folder = forge(honest, tmp_path / name,
+                       run=lambda run, p=predictor: run["agent_config"].update(waypoint_predictor=p))
+        (folder / "evil_waypoints.py").write_text(MARKS)
+        done = verify_cli(".", verify_dataset, "--rerun", "--transcript", transcript, cwd=folder)
+        assert not (folder / "imported").exists() and "Zen of Python" not in done.stdout
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert f"rerun         FAIL: agent config 'waypoint_predictor': '{predictor}' is not a plain setting" \
+            in done.stdout
+
+
+def test_a_checkpoint_that_would_run_code_is_one_error_line_and_never_runs(oracle_folder, verify_dataset, tmp_path):
+    import pytest
+
+    pytest.importorskip("torch")
+    from tests.bundled import REPO
+    from tests.cli_errors import one_error_line
+    from tests.learning.test_weights import booby_trapped
+
+    trapped, marker = booby_trapped(tmp_path, REPO / "assets" / "agents" / "cma" / "cma.pt")
+    digest = hashlib.sha256(trapped.read_bytes()).hexdigest()
+
+    def as_cma(run):
+        relabel_as("cma")(run)
+        run.update(agent_config={"checkpoint": "cma.pt", "device": "cpu"}, agent_settings=None,
+                   checkpoints={"checkpoint": digest})
+
+    folder = forge(oracle_folder, tmp_path / "cma", run=as_cma)
+    done = verify_cli(folder, verify_dataset, "--rerun", "--checkpoint", trapped)
+    assert not marker.exists(), "the checkpoint's code ran"
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "holds more than tensors and plain data (it needs" in one_error_line(done.stderr)
+
+
 # 2. every selected episode needs a record, and the verifier states the selection
 
 
