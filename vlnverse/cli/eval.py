@@ -99,7 +99,7 @@ def register(subparsers) -> None:
     parser.add_argument("--no-progress", action="store_true", help="do not draw the progress bar")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.set_defaults(handler=_eval, eval_parser=parser)
-    tools = parser.add_subparsers(dest="eval_tool", metavar="{verify,bundle,table,table5,table6}",
+    tools = parser.add_subparsers(dest="eval_tool", metavar="{verify,bundle,unpack,table,table5,table6}",
                                   help="check, package or tabulate evaluation folders, or run the paper's zero-shot "
                                        "agent table, instead of running one agent")
     verify = tools.add_parser(
@@ -170,6 +170,17 @@ def register(subparsers) -> None:
                              "is packed without this)")
     bundle.add_argument("--json", action="store_true", help="print the archive and its members as JSON")
     bundle.set_defaults(handler=_bundle)
+    unpack = tools.add_parser(
+        "unpack", help="unpack a results archive someone sent, within its members' size caps",
+        description="Unpack a .tar.gz made by 'vlnverse eval bundle' into a new folder. Only the bundle's own "
+                    "members are accepted: regular files of its member names, each once and no larger than the "
+                    "size verify reads it at (checked before it is read); anything else (another name, a link, "
+                    "a folder, an archive that inflates past its members' sizes) is refused and nothing is left.",
+        epilog="exit status: 0 unpacked; 2 refused, printed as one 'error:' line.")
+    unpack.add_argument("archive", type=Path, help="the results archive (.tar.gz)")
+    unpack.add_argument("--to", required=True, type=Path, metavar="DIR", help="a new (or empty) folder")
+    unpack.add_argument("--json", action="store_true", help="print the folder and its members as JSON")
+    unpack.set_defaults(handler=_unpack)
     table = tools.add_parser("table", help="Table 3: evaluation folders side by side with 95 %% CIs",
                              description="One table per task (fine, coarse) and split (val_seen, val_unseen, "
                                          "test): a row per folder and physics mode (Strict, Tel-Hop), columns "
@@ -193,6 +204,7 @@ VERIFY_MISMATCH_EXIT = 1
 
 
 def _verify(args: argparse.Namespace) -> int:
+    from vlnverse.eval.untrusted import MalformedInput
     from vlnverse.eval.verify import Selection, verify_run
 
     def show(check: str, outcome: str) -> None:
@@ -215,11 +227,15 @@ def _verify(args: argparse.Namespace) -> int:
         scoring = {"success_distance": track.success_distance, "max_steps": track.max_steps, **_scoring(args)}
     else:
         scoring = _scoring(args)
-    report = verify_run(args.folder, dataset=args.dataset, scenes_dir=args.scenes_dir,
-                        expect_dataset=args.expect_dataset, release_sums=release_sums, selection=selection,
-                        scoring=scoring, allow_partial=args.allow_partial,
-                        rerun=args.rerun, transcript=args.transcript, checkpoints=_checkpoints(args.checkpoint),
-                        workers=args.workers, on_check=show)
+    try:
+        report = verify_run(args.folder, dataset=args.dataset, scenes_dir=args.scenes_dir,
+                            expect_dataset=args.expect_dataset, release_sums=release_sums, selection=selection,
+                            scoring=scoring, allow_partial=args.allow_partial,
+                            rerun=args.rerun, transcript=args.transcript, checkpoints=_checkpoints(args.checkpoint),
+                            workers=args.workers, on_check=show)
+    except (MemoryError, RecursionError) as exc:  # the folder's files are larger than this machine can check
+        raise MalformedInput(f"{args.folder}: {type(exc).__name__} while checking it (files too large or too "
+                             "deeply nested for this machine)") from None
     if args.json:
         print_json({"ok": report.ok, "records": report.records, "selection": report.selection,
                     "settings": report.settings, "checks": report.checks, "mismatches": report.mismatches,
@@ -278,6 +294,17 @@ def _bundle(args: argparse.Namespace) -> int:
         print_json({"archive": str(args.to), "members": members})
     else:
         print(f"wrote {args.to} ({len(members)} files: {', '.join(members)})")
+    return 0
+
+
+def _unpack(args: argparse.Namespace) -> int:
+    from vlnverse.eval.unpack import unpack_bundle
+
+    members = unpack_bundle(args.archive, args.to)
+    if args.json:
+        print_json({"folder": str(args.to), "members": members})
+    else:
+        print(f"unpacked {args.archive} into {args.to} ({len(members)} files: {', '.join(members)})")
     return 0
 
 

@@ -6,7 +6,8 @@ The verifier supplies the trusted parts: the dataset (and its scenes), optionall
 published digest, the episode selection results are required for, and for ``--rerun`` the
 agent's weights or transcript. The checks, in order:
 
-1. **sha256sums** (a bundle's ``SHA256SUMS``, when present): every listed file has its digest;
+1. **sha256sums** (a bundle's ``SHA256SUMS``, when present): every listed file has its digest,
+   and the folder holds bundle members only;
    **scoring** (when the verifier states it): the run used the verifier's success radius, step
    budget and instruction view.
 2. **inputs**: the verifier's dataset (its manifest and shards, and the scene files of the
@@ -41,7 +42,7 @@ from typing import Any
 
 from vlnverse.errors import ConfigError
 from vlnverse.eval.submission import EPISODES_FILE, RUN_FILE, SHA256, RecordedRun, read_submission
-from vlnverse.eval.untrusted import MalformedInput, read_bytes, read_json, read_text
+from vlnverse.eval.untrusted import MalformedInput, read_json, read_text, sha256_of
 from vlnverse.eval.verify_records import (
     RecordedActions,
     check_against_dataset,
@@ -171,7 +172,7 @@ def verify_run(out: str | Path, *, dataset: str | Path, scenes_dir: str | Path |
     run, records = read_submission(out)
     report.records = len(records)
     for name in (RUN_FILE, EPISODES_FILE):
-        report.checksums[name] = hashlib.sha256(read_bytes(out / name)).hexdigest()
+        report.checksums[name] = sha256_of(out / name)
     data = EpisodeDataset.open(dataset, scenes_dir=scenes_dir)
     split, task, physics, limit, seed, report.selection = selection.resolve(run)
     report.settings = (f"agent {run.agent} · action space {json.dumps(run.action_space)} · success distance "
@@ -273,10 +274,12 @@ def _check_sums(out: Path) -> list[str]:
         listed[name] = digest
     problems = [f"{SUMS_FILE} does not list {name}" for name in (RUN_FILE, EPISODES_FILE, SUMMARY_FILE, SUMMARY_MD)
                 if name not in listed]
+    problems += [f"{path.name[:80]}: not a bundle member (a bundle holds {', '.join(BUNDLE_MEMBERS)} and {SUMS_FILE})"
+                 for path in sorted(out.iterdir()) if path.name not in (*BUNDLE_MEMBERS, SUMS_FILE)]
     for name, digest in listed.items():
         if not _present(out / name):
             problems.append(f"{name}: listed in {SUMS_FILE} but missing")
-        elif hashlib.sha256(read_bytes(out / name)).hexdigest() != digest:
+        elif sha256_of(out / name) != digest:
             problems.append(f"{name}: sha256 differs from {SUMS_FILE}'s")
     return problems
 
@@ -291,11 +294,15 @@ def _check_summary(out: Path, run: RecordedRun, records: list[dict[str, Any]], r
     stored = read_json(out / SUMMARY_FILE)
     if not isinstance(stored, dict):
         raise MalformedInput(f"{out / SUMMARY_FILE}: not a JSON object")
-    report.checksums[SUMMARY_FILE] = hashlib.sha256(read_bytes(out / SUMMARY_FILE)).hexdigest()
+    report.checksums[SUMMARY_FILE] = sha256_of(out / SUMMARY_FILE)
     found = first_difference(run.raw, stored.get("run"), "summary.json run", 0.0)
     if found:
         return [f"{found} (run.json's run section)"]
-    again = json.loads(json.dumps(summarize(records, run.raw, seed=run.seed), default=str))
+    try:
+        again = json.loads(json.dumps(summarize(records, run.raw, seed=run.seed), default=str))
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError, ArithmeticError) as exc:
+        raise MalformedInput(f"{out / EPISODES_FILE}: its records do not make a summary "
+                             f"({type(exc).__name__}: {str(exc)[:120]})") from None
     found = first_difference(_comparable(stored), _comparable(again), "summary", 1e-9)
     if found:
         return [found]
