@@ -9,7 +9,7 @@ import json
 import shutil
 
 from tests.bundled import BUNDLED_SCENES
-from tests.eval.verify_helpers import forge, read_folder, run_eval, verify_cli, vlnverse
+from tests.eval.verify_helpers import forge, llm_run, read_folder, run_eval, verify_cli, vlnverse
 from vlnverse.eval.verify import RecordedActions, verify_run
 from vlnverse.release.table3 import load_runs
 
@@ -63,19 +63,6 @@ def test_verifying_from_inside_the_folder_imports_none_of_its_files(oracle_folde
     done = verify_cli(".", verify_dataset, "--rerun", cwd=folder)
     assert not (folder / "imported").exists(), f"verify imported {(folder / 'imported').read_text()}.py of the folder"
     assert done.returncode == 0, done.stdout + done.stderr
-
-
-def llm_run(dataset, out, transcript):
-    """``text_history`` (ground-truth perception) on one episode, its model's calls recorded."""
-    from tests.agents.conftest import SMALL, ScriptedModel, walk_then_stop
-    from vlnverse.eval.registry import make_agent
-    from vlnverse.llm.transcript import RecordingClient
-
-    agent_config = {"perception": "gt", **SMALL}
-    agent = make_agent("text_history", agent_config, llm=RecordingClient(ScriptedModel(walk_then_stop(2)), transcript))
-    run_eval(dataset, out, agent="text_history", agent_config=agent_config, episodes=1, physics=("tel_hop",),
-             task="coarse", split="test", agent_object=agent)
-    return out
 
 
 def test_an_agent_config_that_names_code_is_refused_before_the_rerun(verify_dataset, tmp_path):
@@ -170,7 +157,8 @@ def test_a_generous_success_radius_is_printed_and_fails_when_the_verifier_states
 
 def relabel_as(agent):
     def edit(run):
-        run.update(agent=agent, agent_config={}, agent_settings={"action_space": "discrete"}, privileged=[])
+        run.update(agent=agent, label=agent, agent_config={}, agent_settings={"action_space": "discrete"},
+                   privileged=[])
     return edit
 
 
@@ -279,7 +267,7 @@ def test_a_named_track_states_its_selection_and_its_published_checksums(oracle_f
     done = verify_cli(oracle_folder, verify_dataset, "--track", "mini")  # the bundled dataset is not the track's
     assert done.returncode == 1, done.stdout + done.stderr
     assert "selection     split val_seen,val_unseen,test · task fine,coarse · physics strict, tel_hop · " \
-           "episodes all · seed 3 (split, task, physics, episodes stated by the verifier" in done.stdout
+           "episodes all · seed 0 (split, task, physics, episodes, seed stated by the verifier" in done.stdout
     assert "inputs        FAIL: dataset: sha256" in done.stdout and "in SHA256SUMS" in done.stdout
 
 

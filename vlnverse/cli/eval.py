@@ -215,6 +215,7 @@ def _verify(args: argparse.Namespace) -> int:
                           seed=args.seed)
     release_sums = args.release_sums
     if args.track:
+        from vlnverse.eval.episode_record import MetricsConfig, trace_metric_settings
         from vlnverse.release.tracks import get_track
 
         track = get_track(args.track)
@@ -223,8 +224,9 @@ def _verify(args: argparse.Namespace) -> int:
         release_sums = release_sums or track.checksums
         selection = Selection(split=args.split or ",".join(track.splits), task=args.task or ",".join(track.tasks),
                               physics=args.physics or track.physics, episodes=args.episodes or "all",
-                              seed=args.seed)
-        scoring = {"success_distance": track.success_distance, "max_steps": track.max_steps, **_scoring(args)}
+                              seed=track.eval_seed if args.seed is None else args.seed)
+        scoring = {"success_distance": track.success_distance, "max_steps": track.max_steps,
+                   "trace_metrics": trace_metric_settings(MetricsConfig()), **_scoring(args)}
     else:
         scoring = _scoring(args)
     try:
@@ -239,13 +241,19 @@ def _verify(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"ok": report.ok, "records": report.records, "selection": report.selection,
                     "settings": report.settings, "checks": report.checks, "mismatches": report.mismatches,
-                    "checksums": report.checksums})
+                    "checksums": report.checksums, "proven": report.proven if report.ok else [],
+                    "reported_only": report.reported})
     else:
         print(f"selection     {report.selection}")
         print(f"settings      {report.settings}")
         for name, digest in sorted(report.checksums.items()):
             print(f"sha256 {digest}  {name}")
-        what = "the agent re-run" if "rerun" in report.checks else "consistent; the agent was not re-run, see --rerun"
+        for line in report.proven if report.ok else ():
+            print(f"proven:        {line}")
+        for line in report.reported:
+            print(f"reported only: {line}")
+        what = "consistent; the agent was not re-run, see --rerun" if "rerun" not in report.checks else \
+            "the actions follow from this transcript" if args.transcript else "the agent re-run"
         print(f"verified ({what}): {report.records} record(s) in {args.folder}" if report.ok else
               f"MISMATCH: {report.records} record(s) in {args.folder}; first: {report.mismatches[0]}")
     return 0 if report.ok else VERIFY_MISMATCH_EXIT

@@ -31,7 +31,12 @@ from vlnverse.errors import ConfigError
 from vlnverse.eval.inputs import is_checkpoint_key
 from vlnverse.eval.submission import RecordedRun
 from vlnverse.eval.untrusted import FILE_CAPS, read_json_lines, regular_file
-from vlnverse.eval.verify_records import first_difference, record_label, replay_groups
+from vlnverse.eval.verify_records import (
+    METRIC_TOLERANCE,
+    first_difference,
+    record_label,
+    replay_groups,
+)
 from vlnverse.tasks.storage import sha256_file
 
 SEEDED_AGENTS = ("random", "forward", "oracle")
@@ -40,6 +45,8 @@ TRANSCRIPT_AGENTS = ("text_history", "text_history_cot", "map_history", "map_his
                      "dscd_nav", "arna")
 RERUN_AGENTS = (*SEEDED_AGENTS, *CHECKPOINT_AGENTS, *TRANSCRIPT_AGENTS)
 """The agents ``--rerun`` re-runs, by registered name."""
+USAGE_FIELDS = ("calls", "prompt_tokens", "completion_tokens", "tokens", "cost_usd")
+"""The model usage of a record (``llm``) a transcript re-run must reproduce."""
 
 
 PLAIN_NAME = re.compile(r"[A-Za-z0-9_.+\- ]{0,200}(:[0-9]+)?")
@@ -154,11 +161,19 @@ def rerun_actions(run: RecordedRun, records: Mapping[tuple[str, str], Mapping[st
     problems = []
     for key, record in records.items():
         again = rerun.get(key)
-        if again is None:
-            problems.append(f"{record_label(record)}: not re-run")
-            continue
-        found = first_difference(record.get("actions"), again.get("actions"), "actions", 0.0)
+        found = "not re-run" if again is None else _rerun_difference(record, again)
         if found:
             problems.append(f"{record_label(record)}: {found} (re-run {run.agent})")
     return problems, sum(key in rerun for key in records), read
+
+
+def _rerun_difference(record: Mapping[str, Any], again: Mapping[str, Any]) -> str | None:
+    """Where the re-run record ``again`` differs from ``record``: actions, trace, model usage
+    (when recorded) or metrics, or ``None``."""
+    recorded_usage = {k: v for k, v in (record.get("llm") or {}).items() if k in USAGE_FIELDS}
+    rerun_usage = {k: v for k, v in (again.get("llm") or {}).items() if k in USAGE_FIELDS and "llm" in record}
+    return first_difference(record.get("actions"), again.get("actions"), "actions", 0.0) \
+        or first_difference(record.get("agent_trace"), again.get("agent_trace"), "agent_trace", 0.0) \
+        or first_difference(recorded_usage, rerun_usage, "llm", 0.0) \
+        or first_difference(record.get("metrics"), again.get("metrics"), "metrics", METRIC_TOLERANCE)
 

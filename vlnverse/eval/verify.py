@@ -23,11 +23,16 @@ agent's weights or transcript. The checks, in order:
    be one of the simulator's.
 5. **summary**: ``summary.json`` (required) is recomputed from the records, its ``run``
    section must be ``run.json``'s, and ``summary.md`` must be its rendering.
-6. **rerun** (``rerun=True`` or a transcript): the agent is rebuilt from trusted parts and
-   re-run, and must take every recorded action (:mod:`vlnverse.eval.rerun`).
+6. **claims**: ``run.json``'s label is the agent's name and its privileged inputs those the
+   agent reads with its recorded config (:mod:`vlnverse.eval.claims`).
+7. **rerun** (``rerun=True`` or a transcript): the agent is rebuilt from trusted parts and
+   re-run, and must take every recorded action and give the same trace, usage and metrics
+   (:mod:`vlnverse.eval.rerun`).
 
 Without the re-run, a verified folder is *consistent*: its results are what its actions give on
-the verifier's data. Only the re-run shows that the named agent took those actions.
+the verifier's data. Only the re-run shows that the named agent took those actions, and for an
+LLM agent only that they follow from the transcript. The report lists what was proven and
+what was only reported (:func:`vlnverse.eval.claims.verdict`).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from vlnverse.errors import ConfigError
+from vlnverse.eval.claims import claim_problems, verdict
 from vlnverse.eval.submission import EPISODES_FILE, RUN_FILE, SHA256, RecordedRun, read_submission
 from vlnverse.eval.untrusted import MalformedInput, read_json, read_text, sha256_of
 from vlnverse.eval.verify_records import (
@@ -107,6 +113,8 @@ class VerifyReport:
         checksums: ``{name: sha256}`` of every file read (dataset, scenes, run files).
         checks: ``{check name: outcome}``, in the order run.
         mismatches: Every mismatch found.
+        proven: What the checks proved (when they passed).
+        reported: What the folder says that no check proved.
     """
 
     records: int = 0
@@ -115,6 +123,8 @@ class VerifyReport:
     checksums: dict[str, str] = field(default_factory=dict)
     checks: dict[str, str] = field(default_factory=dict)
     mismatches: list[str] = field(default_factory=list)
+    proven: list[str] = field(default_factory=list)
+    reported: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -140,7 +150,8 @@ def verify_run(out: str | Path, *, dataset: str | Path, scenes_dir: str | Path |
             must have the digests it lists.
         selection: The episodes results are required for (unstated parts: the run's own).
         scoring: Scoring settings the run must have used (``success_distance``, ``max_steps``,
-            ``instruction_view``; unstated ones are the run's own, printed in the report).
+            ``instruction_view``, ``trace_metrics``; unstated ones are the run's own, printed in
+            the report).
         allow_partial: Report selected episodes without a record instead of failing.
         rerun: Re-run the agent from trusted parts and compare every action.
         transcript: An LLM agent's transcript (``--llm-record`` file) to re-run it from.
@@ -244,6 +255,7 @@ def verify_run(out: str | Path, *, dataset: str | Path, scenes_dir: str | Path |
     done("resimulation", problems, f" ({sum(k in replayed for k in keyed)} episodes re-simulated)")
 
     done("summary", _check_summary(out, run, records, report))
+    done("claims", claim_problems(run))
 
     if rerun or transcript is not None:
         from vlnverse.eval.rerun import CannotRerun, rerun_actions
@@ -256,7 +268,12 @@ def verify_run(out: str | Path, *, dataset: str | Path, scenes_dir: str | Path |
             done("rerun", [str(exc)])
         else:
             report.checksums.update(sums)
-            done("rerun", problems, f" ({count} episodes re-run by {run.agent}: every action the same)")
+            what = "replayed: the actions follow from this transcript" if transcript is not None else \
+                f"re-run by {run.agent}: every action the same"
+            done("rerun", problems, f" ({count} episodes {what})")
+    report.proven, report.reported = verdict(run, report.checks, seed_stated=selection.seed is not None,
+                                             trace_pinned="trace_metrics" in (scoring or {}),
+                                             transcript=transcript is not None)
     return report
 
 
