@@ -16,7 +16,7 @@ from tests.bundled import REPO  # noqa: E402
 from vlnverse.errors import UnsafeCheckpoint  # noqa: E402
 from vlnverse.learning.agent import CMAAgent, LearnedAgentConfig  # noqa: E402
 from vlnverse.learning.checkpoints import resume, save_checkpoint, training_state  # noqa: E402
-from vlnverse.learning.weights import load_weights  # noqa: E402
+from vlnverse.weights import load_weights  # noqa: E402
 
 SHIPPED = sorted([*REPO.glob("assets/agents/*/*.pt"), *REPO.glob("assets/waypoints/*.pt")])
 

@@ -39,7 +39,7 @@ def load_policy(path: str, device: str = "cpu") -> tuple[Any, dict[str, Any]]:
     from vlnverse.config import config_from_mapping
     from vlnverse.learning.models import ModelConfig, build_model
     from vlnverse.learning.torch_support import resolve_device
-    from vlnverse.learning.weights import load_weights
+    from vlnverse.weights import load_weights
 
     state = load_weights(path, map_location=resolve_device(device))
     config = config_from_mapping(ModelConfig, {**state["model_config"], "encoder_checkpoint": None,

@@ -13,7 +13,7 @@ from vlnverse.config import config_to_dict
 from vlnverse.errors import ConfigError
 from vlnverse.fileio import atomic_open, write_json_atomic
 from vlnverse.learning.torch_support import require_torch, rng_state, set_rng_state
-from vlnverse.learning.weights import legacy_rng_globals, load_weights
+from vlnverse.weights import legacy_rng_globals, load_weights
 
 
 def claim_run(out: Path, fingerprint: str, config: Any) -> None:
@@ -48,7 +48,7 @@ def resume(latest: Path, model: Any, optimizer: Any, scaler: Any = None) -> list
 
     The checkpoint is read onto the CPU: the RNG states must stay CPU byte tensors, and the
     model's and optimizer's ``load_state_dict`` copy the rest onto the parameters' device. It is
-    read as data (:func:`~vlnverse.learning.weights.load_weights`); a ``latest.pt`` written before
+    read as data (:func:`~vlnverse.weights.load_weights`); a ``latest.pt`` written before
     RNG states were plain data may also hold numpy's RNG key array and scalars."""
     if not latest.is_file():
         return []

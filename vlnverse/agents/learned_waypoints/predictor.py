@@ -30,7 +30,7 @@ from vlnverse.agents.learned_waypoints.net import (
 )
 from vlnverse.agents.panorama import Panorama
 from vlnverse.errors import ConfigError
-from vlnverse.learning.weights import load_weights
+from vlnverse.weights import load_weights
 
 #: The checkpoint shipped with the repository (README: how it was trained and validated).
 SHIPPED_CHECKPOINT = Path(__file__).resolve().parents[3] / "assets" / "waypoints" / "waypoint_predictor.pt"

@@ -12,8 +12,8 @@ from typing import Any
 
 from vlnverse.learning.models.config import ModelConfig
 from vlnverse.learning.torch_support import require_torch
-from vlnverse.learning.weights import load_weights
 from vlnverse.registry import load_entry_point
+from vlnverse.weights import load_weights
 
 torch = require_torch()
 nn = torch.nn

@@ -23,7 +23,7 @@ class WaypointBertAgent(Agent):
         from vlnverse.learning.online.inputs import InputBuilder, InputSpec
         from vlnverse.learning.online.policy import WaypointBert, WaypointBertConfig
         from vlnverse.learning.torch_support import require_torch, resolve_device
-        from vlnverse.learning.weights import load_weights
+        from vlnverse.weights import load_weights
 
         self.torch = torch = require_torch()
         if config.threads:

@@ -193,9 +193,9 @@ def train_online(config: OnlineConfig, *, progress: Callable[[int, int], None] |
     from vlnverse.learning.checkpoints import claim_run, resume, save_checkpoint, training_state
     from vlnverse.learning.online.policy import WaypointBert
     from vlnverse.learning.torch_support import require_torch, resolve_device, seed_everything
-    from vlnverse.learning.weights import load_weights
     from vlnverse.tasks.dataset import EpisodeDataset
     from vlnverse.tasks.formats.vocab import build_vocab
+    from vlnverse.weights import load_weights
 
     torch = require_torch()
     out = Path(config.out)

@@ -15,8 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from vlnverse.errors import ConfigError, UnsafeCheckpoint
-from vlnverse.learning.torch_support import require_torch
+from vlnverse.errors import ConfigError, DependencyNotInstalled, UnsafeCheckpoint
 
 
 def legacy_rng_globals() -> list[Any]:
@@ -43,7 +42,10 @@ def load_weights(path: str | Path, *, map_location: Any = "cpu", what: str = "ch
         UnsafeCheckpoint: the file holds objects other than tensors and plain data.
         ConfigError: the file is missing or is not a ``torch.save`` file.
     """
-    torch = require_torch()
+    try:
+        import torch
+    except ImportError as exc:
+        raise DependencyNotInstalled("torch", extra="train", purpose=f"reading the {what} {path}") from exc
     try:
         with torch.serialization.safe_globals(list(allow)):
             return torch.load(path, map_location=map_location, weights_only=True)
