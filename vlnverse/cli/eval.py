@@ -108,13 +108,18 @@ def register(subparsers) -> None:
                     "in the folder is run or imported. Checks: SHA256SUMS (a bundle's), the dataset and scene "
                     "checksums run.json recorded, that every episode of the required selection has exactly one "
                     "record agreeing with its dataset episode, a re-simulation of every record's actions "
-                    "(trajectory, ending, every metric), summary.json and summary.md, and with --rerun the "
-                    "agent re-run from trusted parts (random, forward, oracle; checkpoint agents from your "
-                    "--checkpoint copy; LLM agents from --transcript), which must take every recorded action. "
-                    "Without --rerun a verified folder is consistent, not proof of which agent acted.",
+                    "(trajectory, ending, every metric), summary.json and summary.md, the label and privileged "
+                    "inputs against the agent and its config, and with --rerun the agent re-run from trusted "
+                    "parts (random, forward, oracle; checkpoint agents from your --checkpoint copy, read as "
+                    "weights only; LLM agents from --transcript), which must take every recorded action. "
+                    "Without --rerun a verified folder is consistent, not proof of which agent acted; for an LLM "
+                    "agent the re-run shows the actions follow from the transcript, not which model wrote it. "
+                    "The report lists what was proven and what was only reported.",
         epilog="exit status: 0 verified; 1 a check failed (a mismatch, or a selected episode without a record); "
-               "2 malformed input (not a regular file, too large, not UTF-8, invalid or too deeply nested JSON, "
-               "a run.json field of the wrong kind) or a usage error, printed as one 'error:' line.")
+               "2 malformed input (not a regular file, too large, a blank or too long JSON line, not UTF-8, "
+               "invalid or too deeply nested JSON, a number out of range, a key given twice, an unknown field or "
+               "one of the wrong kind, a checkpoint that is not weights only) or a usage error, printed as one "
+               "'error:' line.")
     verify.add_argument("folder", type=Path, help="evaluation folder (the --out of vlnverse eval) or unpacked bundle")
     verify.add_argument("--dataset", type=Path, required=True,
                         help="your copy of the dataset (run.json's path is never used)")
@@ -128,8 +133,8 @@ def register(subparsers) -> None:
                              "and every scene verify reads must have the digests it lists")
     verify.add_argument("--track", default=None, metavar="NAME",
                         help="a named track (e.g. mini): its published SHA256SUMS as --release-sums, and its splits, "
-                             "tasks, physics, every episode, step budget and success radius as the required "
-                             "selection and scoring (options you give win)")
+                             "tasks, physics, every episode, eval seed, step budget, success radius and the default "
+                             "trace-metric parameters as the required selection and scoring (options you give win)")
     required = verify.add_argument_group(
         "required selection (default: the run's own, as run.json states it)")
     required.add_argument("--split", default=None, help="split name(s), comma-separated, or 'all'")
