@@ -160,7 +160,7 @@ def recorded_run(raw: Any) -> RecordedRun:
         agent_config=_field(raw, "agent_config", lambda v: isinstance(v, dict), "an object", {}),
         split=_field(raw, "split", *text), task=_field(raw, "task", *text), physics=modes,
         episodes=_field(raw, "episodes", lambda v: v is None or (_integer(v) and v > 0), "a positive integer or null"),
-        seed=_field(raw, "seed", _integer, "an integer"),
+        seed=_field(raw, "seed", lambda v: _integer(v) and v >= 0, "a non-negative integer"),
         max_steps=_field(raw, "max_steps", lambda v: v is None or (_integer(v) and v > 0),
                          "a positive integer or null", None),
         success_distance=float(_field(raw, "success_distance", lambda v: _number(v) and v > 0, "a positive number")),

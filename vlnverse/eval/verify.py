@@ -169,6 +169,8 @@ def verify_run(out: str | Path, *, dataset: str | Path, scenes_dir: str | Path |
     from vlnverse.tasks.dataset import EpisodeDataset
     from vlnverse.tasks.storage import verify_dataset
 
+    if selection.seed is not None and selection.seed < 0:
+        raise ConfigError(f"--seed {selection.seed}: a seed is a non-negative integer")
     if expect_dataset is not None and not SHA256.fullmatch(expect_dataset.lower()):
         raise ConfigError(f"--expect-dataset {expect_dataset!r} is not a sha256 (64 hex digits)")
     out = Path(out)
