@@ -85,6 +85,8 @@ HOSTILE = {
     "unknown_run_field": ("run.json", edited_run(notes="x" * 1000), "unknown field 'notes' in 'run'"),
     "unknown_record_field": ("episodes.jsonl", edited_records(lambda r: r.update(bonus="x" * 1000)),
                              "episodes.jsonl:1: unknown field 'bonus'"),
+    "usage_kind": ("episodes.jsonl", edited_records(lambda r: r.update(llm={"calls": "x"})),
+                   "its records do not make a summary (TypeError"),
     "record_field_kind": ("episodes.jsonl", edited_records(lambda r: r.update(metrics="high")),
                           "episodes.jsonl:1: field 'metrics' must be dict"),
 }
