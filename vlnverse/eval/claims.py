@@ -50,18 +50,26 @@ def verdict(run: RecordedRun, checks: Mapping[str, str], *, seed_stated: bool, t
     """``(proven, reported only)``: what a passed verification of ``run`` shows, and what it takes
     on ``run.json``'s word."""
     from vlnverse.eval.episode_record import MetricsConfig, trace_metric_settings
+    from vlnverse.eval.registry import AGENTS
 
     config = _shown_config(run.agent_config)
+    privileged = json.dumps(run.raw.get("privileged"))
     proven = ["the results are what the recorded actions give on your dataset and scenes, for every selected "
               "episode, and the summaries are the records'"]
     reported = []
+    if run.agent in AGENTS and ":" not in run.agent:
+        proven.append(f"the label is the agent's name and the privileged inputs {privileged} are those "
+                      f"{run.agent} reads with its recorded agent config")
+    else:
+        reported.append(f"the privileged inputs {privileged[:80]} (not derived for an agent outside this package)")
     if "rerun" not in checks:
         reported.append(f"which agent chose the actions (run.json: {run.agent}{config}); see --rerun")
     elif transcript:
         proven.append(f"the actions follow from this transcript, replayed to {run.agent}{config}")
-        model = run.raw.get("llm") if isinstance(run.raw.get("llm"), Mapping) else {}
-        reported.append(f"which model wrote the transcript (run.json: {model.get('backend', '?')}:"
-                        f"{model.get('target', 'not named')}), and so its token usage and cost")
+        model = run.raw.get("llm")
+        named = f"run.json: {model.get('backend')}:{model.get('target')}" if isinstance(model, Mapping) \
+            else "run.json names none"
+        reported.append(f"which model wrote the transcript ({named[:120]}), and so its token usage and cost")
     else:
         proven.append(f"{run.agent}{config} re-run with seed {run.seed} takes every recorded action")
     if not seed_stated:
