@@ -195,3 +195,9 @@ def test_a_bundle_unpacks_and_verifies_but_not_with_a_file_added(oracle_folder, 
     done = capped_vlnverse("eval", "verify", tmp_path / "unpacked", "--dataset", verify_dataset, "--scenes-dir",
                            BUNDLED_SCENES, timeout=300)
     assert done.returncode == 1 and "sha256sums    FAIL: notes.py: not a bundle member" in done.stdout, done.stdout
+
+
+def test_unpack_refuses_a_file_that_is_not_a_gzipped_tar(tmp_path):
+    (tmp_path / "results.tar.gz").write_text("not an archive\n")
+    done = capped_vlnverse("eval", "unpack", tmp_path / "results.tar.gz", "--to", tmp_path / "out")
+    assert done.returncode == 2 and "not a results archive (a gzipped tar)" in one_error_line(done.stderr)
