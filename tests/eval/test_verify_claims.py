@@ -88,3 +88,12 @@ def test_a_seed_the_verifier_did_not_state_is_reported_only(verify_dataset, tmp_
                              for line in report.reported)
     stated = verify(out, verify_dataset, rerun=True, selection=Selection(seed=7))
     assert stated.ok and not any(line.startswith("the seed") for line in stated.reported)
+
+
+def test_a_transcript_for_an_agent_without_a_model_is_refused(oracle_folder, verify_dataset, tmp_path):
+    from tests.cli_errors import one_error_line
+
+    (tmp_path / "calls.jsonl").write_text('{"request": {}, "response": {}}\n')
+    done = verify_cli(oracle_folder, verify_dataset, "--transcript", tmp_path / "calls.jsonl")
+    assert done.returncode == 2 and "--transcript: oracle is not an LLM agent" in one_error_line(done.stderr)
+    assert "follow from this transcript" not in done.stdout

@@ -105,7 +105,8 @@ def rerun_settings(run: RecordedRun, *, transcript: Path | None,
     Raises:
         CannotRerun: the agent is not one verify re-runs, or a weights file's sha256 is not the
             recorded one (or was not recorded).
-        ConfigError: the verifier did not give a file the re-run needs (a checkpoint, the transcript).
+        ConfigError: the verifier did not give a file the re-run needs (a checkpoint, the transcript),
+            or gave one it does not take.
     """
     if run.agent not in RERUN_AGENTS:
         raise CannotRerun(f"agent {run.agent!r} is not one verify can re-run (only {', '.join(RERUN_AGENTS)}); "
@@ -130,6 +131,8 @@ def rerun_settings(run: RecordedRun, *, transcript: Path | None,
     if unused:
         raise ConfigError(f"--checkpoint {unused[0]}: the agent config has no such weights file")
     llm = None
+    if transcript is not None and run.agent not in TRANSCRIPT_AGENTS:
+        raise ConfigError(f"--transcript: {run.agent} is not an LLM agent; its re-run takes no transcript")
     if run.agent in TRANSCRIPT_AGENTS:
         if transcript is None:
             raise ConfigError(f"--rerun of the LLM agent {run.agent} needs its transcript (--transcript FILE)")
