@@ -6,7 +6,23 @@ Three layers (paper §3): ``vlnverse.scene`` (environment), ``vlnverse.sim`` (si
 importing gymnasium: the registration happens when gymnasium is imported).
 """
 
-from vlnverse import gym_registration
+import os
+import sys
+
+
+def _untrusted_cwd() -> None:
+    """Under ``python -m vlnverse``, take the current folder (which ``-m`` puts first on
+    ``sys.path``) off it before anything else is imported: no file of the folder a command runs in
+    (an evaluation folder being verified, say) may stand in for a module. A user's ``module:attr``
+    agent is still looked for there, on purpose (:func:`vlnverse.registry.load_user_entry_point`)."""
+    if sys.argv[:1] == ["-m"] and sys.path and not sys.flags.safe_path \
+            and os.path.realpath(sys.path[0] or os.curdir) == os.path.realpath(os.curdir):
+        del sys.path[0]
+
+
+_untrusted_cwd()
+
+from vlnverse import gym_registration  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -20,6 +20,11 @@ class ConfigError(VLNVerseError, ValueError):
     """A configuration value or file is invalid (names the field and the problem)."""
 
 
+class UnsafeCheckpoint(ConfigError):
+    """A weights file holds more than tensors and plain data: unpickling it could run code, so
+    it is refused (it is never loaded with ``weights_only=False``)."""
+
+
 class SceneError(VLNVerseError):
     """A scene file cannot be loaded or does not make a usable scene."""
 

@@ -15,8 +15,8 @@ import tarfile
 import pytest
 
 from tests.bundled import BUNDLED_SCENES, REPO
+from tests.eval.verify_helpers import llm_run, verify_cli
 from tests.eval.verify_helpers import run_eval as oracle_eval
-from tests.eval.verify_helpers import verify_cli
 from vlnverse.eval.untrusted import MalformedInput
 from vlnverse.eval.verify import verify_run
 
@@ -40,7 +40,7 @@ def edited_copy(folder, tmp_path, edit):
 def test_an_untouched_run_verifies_and_so_does_its_bundle(oracle_folder, verify_dataset, tmp_path):
     report = verify(oracle_folder, verify_dataset)
     assert report.ok, report.mismatches
-    assert report.records == 6 and list(report.checks) == ["inputs", "records", "resimulation", "summary"]
+    assert report.records == 6 and list(report.checks) == ["inputs", "records", "resimulation", "summary", "claims"]
     assert report.checks["resimulation"] == "ok (6 episodes re-simulated)"
     run = json.loads((oracle_folder / "run.json").read_text())["run"]
     assert run["action_space"] == "discrete" and {k for k in run["inputs"]} >= {"dataset"}
@@ -60,7 +60,7 @@ def test_an_untouched_run_verifies_and_so_does_its_bundle(oracle_folder, verify_
         assert hashlib.sha256((unpacked / name).read_bytes()).hexdigest() == digest
     assert json.loads((unpacked / "environment.json").read_text())["libraries"]["pybullet"]
     report = verify(unpacked, verify_dataset)
-    assert report.ok and list(report.checks) == ["sha256sums", "inputs", "records", "resimulation", "summary"]
+    assert report.ok and list(report.checks) == ["sha256sums", "inputs", "records", "resimulation", "summary", "claims"]
 
 
 @pytest.mark.parametrize("edit, field", [
@@ -104,20 +104,11 @@ def test_a_changed_dataset_file_is_caught(verify_dataset, tmp_path):
 
 
 def test_an_llm_agent_re_run_from_its_transcript_takes_the_recorded_actions(verify_dataset, tmp_path):
-    from tests.agents.conftest import SMALL, ScriptedModel, walk_then_stop
-    from vlnverse.eval.registry import make_agent
-    from vlnverse.llm.transcript import RecordingClient
-
     transcript = tmp_path / "calls.jsonl"
-    agent_config = {"perception": "gt", **SMALL}
-    agent = make_agent("text_history", agent_config,
-                       llm=RecordingClient(ScriptedModel(walk_then_stop(2)), transcript))
-    out = tmp_path / "run"
-    oracle_eval(verify_dataset, out, agent="text_history", agent_config=agent_config, episodes=1,
-                physics=("tel_hop",), task="coarse", split="test", agent_object=agent)
+    out = llm_run(verify_dataset, tmp_path / "run", transcript)
     report = verify(out, verify_dataset, rerun=True, transcript=transcript)
     assert report.ok, report.mismatches
-    assert report.checks["rerun"] == "ok (1 episodes re-run by text_history: every action the same)"
+    assert report.checks["rerun"] == "ok (1 episodes replayed: the actions follow from this transcript)"
 
     calls = [json.loads(line) for line in transcript.read_text().splitlines()]
     calls[0]["response"] = {**calls[-1]["response"], "key": calls[0]["response"].get("key")}  # first reply: STOP

@@ -9,7 +9,7 @@ import json
 import shutil
 
 from tests.bundled import BUNDLED_SCENES
-from tests.eval.verify_helpers import forge, read_folder, run_eval, verify_cli, vlnverse
+from tests.eval.verify_helpers import forge, llm_run, read_folder, run_eval, verify_cli, vlnverse
 from vlnverse.eval.verify import RecordedActions, verify_run
 from vlnverse.release.table3 import load_runs
 
@@ -49,6 +49,57 @@ def test_an_agent_the_folder_ships_is_never_imported(oracle_folder, verify_datas
         assert not (folder / "imported").exists(), f"verify imported the folder's {name}"
         assert done.returncode == 2, done.stdout
         assert done.stderr.strip().startswith("error: run.json: 'action_space' must name an action space")
+
+
+MARKS = "open(__file__.rsplit('/', 1)[0] + '/imported', 'w').write(__name__)\n"
+"""A module that, imported, leaves the file ``imported`` beside itself."""
+
+
+def test_verifying_from_inside_the_folder_imports_none_of_its_files(oracle_folder, verify_dataset, tmp_path):
+    folder = tmp_path / "bundle"
+    shutil.copytree(oracle_folder, folder)
+    for name in ("numpy", "typing", "json", "yaml", "pybullet", "gymnasium", "scipy", "__future__"):
+        (folder / f"{name}.py").write_text(MARKS)  # modules verify imports, if the folder stood in for them
+    done = verify_cli(".", verify_dataset, "--rerun", cwd=folder)
+    assert not (folder / "imported").exists(), f"verify imported {(folder / 'imported').read_text()}.py of the folder"
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_an_agent_config_that_names_code_is_refused_before_the_rerun(verify_dataset, tmp_path):
+    transcript = tmp_path / "calls.jsonl"
+    honest = llm_run(verify_dataset, tmp_path / "llm", transcript)
+    for name, predictor in (("module", "evil_waypoints:make"), ("zen", "this:s"), ("file", "./evil_waypoints.py:make")):
+        folder = forge(honest, tmp_path / name,
+                       run=lambda run, p=predictor: run["agent_config"].update(waypoint_predictor=p))
+        (folder / "evil_waypoints.py").write_text(MARKS)
+        done = verify_cli(".", verify_dataset, "--rerun", "--transcript", transcript, cwd=folder)
+        assert not (folder / "imported").exists() and "Zen of Python" not in done.stdout
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert f"rerun         FAIL: agent config 'waypoint_predictor': '{predictor}' is not a plain setting" \
+            in done.stdout
+
+
+def test_a_checkpoint_that_would_run_code_is_one_error_line_and_never_runs(oracle_folder, verify_dataset, tmp_path):
+    import pytest
+
+    pytest.importorskip("torch")
+    from tests.bundled import REPO
+    from tests.cli_errors import one_error_line
+    from tests.learning.test_weights import booby_trapped
+
+    trapped, marker = booby_trapped(tmp_path, REPO / "assets" / "agents" / "cma" / "cma.pt")
+    digest = hashlib.sha256(trapped.read_bytes()).hexdigest()
+
+    def as_cma(run):
+        relabel_as("cma")(run)
+        run.update(agent_config={"checkpoint": "cma.pt", "device": "cpu"}, agent_settings=None,
+                   checkpoints={"checkpoint": digest})
+
+    folder = forge(oracle_folder, tmp_path / "cma", run=as_cma)
+    done = verify_cli(folder, verify_dataset, "--rerun", "--checkpoint", trapped)
+    assert not marker.exists(), "the checkpoint's code ran"
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "holds more than tensors and plain data (it needs" in one_error_line(done.stderr)
 
 
 # 2. every selected episode needs a record, and the verifier states the selection
@@ -106,7 +157,8 @@ def test_a_generous_success_radius_is_printed_and_fails_when_the_verifier_states
 
 def relabel_as(agent):
     def edit(run):
-        run.update(agent=agent, agent_config={}, agent_settings={"action_space": "discrete"}, privileged=[])
+        run.update(agent=agent, label=agent, agent_config={}, agent_settings={"action_space": "discrete"},
+                   privileged=[])
     return edit
 
 
@@ -215,7 +267,7 @@ def test_a_named_track_states_its_selection_and_its_published_checksums(oracle_f
     done = verify_cli(oracle_folder, verify_dataset, "--track", "mini")  # the bundled dataset is not the track's
     assert done.returncode == 1, done.stdout + done.stderr
     assert "selection     split val_seen,val_unseen,test · task fine,coarse · physics strict, tel_hop · " \
-           "episodes all · seed 3 (split, task, physics, episodes stated by the verifier" in done.stdout
+           "episodes all · seed 0 (split, task, physics, episodes, seed stated by the verifier" in done.stdout
     assert "inputs        FAIL: dataset: sha256" in done.stdout and "in SHA256SUMS" in done.stdout
 
 

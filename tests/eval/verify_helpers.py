@@ -23,6 +23,19 @@ def run_eval(dataset: Path, out: Path, agent_object: Any = None, **changes: Any)
     return evaluate(EvalConfig(**{**config, **changes}), agent=agent_object)
 
 
+def llm_run(dataset: Path, out: Path, transcript: Path) -> Path:
+    """``text_history`` (ground-truth perception) on one episode, its model's calls recorded."""
+    from tests.agents.conftest import SMALL, ScriptedModel, walk_then_stop
+    from vlnverse.eval.registry import make_agent
+    from vlnverse.llm.transcript import RecordingClient
+
+    agent_config = {"perception": "gt", **SMALL}
+    agent = make_agent("text_history", agent_config, llm=RecordingClient(ScriptedModel(walk_then_stop(2)), transcript))
+    run_eval(dataset, out, agent="text_history", agent_config=agent_config, episodes=1, physics=("tel_hop",),
+             task="coarse", split="test", agent_object=agent)
+    return out
+
+
 def read_folder(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """``run.json``'s ``run`` and the records of ``episodes.jsonl``."""
     run = json.loads((folder / "run.json").read_text())["run"]

@@ -99,7 +99,7 @@ def register(subparsers) -> None:
     parser.add_argument("--no-progress", action="store_true", help="do not draw the progress bar")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.set_defaults(handler=_eval, eval_parser=parser)
-    tools = parser.add_subparsers(dest="eval_tool", metavar="{verify,bundle,table,table5,table6}",
+    tools = parser.add_subparsers(dest="eval_tool", metavar="{verify,bundle,unpack,table,table5,table6}",
                                   help="check, package or tabulate evaluation folders, or run the paper's zero-shot "
                                        "agent table, instead of running one agent")
     verify = tools.add_parser(
@@ -108,13 +108,18 @@ def register(subparsers) -> None:
                     "in the folder is run or imported. Checks: SHA256SUMS (a bundle's), the dataset and scene "
                     "checksums run.json recorded, that every episode of the required selection has exactly one "
                     "record agreeing with its dataset episode, a re-simulation of every record's actions "
-                    "(trajectory, ending, every metric), summary.json and summary.md, and with --rerun the "
-                    "agent re-run from trusted parts (random, forward, oracle; checkpoint agents from your "
-                    "--checkpoint copy; LLM agents from --transcript), which must take every recorded action. "
-                    "Without --rerun a verified folder is consistent, not proof of which agent acted.",
+                    "(trajectory, ending, every metric), summary.json and summary.md, the label and privileged "
+                    "inputs against the agent and its config, and with --rerun the agent re-run from trusted "
+                    "parts (random, forward, oracle; checkpoint agents from your --checkpoint copy, read as "
+                    "weights only; LLM agents from --transcript), which must take every recorded action. "
+                    "Without --rerun a verified folder is consistent, not proof of which agent acted; for an LLM "
+                    "agent the re-run shows the actions follow from the transcript, not which model wrote it. "
+                    "The report lists what was proven and what was only reported.",
         epilog="exit status: 0 verified; 1 a check failed (a mismatch, or a selected episode without a record); "
-               "2 malformed input (not a regular file, too large, not UTF-8, invalid or too deeply nested JSON, "
-               "a run.json field of the wrong kind) or a usage error, printed as one 'error:' line.")
+               "2 malformed input (not a regular file, too large, a blank or too long JSON line, not UTF-8, "
+               "invalid or too deeply nested JSON, a number out of range, a key given twice, an unknown field or "
+               "one of the wrong kind, a checkpoint that is not weights only) or a usage error, printed as one "
+               "'error:' line.")
     verify.add_argument("folder", type=Path, help="evaluation folder (the --out of vlnverse eval) or unpacked bundle")
     verify.add_argument("--dataset", type=Path, required=True,
                         help="your copy of the dataset (run.json's path is never used)")
@@ -128,8 +133,8 @@ def register(subparsers) -> None:
                              "and every scene verify reads must have the digests it lists")
     verify.add_argument("--track", default=None, metavar="NAME",
                         help="a named track (e.g. mini): its published SHA256SUMS as --release-sums, and its splits, "
-                             "tasks, physics, every episode, step budget and success radius as the required "
-                             "selection and scoring (options you give win)")
+                             "tasks, physics, every episode, eval seed, step budget, success radius and the default "
+                             "trace-metric parameters as the required selection and scoring (options you give win)")
     required = verify.add_argument_group(
         "required selection (default: the run's own, as run.json states it)")
     required.add_argument("--split", default=None, help="split name(s), comma-separated, or 'all'")
@@ -170,6 +175,17 @@ def register(subparsers) -> None:
                              "is packed without this)")
     bundle.add_argument("--json", action="store_true", help="print the archive and its members as JSON")
     bundle.set_defaults(handler=_bundle)
+    unpack = tools.add_parser(
+        "unpack", help="unpack a results archive someone sent, within its members' size caps",
+        description="Unpack a .tar.gz made by 'vlnverse eval bundle' into a new folder. Only the bundle's own "
+                    "members are accepted: regular files of its member names, each once and no larger than the "
+                    "size verify reads it at (checked before it is read); anything else (another name, a link, "
+                    "a folder, an archive that inflates past its members' sizes) is refused and nothing is left.",
+        epilog="exit status: 0 unpacked; 2 refused, printed as one 'error:' line.")
+    unpack.add_argument("archive", type=Path, help="the results archive (.tar.gz)")
+    unpack.add_argument("--to", required=True, type=Path, metavar="DIR", help="a new (or empty) folder")
+    unpack.add_argument("--json", action="store_true", help="print the folder and its members as JSON")
+    unpack.set_defaults(handler=_unpack)
     table = tools.add_parser("table", help="Table 3: evaluation folders side by side with 95 %% CIs",
                              description="One table per task (fine, coarse) and split (val_seen, val_unseen, "
                                          "test): a row per folder and physics mode (Strict, Tel-Hop), columns "
@@ -193,6 +209,7 @@ VERIFY_MISMATCH_EXIT = 1
 
 
 def _verify(args: argparse.Namespace) -> int:
+    from vlnverse.eval.untrusted import MalformedInput
     from vlnverse.eval.verify import Selection, verify_run
 
     def show(check: str, outcome: str) -> None:
@@ -203,6 +220,7 @@ def _verify(args: argparse.Namespace) -> int:
                           seed=args.seed)
     release_sums = args.release_sums
     if args.track:
+        from vlnverse.eval.episode_record import MetricsConfig, trace_metric_settings
         from vlnverse.release.tracks import get_track
 
         track = get_track(args.track)
@@ -211,25 +229,36 @@ def _verify(args: argparse.Namespace) -> int:
         release_sums = release_sums or track.checksums
         selection = Selection(split=args.split or ",".join(track.splits), task=args.task or ",".join(track.tasks),
                               physics=args.physics or track.physics, episodes=args.episodes or "all",
-                              seed=args.seed)
-        scoring = {"success_distance": track.success_distance, "max_steps": track.max_steps, **_scoring(args)}
+                              seed=track.eval_seed if args.seed is None else args.seed)
+        scoring = {"success_distance": track.success_distance, "max_steps": track.max_steps,
+                   "trace_metrics": trace_metric_settings(MetricsConfig()), **_scoring(args)}
     else:
         scoring = _scoring(args)
-    report = verify_run(args.folder, dataset=args.dataset, scenes_dir=args.scenes_dir,
-                        expect_dataset=args.expect_dataset, release_sums=release_sums, selection=selection,
-                        scoring=scoring, allow_partial=args.allow_partial,
-                        rerun=args.rerun, transcript=args.transcript, checkpoints=_checkpoints(args.checkpoint),
-                        workers=args.workers, on_check=show)
+    try:
+        report = verify_run(args.folder, dataset=args.dataset, scenes_dir=args.scenes_dir,
+                            expect_dataset=args.expect_dataset, release_sums=release_sums, selection=selection,
+                            scoring=scoring, allow_partial=args.allow_partial,
+                            rerun=args.rerun, transcript=args.transcript, checkpoints=_checkpoints(args.checkpoint),
+                            workers=args.workers, on_check=show)
+    except (MemoryError, RecursionError) as exc:  # the folder's files are larger than this machine can check
+        raise MalformedInput(f"{args.folder}: {type(exc).__name__} while checking it (files too large or too "
+                             "deeply nested for this machine)") from None
     if args.json:
         print_json({"ok": report.ok, "records": report.records, "selection": report.selection,
                     "settings": report.settings, "checks": report.checks, "mismatches": report.mismatches,
-                    "checksums": report.checksums})
+                    "checksums": report.checksums, "proven": report.proven if report.ok else [],
+                    "reported_only": report.reported})
     else:
         print(f"selection     {report.selection}")
         print(f"settings      {report.settings}")
         for name, digest in sorted(report.checksums.items()):
             print(f"sha256 {digest}  {name}")
-        what = "the agent re-run" if "rerun" in report.checks else "consistent; the agent was not re-run, see --rerun"
+        for line in report.proven if report.ok else ():
+            print(f"proven:        {line}")
+        for line in report.reported:
+            print(f"reported only: {line}")
+        what = "consistent; the agent was not re-run, see --rerun" if "rerun" not in report.checks else \
+            "the actions follow from this transcript" if args.transcript else "the agent re-run"
         print(f"verified ({what}): {report.records} record(s) in {args.folder}" if report.ok else
               f"MISMATCH: {report.records} record(s) in {args.folder}; first: {report.mismatches[0]}")
     return 0 if report.ok else VERIFY_MISMATCH_EXIT
@@ -278,6 +307,17 @@ def _bundle(args: argparse.Namespace) -> int:
         print_json({"archive": str(args.to), "members": members})
     else:
         print(f"wrote {args.to} ({len(members)} files: {', '.join(members)})")
+    return 0
+
+
+def _unpack(args: argparse.Namespace) -> int:
+    from vlnverse.eval.unpack import unpack_bundle
+
+    members = unpack_bundle(args.archive, args.to)
+    if args.json:
+        print_json({"folder": str(args.to), "members": members})
+    else:
+        print(f"unpacked {args.archive} into {args.to} ({len(members)} files: {', '.join(members)})")
     return 0
 
 

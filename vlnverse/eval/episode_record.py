@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -65,6 +66,12 @@ class MetricsConfig:
             raise ConfigError(
                 f"MetricsConfig.aori must be AORIParams, got {type(self.aori).__name__}"
             )
+
+
+def trace_metric_settings(metrics: MetricsConfig) -> dict[str, Any]:
+    """The trace-metric parameters of ``metrics`` as ``run.json`` records them (``trace_metrics``)."""
+    return {"debate_max_rounds": metrics.debate_max_rounds,
+            **{f"aori.{k}": v for k, v in dataclasses.asdict(metrics.aori).items()}}
 
 
 def _points(value: Any, name: str, *, dims: tuple[int, ...] = (3,)) -> np.ndarray:

@@ -37,7 +37,7 @@ import numpy as np
 from vlnverse import __version__
 from vlnverse.envs.episode import INSTRUCTION_VIEWS
 from vlnverse.errors import ConfigError
-from vlnverse.eval.episode_record import MetricsConfig
+from vlnverse.eval.episode_record import MetricsConfig, trace_metric_settings
 from vlnverse.eval.executors import run_items
 from vlnverse.eval.health import DEFAULT_FALLBACK_WARNING
 from vlnverse.eval.html_index import write_index
@@ -492,8 +492,7 @@ def _run(config: EvalConfig, spec: RunSpec, items: list[WorkItem], privileged: l
            "instruction_view": config.instruction_view, "concurrency": config.concurrency,
            "episode_timeout": config.episode_timeout, "privileged": privileged, "agent_settings": settings,
            "fallback_warning": config.fallback_warning,
-           "trace_metrics": {"debate_max_rounds": config.metrics.debate_max_rounds,
-                             **{f"aori.{k}": v for k, v in dataclasses.asdict(config.metrics.aori).items()}},
+           "trace_metrics": trace_metric_settings(config.metrics),
            **provenance}
     if spec.llm is not None:
         run.update({"llm": describe_llm_spec(spec.llm), "llm_cache": spec.llm_cache,

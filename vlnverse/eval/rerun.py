@@ -11,13 +11,17 @@ re-run, each built by its registered name (never a name or path the folder gives
 - LLM agents: with their model replaced by the run's transcript (``replay:FILE``).
 
 Any other agent (``module:attr``, a file, ``replay``) cannot be re-run: the check fails and
-says so. The agent config is data: its weights-file keys are replaced by the verifier's
-files, and an unrecorded one is refused.
+says so. The agent config is data, built from an allow-list: its keys must be settings of the
+agent's config class, and its values numbers, booleans, ``null`` or plain names (no
+``module:attr``, no path); its weights-file keys are replaced by the verifier's files (an
+unrecorded one is refused) and an LLM agent's ``llm`` by the transcript.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -27,7 +31,12 @@ from vlnverse.errors import ConfigError
 from vlnverse.eval.inputs import is_checkpoint_key
 from vlnverse.eval.submission import RecordedRun
 from vlnverse.eval.untrusted import FILE_CAPS, read_json_lines, regular_file
-from vlnverse.eval.verify_records import first_difference, record_label, replay_groups
+from vlnverse.eval.verify_records import (
+    METRIC_TOLERANCE,
+    first_difference,
+    record_label,
+    replay_groups,
+)
 from vlnverse.tasks.storage import sha256_file
 
 SEEDED_AGENTS = ("random", "forward", "oracle")
@@ -36,10 +45,56 @@ TRANSCRIPT_AGENTS = ("text_history", "text_history_cot", "map_history", "map_his
                      "dscd_nav", "arna")
 RERUN_AGENTS = (*SEEDED_AGENTS, *CHECKPOINT_AGENTS, *TRANSCRIPT_AGENTS)
 """The agents ``--rerun`` re-runs, by registered name."""
+USAGE_FIELDS = ("calls", "prompt_tokens", "completion_tokens", "tokens", "cost_usd")
+"""The model usage of a record (``llm``) a transcript re-run must reproduce."""
+
+
+PLAIN_NAME = re.compile(r"[A-Za-z0-9_.+\- ]{0,200}(:[0-9]+)?")
+"""A string setting verify re-runs with: a name, optionally ``:N`` (``cuda:0``); never ``module:attr``
+(an attribute name never starts with a digit) nor a path."""
 
 
 class CannotRerun(Exception):
     """The recorded agent cannot be rebuilt from trusted parts (the check fails with this)."""
+
+
+def allowed_config(agent: str, config: Mapping[str, Any]) -> dict[str, Any]:
+    """The recorded agent config of the registered ``agent`` when every key is one of its
+    settings and every value plain data (weights files and ``llm``, replaced by the verifier's
+    parts, are left out).
+
+    Raises:
+        CannotRerun: a key the agent has no setting of, or a value that could name code or a file.
+    """
+    from vlnverse.eval.registry import AGENTS
+
+    config_class = getattr(AGENTS.get(agent), "config_class", None)
+    settings = {f.name for f in dataclasses.fields(config_class)} if config_class else set()
+    kept = {}
+    for key, value in config.items():
+        if key not in settings:
+            raise CannotRerun(f"agent config {key!r} is not a setting of {agent}")
+        if is_checkpoint_key(key) or (key == "llm" and agent in TRANSCRIPT_AGENTS):
+            continue
+        found = _not_plain(value)
+        if found is not None:
+            raise CannotRerun(f"agent config {key!r}: {found[:80]!r} is not a plain setting (verify never "
+                              "imports a module or opens a file the folder names)")
+        kept[key] = value
+    return kept
+
+
+def _not_plain(value: Any) -> str | None:
+    """The first part of ``value`` that is not a number, boolean, null or plain name, or ``None``."""
+    if isinstance(value, Mapping):
+        return next((found for k, v in value.items() for found in (_not_plain(k), _not_plain(v)) if found), None)
+    if isinstance(value, list):
+        return next((found for v in value if (found := _not_plain(v)) is not None), None)
+    if isinstance(value, str):
+        return None if PLAIN_NAME.fullmatch(value) else value
+    if value is None or isinstance(value, (bool, int)) or (isinstance(value, float) and math.isfinite(value)):
+        return None
+    return repr(value)
 
 
 def rerun_settings(run: RecordedRun, *, transcript: Path | None,
@@ -50,14 +105,15 @@ def rerun_settings(run: RecordedRun, *, transcript: Path | None,
     Raises:
         CannotRerun: the agent is not one verify re-runs, or a weights file's sha256 is not the
             recorded one (or was not recorded).
-        ConfigError: the verifier did not give a file the re-run needs (a checkpoint, the transcript).
+        ConfigError: the verifier did not give a file the re-run needs (a checkpoint, the transcript),
+            or gave one it does not take.
     """
     if run.agent not in RERUN_AGENTS:
         raise CannotRerun(f"agent {run.agent!r} is not one verify can re-run (only {', '.join(RERUN_AGENTS)}); "
                           "its actions are checked for consistency only")
-    config = dict(run.agent_config)
+    config = allowed_config(run.agent, run.agent_config)
     read: dict[str, str] = {}
-    for key in sorted(k for k, v in config.items() if is_checkpoint_key(k) and v is not None):
+    for key in sorted(k for k, v in run.agent_config.items() if is_checkpoint_key(k) and v is not None):
         recorded = run.checkpoints.get(key)
         if recorded is None:
             raise CannotRerun(f"agent config {key!r} names a weights file whose sha256 run.json does not record")
@@ -75,6 +131,8 @@ def rerun_settings(run: RecordedRun, *, transcript: Path | None,
     if unused:
         raise ConfigError(f"--checkpoint {unused[0]}: the agent config has no such weights file")
     llm = None
+    if transcript is not None and run.agent not in TRANSCRIPT_AGENTS:
+        raise ConfigError(f"--transcript: {run.agent} is not an LLM agent; its re-run takes no transcript")
     if run.agent in TRANSCRIPT_AGENTS:
         if transcript is None:
             raise ConfigError(f"--rerun of the LLM agent {run.agent} needs its transcript (--transcript FILE)")
@@ -106,11 +164,19 @@ def rerun_actions(run: RecordedRun, records: Mapping[tuple[str, str], Mapping[st
     problems = []
     for key, record in records.items():
         again = rerun.get(key)
-        if again is None:
-            problems.append(f"{record_label(record)}: not re-run")
-            continue
-        found = first_difference(record.get("actions"), again.get("actions"), "actions", 0.0)
+        found = "not re-run" if again is None else _rerun_difference(record, again)
         if found:
             problems.append(f"{record_label(record)}: {found} (re-run {run.agent})")
     return problems, sum(key in rerun for key in records), read
+
+
+def _rerun_difference(record: Mapping[str, Any], again: Mapping[str, Any]) -> str | None:
+    """Where the re-run record ``again`` differs from ``record``: actions, trace, model usage
+    (when recorded) or metrics, or ``None``."""
+    recorded_usage = {k: v for k, v in (record.get("llm") or {}).items() if k in USAGE_FIELDS}
+    rerun_usage = {k: v for k, v in (again.get("llm") or {}).items() if k in USAGE_FIELDS and "llm" in record}
+    return first_difference(record.get("actions"), again.get("actions"), "actions", 0.0) \
+        or first_difference(record.get("agent_trace"), again.get("agent_trace"), "agent_trace", 0.0) \
+        or first_difference(recorded_usage, rerun_usage, "llm", 0.0) \
+        or first_difference(record.get("metrics"), again.get("metrics"), "metrics", METRIC_TOLERANCE)
 

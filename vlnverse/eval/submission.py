@@ -4,7 +4,10 @@
 :mod:`vlnverse.eval.untrusted` and checks every ``run.json`` field verify uses for its kind
 and range (:class:`RecordedRun`). Nothing it reads is imported or opened as a path: the
 action space must be one of the simulator's (:data:`vlnverse.sim.actions.ACTION_SPACES`),
-the backend and physics modes registered names, the scoring settings numbers.
+the backend and physics modes registered names, the scoring settings numbers. A field the
+harness does not write (:data:`RUN_FIELDS`, :data:`RECORD_FIELDS`) is refused, not ignored:
+what a verified folder holds was checked, and each record field has the kind the harness
+writes.
 """
 
 from __future__ import annotations
@@ -23,6 +26,22 @@ RUN_FILE = "run.json"
 EPISODES_FILE = "episodes.jsonl"
 SHA256 = re.compile(r"[0-9a-f]{64}")
 BACKEND_NAMES = ("auto", "bullet", "isaac")
+RUN_FIELDS = ("agent", "label", "agent_config", "dataset", "split", "task", "physics", "physics_hz", "episodes",
+              "seed", "max_steps", "success_distance", "backend", "instruction_view", "concurrency",
+              "episode_timeout", "privileged", "agent_settings", "fallback_warning", "trace_metrics",
+              "action_space", "scenes_dir", "inputs", "checkpoints", "waypoint_predictor", "llm", "llm_cache",
+              "llm_record", "budget_tokens", "budget_usd", "llm_features", "oracle_llm", "oracle_llm_record")
+"""The fields of ``run.json``'s ``run`` the harness writes."""
+_TEXT = (str, type(None))
+RECORD_FIELDS: dict[str, tuple[type, ...]] = {
+    "episode_id": (str,), "task": (str,), "split": (str,), "physics": (str,), "scene_id": (str,),
+    "instruction": (str,), "geodesic_distance": (int, float, type(None)), "metrics": (dict,),
+    "trajectory": (list,), "headings": (list,), "reference_path": (list,), "goals": (list,),
+    "goal_distances": (list,), "actions": (list,), "collisions": (list,), "hits": (dict,),
+    "action_space": _TEXT, "stops": (list,), "fail_reason": _TEXT, "error": _TEXT, "error_source": _TEXT,
+    "agent_trace": (dict, type(None)), "llm": (dict,), "stop_visible": (list,), "outcome": _TEXT,
+    "outcome_reason": _TEXT, "answer": (int, type(None)), "answer_correct": (bool,), "plot": _TEXT}
+"""The fields of an episode record (``episodes.jsonl``) and their JSON kinds."""
 
 
 @dataclass(frozen=True)
@@ -123,6 +142,10 @@ def recorded_run(raw: Any) -> RecordedRun:
 
     if not isinstance(raw, dict):
         raise MalformedInput(f"{RUN_FILE}: 'run' must be an object")
+    unknown = sorted(set(raw) - set(RUN_FIELDS))
+    if unknown:
+        raise MalformedInput(f"{RUN_FILE}: unknown field {unknown[0][:80]!r} in 'run' (verify refuses what it "
+                             "cannot check)")
     text = (lambda v: isinstance(v, str) and 0 < len(v) <= 200, "a name")
     physics = _field(raw, "physics", lambda v: isinstance(v, list) and v and all(isinstance(p, str) for p in v),
                      "a list of physics modes")
@@ -137,7 +160,7 @@ def recorded_run(raw: Any) -> RecordedRun:
         agent_config=_field(raw, "agent_config", lambda v: isinstance(v, dict), "an object", {}),
         split=_field(raw, "split", *text), task=_field(raw, "task", *text), physics=modes,
         episodes=_field(raw, "episodes", lambda v: v is None or (_integer(v) and v > 0), "a positive integer or null"),
-        seed=_field(raw, "seed", _integer, "an integer"),
+        seed=_field(raw, "seed", lambda v: _integer(v) and v >= 0, "a non-negative integer"),
         max_steps=_field(raw, "max_steps", lambda v: v is None or (_integer(v) and v > 0),
                          "a positive integer or null", None),
         success_distance=float(_field(raw, "success_distance", lambda v: _number(v) and v > 0, "a positive number")),
@@ -162,13 +185,27 @@ def read_submission(out: Path) -> tuple[RecordedRun, list[dict[str, Any]]]:
         if not (out / name).exists() and not (out / name).is_symlink():
             raise DatasetError(f"{out} is not an evaluation folder (no {name})")
     document = read_json(out / RUN_FILE)
-    if not isinstance(document, dict) or "run" not in document:
-        raise MalformedInput(f"{out / RUN_FILE}: no 'run' object")
+    if not isinstance(document, dict) or "run" not in document or set(document) - {"run", "fingerprint"}:
+        raise MalformedInput(f"{out / RUN_FILE}: expected an object of 'run' (and 'fingerprint') only")
     run = recorded_run(document["run"])
     records = []
     for number, record in read_json_lines(out / EPISODES_FILE):
-        if not isinstance(record, dict) or not isinstance(record.get("episode_id"), str) \
-                or not isinstance(record.get("physics"), str):
-            raise MalformedInput(f"{out / EPISODES_FILE}:{number}: not an episode record")
+        problem = _record_problem(record)
+        if problem:
+            raise MalformedInput(f"{out / EPISODES_FILE}:{number}: {problem}")
         records.append(record)
     return run, records
+
+
+def _record_problem(record: Any) -> str | None:
+    """Why ``record`` is not an episode record as the harness writes one, or ``None``."""
+    if not isinstance(record, dict) or not isinstance(record.get("episode_id"), str) \
+            or not isinstance(record.get("physics"), str):
+        return "not an episode record"
+    for name, value in record.items():
+        kinds = RECORD_FIELDS.get(name)
+        if kinds is None:
+            return f"unknown field {name[:80]!r} (verify refuses what it cannot check)"
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            return f"field {name!r} must be {' or '.join(k.__name__ for k in kinds)}, got {type(value).__name__}"
+    return None

@@ -6,7 +6,8 @@ The verifier supplies the trusted parts: the dataset (and its scenes), optionall
 published digest, the episode selection results are required for, and for ``--rerun`` the
 agent's weights or transcript. The checks, in order:
 
-1. **sha256sums** (a bundle's ``SHA256SUMS``, when present): every listed file has its digest;
+1. **sha256sums** (a bundle's ``SHA256SUMS``, when present): every listed file has its digest,
+   and the folder holds bundle members only;
    **scoring** (when the verifier states it): the run used the verifier's success radius, step
    budget and instruction view.
 2. **inputs**: the verifier's dataset (its manifest and shards, and the scene files of the
@@ -22,11 +23,16 @@ agent's weights or transcript. The checks, in order:
    be one of the simulator's.
 5. **summary**: ``summary.json`` (required) is recomputed from the records, its ``run``
    section must be ``run.json``'s, and ``summary.md`` must be its rendering.
-6. **rerun** (``rerun=True`` or a transcript): the agent is rebuilt from trusted parts and
-   re-run, and must take every recorded action (:mod:`vlnverse.eval.rerun`).
+6. **claims**: ``run.json``'s label is the agent's name and its privileged inputs those the
+   agent reads with its recorded config (:mod:`vlnverse.eval.claims`).
+7. **rerun** (``rerun=True`` or a transcript): the agent is rebuilt from trusted parts and
+   re-run, and must take every recorded action and give the same trace, usage and metrics
+   (:mod:`vlnverse.eval.rerun`).
 
 Without the re-run, a verified folder is *consistent*: its results are what its actions give on
-the verifier's data. Only the re-run shows that the named agent took those actions.
+the verifier's data. Only the re-run shows that the named agent took those actions, and for an
+LLM agent only that they follow from the transcript. The report lists what was proven and
+what was only reported (:func:`vlnverse.eval.claims.verdict`).
 """
 
 from __future__ import annotations
@@ -40,8 +46,9 @@ from pathlib import Path
 from typing import Any
 
 from vlnverse.errors import ConfigError
+from vlnverse.eval.claims import claim_problems, verdict
 from vlnverse.eval.submission import EPISODES_FILE, RUN_FILE, SHA256, RecordedRun, read_submission
-from vlnverse.eval.untrusted import MalformedInput, read_bytes, read_json, read_text
+from vlnverse.eval.untrusted import MalformedInput, read_json, read_text, sha256_of
 from vlnverse.eval.verify_records import (
     RecordedActions,
     check_against_dataset,
@@ -106,6 +113,8 @@ class VerifyReport:
         checksums: ``{name: sha256}`` of every file read (dataset, scenes, run files).
         checks: ``{check name: outcome}``, in the order run.
         mismatches: Every mismatch found.
+        proven: What the checks proved (when they passed).
+        reported: What the folder says that no check proved.
     """
 
     records: int = 0
@@ -114,6 +123,8 @@ class VerifyReport:
     checksums: dict[str, str] = field(default_factory=dict)
     checks: dict[str, str] = field(default_factory=dict)
     mismatches: list[str] = field(default_factory=list)
+    proven: list[str] = field(default_factory=list)
+    reported: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -139,7 +150,8 @@ def verify_run(out: str | Path, *, dataset: str | Path, scenes_dir: str | Path |
             must have the digests it lists.
         selection: The episodes results are required for (unstated parts: the run's own).
         scoring: Scoring settings the run must have used (``success_distance``, ``max_steps``,
-            ``instruction_view``; unstated ones are the run's own, printed in the report).
+            ``instruction_view``, ``trace_metrics``; unstated ones are the run's own, printed in
+            the report).
         allow_partial: Report selected episodes without a record instead of failing.
         rerun: Re-run the agent from trusted parts and compare every action.
         transcript: An LLM agent's transcript (``--llm-record`` file) to re-run it from.
@@ -157,6 +169,8 @@ def verify_run(out: str | Path, *, dataset: str | Path, scenes_dir: str | Path |
     from vlnverse.tasks.dataset import EpisodeDataset
     from vlnverse.tasks.storage import verify_dataset
 
+    if selection.seed is not None and selection.seed < 0:
+        raise ConfigError(f"--seed {selection.seed}: a seed is a non-negative integer")
     if expect_dataset is not None and not SHA256.fullmatch(expect_dataset.lower()):
         raise ConfigError(f"--expect-dataset {expect_dataset!r} is not a sha256 (64 hex digits)")
     out = Path(out)
@@ -171,7 +185,7 @@ def verify_run(out: str | Path, *, dataset: str | Path, scenes_dir: str | Path |
     run, records = read_submission(out)
     report.records = len(records)
     for name in (RUN_FILE, EPISODES_FILE):
-        report.checksums[name] = hashlib.sha256(read_bytes(out / name)).hexdigest()
+        report.checksums[name] = sha256_of(out / name)
     data = EpisodeDataset.open(dataset, scenes_dir=scenes_dir)
     split, task, physics, limit, seed, report.selection = selection.resolve(run)
     report.settings = (f"agent {run.agent} · action space {json.dumps(run.action_space)} · success distance "
@@ -243,6 +257,7 @@ def verify_run(out: str | Path, *, dataset: str | Path, scenes_dir: str | Path |
     done("resimulation", problems, f" ({sum(k in replayed for k in keyed)} episodes re-simulated)")
 
     done("summary", _check_summary(out, run, records, report))
+    done("claims", claim_problems(run))
 
     if rerun or transcript is not None:
         from vlnverse.eval.rerun import CannotRerun, rerun_actions
@@ -255,7 +270,12 @@ def verify_run(out: str | Path, *, dataset: str | Path, scenes_dir: str | Path |
             done("rerun", [str(exc)])
         else:
             report.checksums.update(sums)
-            done("rerun", problems, f" ({count} episodes re-run by {run.agent}: every action the same)")
+            what = "replayed: the actions follow from this transcript" if transcript is not None else \
+                f"re-run by {run.agent}: every action the same"
+            done("rerun", problems, f" ({count} episodes {what})")
+    report.proven, report.reported = verdict(run, report.checks, seed_stated=selection.seed is not None,
+                                             trace_pinned="trace_metrics" in (scoring or {}),
+                                             transcript=transcript is not None)
     return report
 
 
@@ -273,10 +293,12 @@ def _check_sums(out: Path) -> list[str]:
         listed[name] = digest
     problems = [f"{SUMS_FILE} does not list {name}" for name in (RUN_FILE, EPISODES_FILE, SUMMARY_FILE, SUMMARY_MD)
                 if name not in listed]
+    problems += [f"{path.name[:80]}: not a bundle member (a bundle holds {', '.join(BUNDLE_MEMBERS)} and {SUMS_FILE})"
+                 for path in sorted(out.iterdir()) if path.name not in (*BUNDLE_MEMBERS, SUMS_FILE)]
     for name, digest in listed.items():
         if not _present(out / name):
             problems.append(f"{name}: listed in {SUMS_FILE} but missing")
-        elif hashlib.sha256(read_bytes(out / name)).hexdigest() != digest:
+        elif sha256_of(out / name) != digest:
             problems.append(f"{name}: sha256 differs from {SUMS_FILE}'s")
     return problems
 
@@ -291,11 +313,15 @@ def _check_summary(out: Path, run: RecordedRun, records: list[dict[str, Any]], r
     stored = read_json(out / SUMMARY_FILE)
     if not isinstance(stored, dict):
         raise MalformedInput(f"{out / SUMMARY_FILE}: not a JSON object")
-    report.checksums[SUMMARY_FILE] = hashlib.sha256(read_bytes(out / SUMMARY_FILE)).hexdigest()
+    report.checksums[SUMMARY_FILE] = sha256_of(out / SUMMARY_FILE)
     found = first_difference(run.raw, stored.get("run"), "summary.json run", 0.0)
     if found:
         return [f"{found} (run.json's run section)"]
-    again = json.loads(json.dumps(summarize(records, run.raw, seed=run.seed), default=str))
+    try:
+        again = json.loads(json.dumps(summarize(records, run.raw, seed=run.seed), default=str))
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError, ArithmeticError) as exc:
+        raise MalformedInput(f"{out / EPISODES_FILE}: its records do not make a summary "
+                             f"({type(exc).__name__}: {str(exc)[:120]})") from None
     found = first_difference(_comparable(stored), _comparable(again), "summary", 1e-9)
     if found:
         return [found]

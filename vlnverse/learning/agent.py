@@ -38,13 +38,10 @@ def load_policy(path: str, device: str = "cpu") -> tuple[Any, dict[str, Any]]:
     """The model of a checkpoint (in eval mode) and the checkpoint's metadata."""
     from vlnverse.config import config_from_mapping
     from vlnverse.learning.models import ModelConfig, build_model
-    from vlnverse.learning.torch_support import require_torch, resolve_device
+    from vlnverse.learning.torch_support import resolve_device
+    from vlnverse.weights import load_weights
 
-    torch = require_torch()
-    try:
-        state = torch.load(path, map_location=resolve_device(device), weights_only=False)
-    except (OSError, RuntimeError) as exc:
-        raise ConfigError(f"cannot load checkpoint {path}: {exc}") from exc
+    state = load_weights(path, map_location=resolve_device(device))
     config = config_from_mapping(ModelConfig, {**state["model_config"], "encoder_checkpoint": None,
                                                "word_embeddings": None}, where=f"checkpoint {path}")
     model = build_model(config).to(resolve_device(device))

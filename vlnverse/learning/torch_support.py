@@ -140,19 +140,26 @@ def seed_everything(seed: int) -> None:
 
 
 def rng_state() -> dict[str, Any]:
-    """Every RNG state training depends on (stored in checkpoints)."""
+    """Every RNG state training depends on (stored in checkpoints), as tensors and plain data
+    (a checkpoint is read with ``weights_only=True``)."""
     torch = require_torch()
-    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    numpy_state = np.random.get_state(legacy=False)
+    numpy_state["state"] = {**numpy_state["state"], "key": numpy_state["state"]["key"].tolist()}
+    state = {"python": random.getstate(), "numpy": numpy_state, "torch": torch.get_rng_state()}
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
 
 
 def set_rng_state(state: dict[str, Any]) -> None:
-    """Restore what :func:`rng_state` saved."""
+    """Restore what :func:`rng_state` saved (or, from an older checkpoint, numpy's legacy tuple)."""
     torch = require_torch()
     random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    numpy_state = state["numpy"]
+    if isinstance(numpy_state, dict):
+        numpy_state = {**numpy_state, "state": {**numpy_state["state"],
+                                                "key": np.asarray(numpy_state["state"]["key"], dtype=np.uint32)}}
+    np.random.set_state(numpy_state)
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])

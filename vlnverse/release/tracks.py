@@ -45,6 +45,9 @@ class Track:
         max_steps: Step budget per episode (the learned baselines' 200-step cap, §5.2).
         success_distance: Success radius (m).
         config_hash: The dataset's ``manifest.json`` ``config_hash`` (None: not published).
+        eval_seed: ``vlnverse eval --seed`` of every result (``eval verify --track`` requires it,
+            so a best run of several seeds is not a result). Trace metrics use the default
+            parameters.
     """
 
     name: str
@@ -57,6 +60,7 @@ class Track:
     max_steps: int = 200
     success_distance: float = 3.0
     config_hash: str | None = None
+    eval_seed: int = 0
 
     @property
     def checksums(self) -> Path:

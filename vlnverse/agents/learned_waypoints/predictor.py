@@ -30,6 +30,7 @@ from vlnverse.agents.learned_waypoints.net import (
 )
 from vlnverse.agents.panorama import Panorama
 from vlnverse.errors import ConfigError
+from vlnverse.weights import load_weights
 
 #: The checkpoint shipped with the repository (README: how it was trained and validated).
 SHIPPED_CHECKPOINT = Path(__file__).resolve().parents[3] / "assets" / "waypoints" / "waypoint_predictor.pt"
@@ -47,10 +48,7 @@ def load_predictor_checkpoint(path: str | Path) -> tuple[Any, dict[str, Any]]:
     torch = require_torch()
 
     with one_thread(torch):  # no OpenMP pool in a process that eval workers are forked from
-        try:
-            state = torch.load(path, map_location="cpu", weights_only=True)
-        except (OSError, RuntimeError) as exc:
-            raise ConfigError(f"cannot load waypoint predictor checkpoint {path}: {exc}") from exc
+        state = load_weights(path, what="waypoint predictor checkpoint")
         if not isinstance(state, dict) or state.get("kind") != "waypoint_predictor":
             raise ConfigError(f"{path} is not a waypoint predictor checkpoint (vlnverse train waypoints)")
         net = build_net(config_from_mapping(WaypointNetConfig, state["net_config"], where=f"checkpoint {path}"))

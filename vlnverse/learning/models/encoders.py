@@ -13,6 +13,7 @@ from typing import Any
 from vlnverse.learning.models.config import ModelConfig
 from vlnverse.learning.torch_support import require_torch
 from vlnverse.registry import load_entry_point
+from vlnverse.weights import load_weights
 
 torch = require_torch()
 nn = torch.nn
@@ -146,7 +147,7 @@ class TeacherForced(nn.Module):
 
 def load_encoder_weights(model: Any, path: str) -> None:
     """Load ``rgb_encoder.*`` / ``depth_encoder.*`` entries of a state dict into ``model``."""
-    state = torch.load(path, map_location="cpu", weights_only=True)
+    state = load_weights(path, what="encoder checkpoint")
     state = state.get("state_dict", state)
     wanted = {k: v for k, v in state.items() if k.startswith(("rgb_encoder.", "depth_encoder."))}
     missing = model.load_state_dict(wanted, strict=False)

@@ -23,12 +23,13 @@ class WaypointBertAgent(Agent):
         from vlnverse.learning.online.inputs import InputBuilder, InputSpec
         from vlnverse.learning.online.policy import WaypointBert, WaypointBertConfig
         from vlnverse.learning.torch_support import require_torch, resolve_device
+        from vlnverse.weights import load_weights
 
         self.torch = torch = require_torch()
         if config.threads:
             torch.set_num_threads(config.threads)
         self.device = resolve_device(config.device)
-        state = torch.load(config.checkpoint, map_location=self.device, weights_only=False)
+        state = load_weights(config.checkpoint, map_location=self.device)
         self.model = WaypointBert(config_from_mapping(WaypointBertConfig, state["model_config"])).to(self.device)
         self.model.load_state_dict(state["model"])
         self.model.eval()

@@ -195,6 +195,7 @@ def train_online(config: OnlineConfig, *, progress: Callable[[int, int], None] |
     from vlnverse.learning.torch_support import require_torch, resolve_device, seed_everything
     from vlnverse.tasks.dataset import EpisodeDataset
     from vlnverse.tasks.formats.vocab import build_vocab
+    from vlnverse.weights import load_weights
 
     torch = require_torch()
     out = Path(config.out)
@@ -206,7 +207,7 @@ def train_online(config: OnlineConfig, *, progress: Callable[[int, int], None] |
     model_config = dataclasses.replace(config.model, vocab_size=len(vocab["word_list"]), image_size=config.image_size)
     model = WaypointBert(model_config).to(device)
     if config.init_checkpoint:
-        model.load_state_dict(torch.load(config.init_checkpoint, map_location=device, weights_only=False)["model"])
+        model.load_state_dict(load_weights(config.init_checkpoint, map_location=device)["model"])
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr)
     meta = {"model_config": config_to_dict(model_config), "vocab": vocab["word_list"],
             "spec": {"panorama": config_to_dict(config.spec.panorama), "waypoints": config_to_dict(config.waypoints),
