@@ -20,13 +20,15 @@ from vlnverse.eval.submission import RUN_FILE, RecordedRun
 
 def claim_problems(run: RecordedRun) -> list[str]:
     """Where ``run.json``'s label and privileged inputs are not what its agent and config give."""
-    from vlnverse.eval.registry import AGENTS, agent_label
+    from vlnverse.eval.registry import AGENTS, agent_label, augmented_label
 
     problems = []
     label = run.raw.get("label")
-    if label != agent_label(run.agent):
-        problems.append(f"{RUN_FILE} label {str(label)[:80]!r} is not the agent's name {agent_label(run.agent)!r} "
-                        "(a table row is named by its agent)")
+    training = run.raw.get("training_data")
+    expected = augmented_label(agent_label(run.agent), training if isinstance(training, Mapping) else None)
+    if label != expected:
+        problems.append(f"{RUN_FILE} label {str(label)[:80]!r} is not the agent's name {expected!r} "
+                        "(a table row is named by its agent, '+aug' when its model trained on augmentation homes)")
     if run.agent not in AGENTS or ":" in run.agent:
         return problems
     factory = AGENTS.get(run.agent)
@@ -62,6 +64,9 @@ def verdict(run: RecordedRun, checks: Mapping[str, str], *, seed_stated: bool, t
                       f"{run.agent} reads with its recorded agent config")
     else:
         reported.append(f"the privileged inputs {privileged[:80]} (not derived for an agent outside this package)")
+    if run.raw.get("training_data") is not None:
+        reported.append("what the model trained on (its checkpoint's training_data"
+                        + (", the re-run checkpoint's" if "rerun" in checks else "") + ")")
     if "rerun" not in checks:
         reported.append(f"which agent chose the actions (run.json: {run.agent}{config}); see --rerun")
     elif transcript:

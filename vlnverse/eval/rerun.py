@@ -20,6 +20,7 @@ unrecorded one is refused) and an LLM agent's ``llm`` by the transcript.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import re
 import tempfile
@@ -29,8 +30,8 @@ from typing import Any
 
 from vlnverse.errors import ConfigError
 from vlnverse.eval.inputs import is_checkpoint_key
-from vlnverse.eval.submission import RecordedRun
-from vlnverse.eval.untrusted import FILE_CAPS, read_json_lines, regular_file
+from vlnverse.eval.submission import RUN_FILE, RecordedRun
+from vlnverse.eval.untrusted import FILE_CAPS, read_json, read_json_lines, regular_file
 from vlnverse.eval.verify_records import (
     METRIC_TOLERANCE,
     first_difference,
@@ -161,7 +162,11 @@ def rerun_actions(run: RecordedRun, records: Mapping[tuple[str, str], Mapping[st
             config = dataclasses.replace(make_config(Path(tmp), physics, ids), agent=run.agent,
                                          agent_config=config_mapping, llm=llm)
             rerun.update({(r["episode_id"], r["physics"]): r for r in evaluate(config).records})
+            trained_on = read_json(Path(tmp) / RUN_FILE)["run"].get("training_data")
     problems = []
+    if rerun and trained_on != run.raw.get("training_data"):  # the label's "+aug" rests on it
+        problems.append(f"{RUN_FILE} training_data {json.dumps(run.raw.get('training_data'))[:120]} is not the "
+                        f"re-run checkpoint's {json.dumps(trained_on)[:120]}")
     for key, record in records.items():
         again = rerun.get(key)
         found = "not re-run" if again is None else _rerun_difference(record, again)
