@@ -355,6 +355,22 @@ def test_training_with_an_augmentation_set_sees_its_frames_and_says_so(train_fra
     assert recorded["label"] == "cma +aug" and recorded["training_data"] == data
     runs = load_runs([f"CMA={tmp_path / 'eval'}"])
     assert runs[0][0] == "CMA +aug"
+    # verify re-runs the checkpoint and derives the '+aug' from it: a run that drops it fails
+    from tests.eval.verify_helpers import forge
+    from vlnverse.eval.verify import verify_run
+
+    checkpoint = {"checkpoint": run.history[0].checkpoint}
+    honest = verify_run(tmp_path / "eval", dataset=fine_dataset, rerun=True, checkpoints=checkpoint)
+    assert honest.ok, honest.mismatches
+    assert any("what the model trained on" in line for line in honest.reported)
+
+    def plain_row(recorded):
+        recorded.update(label="cma")
+        del recorded["training_data"]
+
+    forged = forge(tmp_path / "eval", tmp_path / "forged", run=plain_row)
+    report = verify_run(forged, dataset=fine_dataset, rerun=True, checkpoints=checkpoint)
+    assert not report.ok and "is not the re-run checkpoint's" in report.checks["rerun"]
     table = table3_markdown(runs)
     assert table.index("Trained with augmentation homes") < table.index("| CMA +aug |")
     plain = config(train_frames, fine_dataset, tmp_path / "plain", epochs=1)
