@@ -65,8 +65,9 @@ Figures (``BENCH <name> <value> <unit> target <op> <value>``):
   track as run for ``docs/results-mini.md`` (read from ``assets/tracks/mini/timings.json``,
   which records each run's command, its wall time and how loaded the machine was), their sum,
   and ``train.mini_track_minutes.elapsed`` (first start to last finish; stages overlapped)
-  against the track's 3-hour aim. ``--mini-track-only``
-  prints just these.
+  against the track's 3-hour aim; ``train.scaling_minutes.<point>.<stage>``: the same for each
+  point of the scene-scaling curve (``docs/results-mini-scaling.md``, from
+  ``assets/tracks/mini/scaling_timings.json``). ``--mini-track-only`` prints just these.
 
 The dataset is generated from the bundled scenes (fine-grained episodes). The machine is
 shared, so absolute numbers are noisy; ratios are measured within one run.
@@ -431,6 +432,9 @@ def mini_track_lines() -> list[str]:
     total = sum(run["seconds"] for run in timings["runs"]) / 60
     lines.append(f"BENCH train.mini_track_minutes.stages_summed {total:.1f} min target >= 0")
     lines.append(f"BENCH train.mini_track_minutes.elapsed {timings['elapsed_seconds'] / 60:.1f} min target <= 180")
+    scaling = json.loads((ROOT / "assets" / "tracks" / "mini" / "scaling_timings.json").read_text(encoding="utf-8"))
+    lines += [f"BENCH train.scaling_minutes.{point}.{run['stage']} {run['seconds'] / 60:.1f} min target >= 0"
+              for point, runs in scaling["points"].items() for run in runs]
     return lines
 
 
