@@ -69,15 +69,15 @@ def markdown(points: dict[int, dict], references: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
-def draw(points: dict[int, dict], references: dict[str, dict], path: Path) -> None:
+def draw(points: dict[int, dict], references: dict[str, dict], path: Path, title: str) -> None:
     """SR against training homes (log axis) with 95 % intervals: a panel per physics mode."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    figure = Figure(figsize=(10, 4))
+    figure = Figure(figsize=(10, 5))
     FigureCanvasAgg(figure)
     homes = sorted(points)
-    for axis, (physics, title) in zip(figure.subplots(1, 2, sharey=True), PHYSICS.items(), strict=True):
+    for axis, (physics, physics_title) in zip(figure.subplots(1, 2, sharey=True), PHYSICS.items(), strict=True):
         for split, marker, colour in zip(SPLITS, ("o", "s"), ("C0", "C1"), strict=True):
             cells = [points[h][f"{split}/{physics}"] for h in homes]
             axis.errorbar(homes, [c["sr"] for c in cells], capsize=4, marker=marker, label=split, color=colour,
@@ -88,13 +88,15 @@ def draw(points: dict[int, dict], references: dict[str, dict], path: Path) -> No
                     axis.axhline(cell["sr"], linestyle=style, color=colour, linewidth=1,
                                  label=f"{name} ({split})")
         axis.set_xscale("log")
+        axis.minorticks_off()
         axis.set_xticks(homes, [str(h) for h in homes])
+        axis.set_xlim(homes[0] / 1.3, homes[-1] * 1.3)
         axis.set_xlabel("training homes (log scale)")
-        axis.set_title(f"CMA on VLNVerse-mini, {title}")
+        axis.set_title(f"{title}, {physics_title}")
         axis.grid(alpha=0.3)
-        axis.legend(fontsize=8)
     figure.axes[0].set_ylabel("SR % (fine + coarse, 95 % CI)")
-    figure.tight_layout()
+    figure.legend(*figure.axes[0].get_legend_handles_labels(), loc="lower center", ncol=3, fontsize=8)
+    figure.tight_layout(rect=(0, 0.14, 1, 1))
     with atomic_open(path, "wb") as handle:
         figure.savefig(handle, format="png", dpi=90)
 
@@ -105,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reference", action="append", default=[], metavar="NAME=FOLDER", help="a flat reference line")
     parser.add_argument("--png", type=Path, help="write the curve here")
     parser.add_argument("--json", type=Path, help="write the pooled figures here")
+    parser.add_argument("--title", default="CMA on VLNVerse-mini", help="the picture's title")
     args = parser.parse_args(argv)
     points = {int(homes): pooled(read_records(Path(folder)))
               for homes, _, folder in (spec.partition("=") for spec in args.points)}
@@ -112,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
                   for name, _, folder in (spec.partition("=") for spec in args.reference)}
     print(markdown(points, references))
     if args.png:
-        draw(points, references, args.png)
+        draw(points, references, args.png, args.title)
     if args.json:
         with atomic_open(args.json, "w") as handle:
             json.dump({"points": points, "references": references}, handle, indent=1, sort_keys=True)
