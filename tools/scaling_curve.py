@@ -8,8 +8,8 @@ Usage::
 Each ``HOMES=FOLDER`` is an evaluation folder or a published ``.tar.gz`` bundle of one model
 trained on ``HOMES`` homes; ``--reference NAME=FOLDER`` adds a flat line (random, the shipped
 model). Success rate is pooled over fine + coarse episodes per split and physics mode, with the
-95 % bootstrap interval of :func:`vlnverse.eval.aggregate.aggregate_metrics`; the endings
-(stop, step budget, collision, error) are the share of each ``fail_reason``. Prints the table as
+95 % bootstrap interval of :func:`vlnverse.eval.pooled.pooled_groups` (``vlnverse eval table
+--pooled`` prints the same figures); the endings are the share of each ``fail_reason``. Prints the table as
 Markdown; the PNG has one panel per physics mode, homes on a log axis.
 """
 
@@ -21,13 +21,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from vlnverse.eval.aggregate import aggregate_metrics
+from vlnverse.eval.pooled import pooled_groups
 from vlnverse.eval.unpack import unpack_bundle
 from vlnverse.fileio import atomic_open
 
 SPLITS = ("val_unseen", "test")
 PHYSICS = {"tel_hop": "Tel-Hop", "strict": "Strict"}
-ENDINGS = ("stop", "step_budget", "collision", "error")
 
 
 def read_records(source: Path) -> list[dict]:
@@ -41,14 +40,10 @@ def read_records(source: Path) -> list[dict]:
 
 def pooled(records: list[dict]) -> dict[str, dict]:
     """``"split/physics" -> {sr, low, high, n, endings}``, fine + coarse pooled, in %."""
-    out = {}
-    for group in aggregate_metrics(records, group_by=("split", "physics")):
-        sr = group.metrics["SR"]
-        endings = {name: 100.0 * group.fail_reasons.get(name, 0) / group.n_episodes for name in ENDINGS}
-        out[f"{group.key['split']}/{group.key['physics']}"] = {
-            "sr": 100 * sr.mean, "low": 100 * sr.ci_low, "high": 100 * sr.ci_high, "n": group.n_episodes,
-            "endings": endings}
-    return out
+    return {f"{group.split}/{group.physics}": {
+        "sr": 100 * group.metrics["SR"].mean, "low": 100 * group.metrics["SR"].ci_low,
+        "high": 100 * group.metrics["SR"].ci_high, "n": group.n,
+        "endings": {name: 100 * share for name, share in group.endings.items()}} for group in pooled_groups(records)}
 
 
 def markdown(points: dict[int, dict], references: dict[str, dict]) -> str:

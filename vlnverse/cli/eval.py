@@ -198,6 +198,9 @@ def register(subparsers) -> None:
                        help="label the tables with this track (e.g. mini: VLNVerse-mini) after checking that "
                             "every folder was evaluated on its dataset")
     table.add_argument("--json", action="store_true", help="print the rows as one JSON object")
+    table.add_argument("--pooled", action="store_true",
+                       help="one table per split with every task pooled (fine + coarse on a track): SR, SPL, OSR and "
+                            "NE with the pooled episodes' 95 %% CIs, and the share of each ending")
     table.set_defaults(handler=_table)
     from vlnverse.cli import table5
 
@@ -333,15 +336,36 @@ def _table(args: argparse.Namespace) -> int:
         track = get_track(args.track)
         for folder in args.folders:
             require_track_dataset(track, Path(folder.rpartition("=")[2]))
-    text = table3_markdown(runs, track=track.label if track else None)
+    if args.pooled:
+        from vlnverse.eval.pooled import pooled_markdown
+
+        pooled = _pooled_runs(runs, args.folders)
+        text = (f"### {track.label}, tasks pooled\n\n" if track else "") + pooled_markdown(pooled)
+    else:
+        text = table3_markdown(runs, track=track.label if track else None)
     if args.to:
         write_text_atomic(args.to, text + "\n")
-    if args.json:
+    if args.json and args.pooled:
+        print_json({"track": track.label if track else None,
+                    "pooled": {label: [group.to_dict() for group in groups] for label, groups in pooled}})
+    elif args.json:
         print_json({"track": track.label if track else None,
                     **{f"{task}/{split}": rows(runs, task, split) for task in TASKS for split in SPLITS}})
     else:
         print(text)
     return 0
+
+
+def _pooled_runs(runs: list, folders: list[str]) -> list:
+    """``(label, pooled groups)`` of each ``[LABEL=]FOLDER``, from its records."""
+    from vlnverse.eval.pooled import pooled_groups
+    from vlnverse.eval.untrusted import read_json_lines
+
+    out = []
+    for (label, _, _), spec in zip(runs, folders, strict=True):
+        records = (record for _, record in read_json_lines(Path(spec.rpartition("=")[2]) / "episodes.jsonl"))
+        out.append((label, pooled_groups(records)))
+    return out
 
 
 def _timeout(seconds: float | None) -> dict:

@@ -1,0 +1,85 @@
+"""Pooled figures: every task of a split together (fine + coarse on a track), each metric with
+the 95 % bootstrap interval of the pooled episodes, and how the episodes ended.
+
+This is what a results page summarises in one number per split and physics mode; the
+per-task tables of ``vlnverse eval table`` keep the tasks apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from vlnverse.eval.aggregate import MetricSummary, aggregate_metrics
+from vlnverse.eval.report import PHYSICS_ORDER, PHYSICS_TITLES, is_percent
+from vlnverse.tasks.episode import SPLITS
+
+POOLED_COLUMNS = ("SR", "SPL", "OSR", "NE")
+ENDINGS = ("stop", "step_budget", "collision")
+"""The endings a table shows, as shares of the episodes; any other (an error, a timeout) is counted under ``other``."""
+
+
+@dataclass(frozen=True)
+class PooledGroup:
+    """One split and physics mode of a run, its tasks pooled.
+
+    Attributes:
+        split, physics: The group.
+        n: Episodes.
+        metrics: Each metric's mean and 95 % bootstrap interval over the pooled episodes.
+        endings: Share (0-1) of the episodes per ending: :data:`ENDINGS` and ``other``.
+    """
+
+    split: str
+    physics: str
+    n: int
+    metrics: Mapping[str, MetricSummary]
+    endings: Mapping[str, float]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"split": self.split, "physics": self.physics, "n": self.n,
+                "metrics": {name: metric.to_dict() for name, metric in self.metrics.items()},
+                "endings": dict(self.endings)}
+
+
+def pooled_groups(records: Iterable[Mapping[str, Any]], seed: int = 0) -> list[PooledGroup]:
+    """The records of a run (``episodes.jsonl``) pooled over tasks, per split and physics mode."""
+    groups = []
+    for group in aggregate_metrics(records, group_by=("split", "physics"), seed=seed):
+        shares = {name: group.fail_reasons.get(name, 0) / group.n_episodes for name in ENDINGS}
+        shares["other"] = 1.0 - sum(shares.values())
+        groups.append(PooledGroup(group.key["split"], group.key["physics"], group.n_episodes,
+                                  dict(group.metrics), shares))
+    return groups
+
+
+def _physics_order(group: PooledGroup) -> int:
+    return PHYSICS_ORDER.index(group.physics) if group.physics in PHYSICS_ORDER else len(PHYSICS_ORDER)
+
+
+def _cell(metric: MetricSummary | None, name: str) -> str:
+    if metric is None:
+        return "-"
+    scale = 100.0 if is_percent(name) else 1.0
+    return f"{metric.mean * scale:.1f} [{metric.ci_low * scale:.1f}, {metric.ci_high * scale:.1f}]"
+
+
+def pooled_markdown(runs: Sequence[tuple[str, Sequence[PooledGroup]]]) -> str:
+    """One table per split: a row per run and physics mode, each metric with its interval, the
+    episodes and the share of each ending."""
+    present = {group.split for _, groups in runs for group in groups}
+    splits = [split for split in SPLITS if split in present] + sorted(present - set(SPLITS))
+    header = ["Agent", "Physics", *[f"{c} %" if is_percent(c) else f"{c} m" for c in POOLED_COLUMNS], "n",
+              "ends: stop / step budget / collision / other %"]
+    lines = ["Every task of the split pooled; each cell: mean [95 % bootstrap CI over the pooled episodes].", ""]
+    for split in splits:
+        lines += [f"#### {split}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        for label, groups in runs:
+            for group in sorted((g for g in groups if g.split == split), key=_physics_order):
+                ends = " / ".join(f"{100 * group.endings[k]:.0f}" for k in (*ENDINGS, "other"))
+                cells = [_cell(group.metrics.get(name), name) for name in POOLED_COLUMNS]
+                lines.append("| " + " | ".join([label, PHYSICS_TITLES.get(group.physics, group.physics), *cells,
+                                                 str(group.n), ends]) + " |")
+        lines.append("")
+    return "\n".join(lines)
