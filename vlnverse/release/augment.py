@@ -34,8 +34,6 @@ import dataclasses
 import json
 import logging
 import os
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -223,24 +221,14 @@ def build_augmentation(config: AugmentConfig, *, progress: Progress | None = Non
     tick = progress or (lambda stage, done, total: None)
     out = prepare_output_dir(config.out)
     with OutputLock(out):
-        build = BuildLog.load(out / BUILD_FILE, config.identity())
-        build.runs += 1
-        build.write(out / BUILD_FILE)
-
-        def stage(name: str, work: Callable[[], Any]) -> Any:
-            started = time.perf_counter()
-            result = work()
-            build.timed(name, time.perf_counter() - started)
-            build.write(out / BUILD_FILE)
-            return result
-
-        stage("scenes", lambda: _homes(config, tick))
-        digests = stage("check", lambda: _check(config, tick))
-        manifest = stage("episodes", lambda: _episodes(config, tick))
-        frames = stage("frames", lambda: _frames(config, tick)) if config.frames else None
+        build = BuildLog.start(out, config.identity())
+        build.stage(out, "scenes", lambda: _homes(config, tick))
+        digests = build.stage(out, "check", lambda: _check(config, tick))
+        manifest = build.stage(out, "episodes", lambda: _episodes(config, tick))
+        frames = build.stage(out, "frames", lambda: _frames(config, tick)) if config.frames else None
         facts = _facts(config, manifest, digests, frames)
         write_json_atomic(out / AUGMENT_FILE, facts)
-        card = stage("card", lambda: write_augment_card(out, config, facts))
+        card = build.stage(out, "card", lambda: write_augment_card(out, config, facts))
         from vlnverse.release.card import write_checksums
 
         write_checksums(out, exclude=(BUILD_FILE,), skip_dirs=(FRAMES,))

@@ -159,6 +159,23 @@ class BuildLog:
         write_json_atomic(path, {"identity": self.identity, "runs": self.runs, "stages": self.stages,
                                  "workers": self.workers})
 
+    @classmethod
+    def start(cls, out: Path, identity: dict[str, Any]) -> BuildLog:
+        """The log of the build in ``out`` (refused when made with other options), counting this run."""
+        build = cls.load(out / BUILD_FILE, identity)
+        build.runs += 1
+        build.write(out / BUILD_FILE)
+        return build
+
+    def stage(self, out: Path, name: str, work: Callable[[], Any]) -> Any:
+        """Run stage ``name`` of the build in ``out``, timing it into the log."""
+        started = time.perf_counter()
+        result = work()
+        self.timed(name, time.perf_counter() - started)
+        self.write(out / BUILD_FILE)
+        log.info("stage %s: %.1f s", name, self.stages[name]["seconds"])
+        return result
+
 
 @dataclass(frozen=True)
 class ReleaseSummary:
@@ -185,23 +202,12 @@ def build_release(config: ReleaseConfig, *, progress: Progress | None = None) ->
     out = prepare_output_dir(config.out)
     datagen = config.datagen()
     with OutputLock(out):
-        build = BuildLog.load(out / BUILD_FILE, config.identity())
-        build.runs += 1
-        build.write(out / BUILD_FILE)
-
-        def stage(name: str, work: Callable[[], Any]) -> Any:
-            started = time.perf_counter()
-            result = work()
-            build.timed(name, time.perf_counter() - started)
-            build.write(out / BUILD_FILE)
-            log.info("stage %s: %.1f s", name, build.stages[name]["seconds"])
-            return result
-
-        stage("scenes", lambda: _scenes(config, build, tick))
-        summary = stage("episodes", lambda: _episodes(config, datagen, build, tick))
-        stage("report", lambda: write_stats(out, datagen, tick))
+        build = BuildLog.start(out, config.identity())
+        build.stage(out, "scenes", lambda: _scenes(config, build, tick))
+        summary = build.stage(out, "episodes", lambda: _episodes(config, datagen, build, tick))
+        build.stage(out, "report", lambda: write_stats(out, datagen, tick))
         build.memory("main", "report", round(peak_rss_mb(), 1))
-        card = stage("card", lambda: write_card(out, config, summary.manifest, tick))
+        card = build.stage(out, "card", lambda: write_card(out, config, summary.manifest, tick))
         write_checksums(out, exclude=(BUILD_FILE,))
         build.write(out / BUILD_FILE)
     return ReleaseSummary(build, summary.manifest, card, summary.manifest.get("skipped_scenes", {}))
