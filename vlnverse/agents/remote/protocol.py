@@ -51,6 +51,14 @@ class RemoteTimeout(RemotePolicyError):
     """The policy server did not answer within its deadline."""
 
 
+class RemoteUnreachable(RemotePolicyError):
+    """The policy server could not be reached (counted as ``health.unreachable``)."""
+
+
+class RemoteDesync(RemotePolicyError):
+    """A frame that answers no request of ours, or answers another one: the connection is out of step."""
+
+
 def _msgpack() -> Any:
     try:
         import msgpack
@@ -122,7 +130,8 @@ def unpack(frame: bytes | str, max_bytes: int) -> dict[str, Any]:
     except RemotePolicyError:
         raise
     except (ValueError, TypeError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
-        raise RemotePolicyError(f"frame is not msgpack: {type(exc).__name__}: {exc}") from exc
+        reason = str(exc) or f"it starts with bytes {frame[:8].hex(' ')}"
+        raise RemotePolicyError(f"frame is not msgpack: {type(exc).__name__}: {reason}") from exc
     if not isinstance(message, dict):
         raise RemotePolicyError(f"frame is a msgpack {type(message).__name__}, not a map")
     return {k.decode() if isinstance(k, bytes) else k: v for k, v in message.items()}
