@@ -102,7 +102,12 @@ def test_cli_eval_against_a_server_without_vlnverse(bundled_dataset, bare_path, 
     records = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
     assert [(r["fail_reason"], r["actions"]) for r in records] == [("stop", [1, 1, 0])]
     assert all(key not in p.read_text(errors="replace") for p in out.rglob("*") if p.is_file())
-    assert json.loads((out / "run.json").read_text())["run"]["action_space"] == "discrete"
+    run_file = json.loads((out / "run.json").read_text())["run"]
+    assert run_file["action_space"] == "discrete"
+    assert run_file["label"] == run_file["served_agent"] == "TestPolicy"  # the server's metadata names its agent
+    (timing,) = [json.loads(line) for line in (out / "timings.jsonl").read_text().splitlines()]
+    assert {"build", "built", "agent", "env", "waited", "total"} <= set(timing) and timing["agent"] > 0
+    assert json.loads(done.stdout)["timings"][0]["episode_id"] == records[0]["episode_id"]
 
 
 def test_a_wrong_key_and_a_server_without_control_frames(bundled_dataset, bare_path, tmp_path, monkeypatch):
@@ -314,3 +319,18 @@ def test_bad_configs_are_one_line_and_a_url_labels_its_run(tmp_path):
         make_agent("ws://127.0.0.1:1", {"url": "ws://127.0.0.1:2"})
     with pytest.raises(ConfigError, match="NO_SUCH_KEY_VAR, which is not set"):
         make_agent("ws://127.0.0.1:1", {"api_key_env": "NO_SUCH_KEY_VAR", "action_space": "discrete"})
+
+
+def test_a_served_agents_name_labels_its_run_and_verify_derives_it():
+    from types import SimpleNamespace
+
+    from vlnverse.eval.claims import claim_problems
+    from vlnverse.eval.registry import agent_label
+
+    assert agent_label("remote", "TestPolicy") == agent_label("ws://127.0.0.1:1", "TestPolicy") == "TestPolicy"
+    assert agent_label("remote") == "remote" and agent_label("forward", "TestPolicy") == "forward"
+    run = SimpleNamespace(agent="ws://127.0.0.1:1", agent_config={},
+                          raw={"label": "TestPolicy", "served_agent": "TestPolicy", "privileged": []})
+    assert claim_problems(run) == []
+    run.raw["label"] = "oracle"
+    assert "is not the agent's name 'TestPolicy'" in claim_problems(run)[0]
