@@ -246,17 +246,20 @@ def test_an_unreachable_policy_server_is_counted_as_unreachable(bundled_dataset,
     assert all(r["error"].startswith("RemoteUnreachable: cannot connect") for r in done["records"])
 
 
-def test_the_docs_minimal_server(bundled_dataset, bare_path, tmp_path):
+@pytest.mark.parametrize("argv, requests", [(["0"], 3), (["0", "--chunks"], 1)])
+def test_the_docs_minimal_server(argv, requests, bundled_dataset, bare_path, tmp_path):
     from tests.docs_blocks import code_blocks
 
     (block,) = [b for b in code_blocks(REPO / "docs" / "remote-policy.md") if b.title == "policy_server.py"]
     script = tmp_path / "policy_server.py"
     script.write_text(block.code)
-    boot = (f"import sys, runpy; sys.path.insert(0, {str(bare_path)!r}); sys.argv = [{str(script)!r}, '0']; "
+    boot = (f"import sys, runpy; sys.path.insert(0, {str(bare_path)!r}); sys.argv = [{str(script)!r}, *{argv!r}]; "
             f"runpy.run_path({str(script)!r}, run_name='__main__')")
     with started([sys.executable, "-I", "-S", "-c", boot], "listening ") as (line, _):
         done = run(bundled_dataset, tmp_path / "run", f"ws://127.0.0.1:{line.split()[1]}")
     assert [(r["fail_reason"], r["actions"]) for r in done["records"]] == [("stop", [1, 1, 0])] * 2
+    assert [r["agent_trace"]["requests"] for r in done["records"]] == [requests] * 2
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["run"]["label"] == "forward-twice"
 
 
 def test_serve_policy_serves_a_harness_agent(bundled_dataset, tmp_path):
