@@ -6,28 +6,30 @@ quoting or a trailing comma too), ``Key: value`` lines (NavGPT/MapGPT string mod
 block (``<think>…</think>``) before it is skipped. The **decision position** is the action
 field (``action``, else ``answer``, ``final_answer``, ``decision``, ``choice`` or
 ``next_action``), or the reply itself when it has no such field and is not a JSON object.
-A reply is read when exactly one offered option (a candidate id, ``STOP``, or ``ASK`` with a
-``question``) is named there, by :func:`parse_option`:
 
-- at its head, after formatting (quotes, backticks, ``**``, brackets, tags, ``\\boxed{}``), a label
-  (``Answer:``, ``The answer is``) and a prefix of :data:`OPTION_PREFIXES`
-  (``Candidate B``), in any case (``b``);
-- followed by nothing, by a separator (``.`` ``:`` ``,`` ``;`` ``)`` ``(`` ``/`` a line
-  break or a dash) or by a reason word (``B because the kitchen is there``); whatever
-  follows (an echo of the option's card, a reason naming other options) is not read,
+What is read there is what a careful reader reads (:func:`parse_option`):
 
-except when what follows offers a second option in its place: a list or alternative
-(``B, C``, ``B/C``, ``B (or C)``) or a change of mind (``A. Actually, no: C``); then two
-options compete and the reply is refused. ``I`` and ``A`` before a lower-case word are the
-English words, not ids (``I think B``, ``B. A door leads on``).
+- **the last explicit decision wins**: the option at the head (after formatting, a label
+  such as ``Answer:`` and a prefix such as ``Candidate``; whatever follows in its clause is
+  an echo or a reason: ``B because A is blocked``), a label's value anywhere (``..., so I
+  will stop here. Action: STOP``), a clause that chooses one option (``so C``, ``I choose
+  C``, ``The best option is C.``) and a change of mind (``B, but actually let's go with
+  C`` is C);
+- **a hedge or a question decides nothing** (``maybe C``, ``C?``, ``I think B is best``);
+- **one option named once outside reasoning is a decision** (``C is closer to the
+  kitchen``);
+- **prose never becomes STOP**: STOP and ASK are decided only alone or as a label's value
+  (``stop? no. keep going`` and ``we are done, STOP here`` are refused);
+- **two options named** with no decision between them (``B or C``, ``B, C``, ``A then
+  STOP``) are refused as naming more than one.
 
-Prose is never read as an action: ``"STOP is not appropriate, choose B"``, ``"a good
-choice is C"``, ``"I choose B"`` and ``"stop here, we have arrived"`` name no option at the
-head followed by a separator, and are ``malformed``, not STOP, A or candidate I. Anything
-unusable raises :class:`ReplyError` with a ``kind``: ``empty`` (no text, or only
-reasoning), ``malformed`` (no action, prose, or two options competing) or ``unknown_id``
-(one id that is not among the options). Agents count these, send one repair prompt and
-then fall back; they never turn into a silent STOP.
+Clauses and their words are :mod:`vlnverse.agents.prose_decision`'s. Anything unusable
+raises :class:`ReplyError` with a ``kind``: ``empty`` (no text, or only reasoning),
+``malformed`` (no decision, a hedge, prose that would be STOP, or two options) or
+``unknown_id`` (an id that is not among the options). Agents count these, send one repair
+prompt and then fall back; they never turn into a silent STOP. Where the server takes JSON
+schemas the agents ask for structured output, whose ``action`` is one of the options, and
+this reading is the fallback for servers that answer in text.
 """
 
 from __future__ import annotations
