@@ -170,3 +170,22 @@ def test_a_served_agent_is_reset_once_per_episode_with_or_without_control_frames
     assert agent.resets == ["a", "a"]
     with pytest.raises(RemotePolicyError, match="unknown control frame 'pause'"):
         session.handle({"__ctrl__": "pause"})
+
+
+def test_the_metadata_read_before_a_run_makes_reconnects_further_attempts(monkeypatch):
+    pytest.importorskip("websockets")
+    import websockets.sync.client
+
+    from vlnverse.agents.remote.client import RemoteAgent
+    from vlnverse.agents.remote.protocol import RemoteUnreachable
+
+    tries = []
+
+    def refuse(*args, **kwargs):
+        tries.append(args[0])
+        raise ConnectionRefusedError("refused")
+
+    monkeypatch.setattr(websockets.sync.client, "connect", refuse)
+    with pytest.raises(RemoteUnreachable, match="cannot connect to the policy server ws://127.0.0.1:1"):
+        RemoteAgent(RemoteConfig(url="ws://127.0.0.1:1", reconnects=2, reconnect_delay_s=0))
+    assert len(tries) == 3

@@ -7,7 +7,10 @@ so an openpi server and client read ours unchanged. Decoding never unpickles: ob
 and complex dtypes are refused, and an array's bytes must match its dtype and shape.
 
 A text message is the sender's error. A map with the key ``__ctrl__`` is a control frame
-(``episode_start``, ``episode_end``); its answer is ``{"__ctrl__": "ok"}``.
+(``episode_start``, ``episode_end``); its answer is ``{"__ctrl__": "ok"}``. A reply to an
+observation holds ``action`` (one) or ``actions`` (a chunk of the next ones, as openpi
+policies answer); any reply may echo the ``episode_id`` (and an observation's ``step``) it
+answers, so that a reply out of step is seen as such.
 """
 
 from __future__ import annotations
