@@ -39,12 +39,5 @@ def test_each_reply_reads_as_a_careful_reader_reads_it(entry, form):
 def test_the_corpus_has_a_few_dozen_replies_per_class():
     counts = Counter(e["class"] for e in CORPUS)
     assert set(counts) == set(CLASSES) and min(counts.values()) >= 24, counts
+    assert not any(e["expect"] == "STOP" for e in CORPUS if e["class"] != "label")  # only a label decides STOP
 
-
-def test_prose_never_becomes_stop():
-    for entry in CORPUS:
-        if entry["expect"] != "STOP":
-            try:
-                assert parse_reply(entry["reply"], entry["options"]).action != "STOP", entry["reply"]
-            except ReplyError:
-                pass
