@@ -202,11 +202,14 @@ class RemoteAgent(Agent):
                 continue
             self._conn, self._owed = conn, False
             metadata = self._receive(self.config.connect_timeout_s, "its metadata")
-            space, self._image_size = parse_metadata(metadata)
-            if self.action_space not in (None, space):
+            try:
+                space, self._image_size = parse_metadata(metadata)
+                if self.action_space not in (None, space):
+                    raise RemotePolicyError(f"the server at {self.where} declares action_space {space!r}, "
+                                            f"the config {self.action_space!r}")
+            except RemotePolicyError:
                 self._drop()
-                raise RemotePolicyError(f"the server at {self.where} declares action_space {space!r}, "
-                                        f"the config {self.action_space!r}")
+                raise
             self.action_space = space
             agent = metadata.get("agent")
             self.server_agent = redact(" ".join(agent.split())[:60]) if isinstance(agent, str) and agent.strip() \
