@@ -50,6 +50,9 @@ OPTION_WORDS = frozenset({"candidate", "option", "direction", "waypoint", "id", 
 ID_FOLLOWERS = frozenset({"or", "and", "then", "vs", "is", "seems", "looks", "leads"})
 """Lower-case words after which ``I`` and ``A`` are ids, not English (``A or C``, ``A is blocked``)."""
 ENDS = frozenset(".!?;\n")
+READ_CHARS = 1500
+"""The most characters of a text read, its last ones (where a reply states its decision)."""
+_AFTER = 40  # characters after a token read to tell an id from an English word
 _TOKEN = re.compile(r"[A-Za-z0-9]+|\n|[^\sA-Za-z0-9]")
 
 
@@ -104,8 +107,10 @@ def _option(token: str, after: str, by_upper: Mapping[str, str], labelled: bool)
 
 def read_clauses(text: str, by_upper: Mapping[str, str], *, skip_first: bool = False) -> Reading:
     """The decisions and the options named in ``text`` (see the module docs); with
-    ``skip_first`` the first clause (the rest of an already-read head) is not read."""
+    ``skip_first`` the first clause (the rest of an already-read head) is not read. Only
+    the last :data:`READ_CHARS` characters are read."""
     reading = Reading()
+    text = text[-READ_CHARS:]
     for index, clause in enumerate(_clauses(text)):
         if skip_first and index == 0:
             continue
@@ -119,7 +124,7 @@ def read_clauses(text: str, by_upper: Mapping[str, str], *, skip_first: bool = F
         found: list[tuple[int, str, bool]] = []  # (word index, option, labelled)
         for i, token in enumerate(words):
             labelled = i > 0 and _after_label(words, i, text)
-            option = _option(token.group(0), text[token.end():], by_upper, labelled)
+            option = _option(token.group(0), text[token.end():token.end() + _AFTER], by_upper, labelled)
             if option is None or (i > 0 and lowered[i - 1] in SET_ASIDE) or "not" in lowered[i + 1:i + 3] \
                     or "isn" in lowered[i + 1:i + 2]:
                 continue
