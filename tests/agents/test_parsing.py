@@ -11,32 +11,41 @@ from vlnverse.agents.parsing import ReplyError, parse_option, parse_reply
 OPTIONS = ("A", "C", "STOP", "ASK")
 CANDIDATES = ("A", "B", "C", "I", "STOP")
 
-#: The issue's three examples: each was read as an action (STOP, A, candidate I).
-ISSUE_EXAMPLES = ["STOP is not appropriate, choose B", "a good choice is C", "I choose B"]
-
-#: Prose a real model writes in the action field: none of it names exactly one option.
+#: Prose that decides nothing (a hedge, a question, two options, STOP written only in prose):
+#: none of it is ever an action.
 PROSE = [
     "I think B is best",
     "B or C",
     "B and then C",
-    "go to B",
-    "move to candidate B",
-    "The best option is B.",
     "Candidate B, or maybe C",
-    "A. Actually, no: C",
     "B/C",
     "stop here, we have arrived",
+    "stop? no. keep going",
     "Stop and ask",
-    "Let me think. The sofa is ahead, so B",
-    "C is closer to the kitchen",
-    "A is blocked; choose C",
-    "Since the door is on the left, I would pick C",
     "Option B seems right",
+    "Maybe C",
+    "Is it B?",
     "B, C",
-    "Choose C.",
     "Waypoint A then STOP",
     "forward-left",
 ]
+
+#: Sentences that state one decision, refused before issue 57's rule (the last explicit
+#: decision wins; one option named once outside reasoning is a decision): what each decides.
+DECIDED = {
+    "STOP is not appropriate, choose B": "B",
+    "a good choice is C": "C",
+    "I choose B": "B",
+    "go to B": "B",
+    "move to candidate B": "B",
+    "The best option is B.": "B",
+    "A. Actually, no: C": "C",
+    "Let me think. The sofa is ahead, so B": "B",
+    "C is closer to the kitchen": "C",
+    "A is blocked; choose C": "C",
+    "Since the door is on the left, I would pick C": "C",
+    "Choose C.": "C",
+}
 
 
 @pytest.mark.parametrize("text, action", [
@@ -79,18 +88,35 @@ def test_unusable_replies_say_why(text, kind):
     assert caught.value.kind == kind
 
 
-@pytest.mark.parametrize("prose", ISSUE_EXAMPLES + PROSE)
+@pytest.mark.parametrize("prose", PROSE)
 @pytest.mark.parametrize("form", ["json", "lines"])
-def test_prose_in_the_action_field_is_never_an_action(prose, form):
+def test_prose_that_decides_nothing_is_never_an_action(prose, form):
     text = json.dumps({"thought": "t", "action": prose}) if form == "json" else f"Thought: t\nAction: {prose}"
     with pytest.raises(ReplyError) as caught:
         parse_reply(text, CANDIDATES)
     assert caught.value.kind == "malformed"
 
 
+@pytest.mark.parametrize("sentence", sorted(DECIDED))
+@pytest.mark.parametrize("form", ["json", "lines"])
+def test_a_sentence_stating_one_decision_is_read(sentence, form):
+    text = json.dumps({"thought": "t", "action": sentence}) if form == "json" else f"Thought: t\nAction: {sentence}"
+    assert parse_reply(text, CANDIDATES).action == DECIDED[sentence]
+
+
+@pytest.mark.parametrize("raw, says", [
+    ("B or C", "names more than one option (B, C"), ("B, C", "names more than one option (B, C"),
+    ("go forward", "does not decide one option"), ("we are done, STOP here", "names STOP only in prose"),
+])
+def test_a_refusal_says_why(raw, says):
+    with pytest.raises(ReplyError, match=says.replace("(", r"\(")):
+        parse_option(raw, CANDIDATES)
+
+
 def test_parse_option_is_the_strict_rule_for_one_field():
     assert parse_option(" 'b' ", ("A", "B")) == "B" and parse_option("Candidate A:", ("A", "B")) == "A"
-    for raw, kind in (("frontier B", "malformed"), ("F", "unknown_id"), ("", "malformed"), ("A or B", "malformed")):
+    assert parse_option("frontier B", ("A", "B")) == "B"  # one option named once: a decision
+    for raw, kind in (("F", "unknown_id"), ("", "malformed"), ("A or B", "malformed")):
         with pytest.raises(ReplyError) as caught:
             parse_option(raw, ("A", "B"))
         assert caught.value.kind == kind, raw

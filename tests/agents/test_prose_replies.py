@@ -14,9 +14,9 @@ from tests.agents.conftest import ScriptedModel
 from tests.agents.test_agents_episodes import run
 from tests.agents.test_discussnav import ROLES, Panel, PanelModel
 from tests.agents.test_dscd_nav import DebateModel
-from tests.agents.test_parsing import ISSUE_EXAMPLES, PROSE
+from tests.agents.test_parsing import PROSE
 
-TABLE = ISSUE_EXAMPLES + PROSE
+TABLE = PROSE
 
 
 def prose_replies():
@@ -60,7 +60,7 @@ class ProsePanel(Panel):
         role = ROLES.get(system.split(".")[0], "navigator")
         if role == "decision_testing":                 # its first answer and its repair
             minority = (re.findall(r"Prediction: (\w+)", user) or ["STOP"])[-1]
-            return [json.dumps({"thought": "t", "action": f"STOP is not appropriate, choose {minority}"})]
+            return [json.dumps({"thought": "t", "action": f"STOP? not yet, maybe {minority}"})]
         texts = super().answer(system, user, n, seed)
         if role == "navigator" and not re.search(r"^\[Step \d+\]", user, re.M):
             return [json.dumps({"thought": "t", "action": p}) for p in TABLE[:len(texts)]]

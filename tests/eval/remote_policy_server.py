@@ -7,15 +7,21 @@ STOP), ``walk`` (acts on what it sees: forward, a turn when the depth ahead is u
 the picture's checksum says so, STOP at step 6), ``noctrl`` (an older
 server: a control frame is an error text frame and a closed connection), ``slow``,
 ``close`` (closes at step 1), ``garbage`` (a reply that is not msgpack), ``outside`` (action
-7 of 4), ``nan``, ``huge`` (a 100 MB reply), ``text`` (an error text frame). Prints
-``listening PORT`` once it listens on 127.0.0.1, then ``connections N`` as each client connects
-(N: the connections open at once).
+7 of 4), ``nan``, ``huge`` (a 100 MB reply), ``text`` (an error text frame), ``extra`` (one
+reply too many, once, at step 1), ``noaction`` (once, a reply without an action at step 1),
+``badend`` (answers ``episode_end`` with an action), ``silent`` (no reply from step 3 on).
+``openpi`` behaves as an openpi policy server does: no control frames (the policy fails on
+them: a traceback as a text frame, then a close), and each reply a chunk ``actions`` of
+``--horizon`` future actions; ``openpi_bad`` puts action 7 second in each chunk. Prints
+``listening PORT`` once it listens on 127.0.0.1, then ``connections N total M`` as each client
+connects (N: the connections open at once; M: all so far).
 """
 
 import argparse
 import sys
 import threading
 import time
+import traceback
 
 
 def main() -> None:
@@ -25,6 +31,7 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before each action reply")
     parser.add_argument("--api-key", default=None)
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--horizon", type=int, default=4, help="actions in an openpi chunk")
     args = parser.parse_args()
     sys.path.insert(0, args.path)
     try:
@@ -52,22 +59,56 @@ def main() -> None:
             return connection.respond(401, "bad key\n")
         return None
 
-    lock, live = threading.Lock(), [0]
+    lock, live, total, once = threading.Lock(), [0], [0], set()
+
+    def first(what):
+        """True the first time ``what`` is asked about in this server's life."""
+        with lock:
+            seen = what in once
+            once.add(what)
+        return not seen
 
     def handler(ws):
         with lock:
             live[0] += 1
-            print(f"connections {live[0]}", flush=True)
+            total[0] += 1
+            print(f"connections {live[0]} total {total[0]}", flush=True)
         try:
             serve_one(ws)
         finally:
             with lock:
                 live[0] -= 1
 
+    def infer(obs):
+        """An openpi-style policy: a chunk of future actions (forward twice from the start, then STOP)."""
+        step, rgb = obs["step"], obs["rgb"]
+        assert rgb.shape == (32, 48, 3)
+        chunk = [[1.0] if step + i < 2 else [0.0] for i in range(args.horizon)]
+        if args.mode == "openpi_bad":
+            chunk[1] = [7.0]
+        return {"actions": np.asarray(chunk, dtype=np.float32)}
+
+    def serve_openpi(ws):
+        for frame in ws:
+            try:
+                reply = infer(msgpack.unpackb(frame, object_hook=decode))
+            except Exception:
+                ws.send(traceback.format_exc())
+                ws.close(1011, "Internal server error. Traceback included in previous frame.")
+                return
+            reply["server_timing"] = {"infer_ms": 1.0}
+            ws.send(msgpack.packb(reply, default=encode))
+
     def serve_one(ws):
-        ws.send(msgpack.packb({"action_space": "discrete", "image_size": [32, 48]}))
+        ws.send(msgpack.packb({"action_space": "discrete", "image_size": [32, 48], "agent": "TestPolicy"}))
+        if args.mode.startswith("openpi"):
+            serve_openpi(ws)
+            return
         for frame in ws:
             obs = msgpack.unpackb(frame, object_hook=decode)
+            if obs.get("__ctrl__") == "episode_end" and args.mode == "badend":
+                ws.send(msgpack.packb({"action": 1}))
+                continue
             if "__ctrl__" in obs:
                 if args.mode == "noctrl":
                     ws.send("KeyError: 'rgb'")
@@ -81,6 +122,12 @@ def main() -> None:
             time.sleep(args.delay)
             if args.mode == "slow":
                 time.sleep(3.0)
+            if args.mode == "silent" and step >= 3:
+                time.sleep(30.0)
+            if args.mode in ("extra", "noaction") and step == 1 and first(args.mode):
+                ws.send(msgpack.packb({"action": 1} if args.mode == "extra" else {"server_timing": {}}))
+                if args.mode == "noaction":
+                    continue
             if args.mode == "close" and step == 1:
                 ws.close(1011, "policy crashed")
                 return
@@ -90,6 +137,8 @@ def main() -> None:
                 ws.send("RuntimeError: CUDA out of memory")
             elif args.mode == "huge":
                 ws.send(b"\x00" * (100 * 1024 * 1024))
+            elif args.mode == "silent":
+                ws.send(msgpack.packb({"action": 1}))
             elif args.mode == "walk":
                 ahead = float(obs["depth"][12:20, 20:28].min())
                 turn = 2 if ahead < 0.08 else 3 if int(obs["rgb"].sum()) % 5 == 0 else 1

@@ -102,7 +102,12 @@ def test_cli_eval_against_a_server_without_vlnverse(bundled_dataset, bare_path, 
     records = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
     assert [(r["fail_reason"], r["actions"]) for r in records] == [("stop", [1, 1, 0])]
     assert all(key not in p.read_text(errors="replace") for p in out.rglob("*") if p.is_file())
-    assert json.loads((out / "run.json").read_text())["run"]["action_space"] == "discrete"
+    run_file = json.loads((out / "run.json").read_text())["run"]
+    assert run_file["action_space"] == "discrete"
+    assert run_file["label"] == run_file["served_agent"] == "TestPolicy"  # the server's metadata names its agent
+    (timing,) = [json.loads(line) for line in (out / "timings.jsonl").read_text().splitlines()]
+    assert {"build", "built", "agent", "env", "waited", "total"} <= set(timing) and timing["agent"] > 0
+    assert json.loads(done.stdout)["timings"][0]["episode_id"] == records[0]["episode_id"]
 
 
 def test_a_wrong_key_and_a_server_without_control_frames(bundled_dataset, bare_path, tmp_path, monkeypatch):
@@ -120,7 +125,7 @@ def test_a_wrong_key_and_a_server_without_control_frames(bundled_dataset, bare_p
 
 
 FAULTS = {  # mode: what the error says
-    "slow": "sent no an action for step 0 within 1 s",
+    "slow": "did not send an action for step 0 within 1 s",
     "close": "closed the connection",
     "garbage": "frame is not msgpack",
     "outside": "outside the declared space",
@@ -158,17 +163,103 @@ def test_a_server_that_is_down_fails_episodes_and_retry_errors_runs_them_again(b
     assert [r["fail_reason"] for r in again["records"]] == ["stop", "stop"]
 
 
-def test_the_docs_minimal_server(bundled_dataset, bare_path, tmp_path):
+def connects(process: subprocess.Popen) -> int:
+    """How many connections a test server (killed) took in all."""
+    process.kill()
+    lines = [text for text in process.stdout.read().splitlines() if text.startswith("connections ")]
+    return int(lines[-1].split()[-1]) if lines else 0
+
+
+@pytest.mark.parametrize("replan, requests, inference", [
+    (None, [1], [[0, 0, 0]]), (1, [3], [[0, 1, 2]]), (2, [2], [[0, 0, 1]]),
+])
+def test_an_openpi_server_answers_chunks_executed_replan_steps_at_a_time(replan, requests, inference,
+                                                                           bundled_dataset, bare_path, tmp_path):
+    with bare_server(bare_path, "openpi") as (line, _):
+        url = f"ws://127.0.0.1:{line.split()[1]}"
+        done = run(bundled_dataset, tmp_path / "run", url, {"replan_steps": replan}, task="fine")
+    records = done["records"]
+    assert [(r["fail_reason"], r["actions"]) for r in records] == [("stop", [1, 1, 0])]
+    assert [r["agent_trace"]["requests"] for r in records] == requests
+    assert [r["agent_trace"]["inference"] for r in records] == inference
+
+
+def test_each_executed_action_of_a_chunk_is_checked_and_only_those(bundled_dataset, bare_path, tmp_path):
+    with bare_server(bare_path, "openpi_bad") as (line, _):
+        url = f"ws://127.0.0.1:{line.split()[1]}"
+        whole = run(bundled_dataset, tmp_path / "whole", url, task="fine")
+        one = run(bundled_dataset, tmp_path / "one", url, {"replan_steps": 1}, task="fine")
+    (bad,) = whole["records"]
+    assert bad["fail_reason"] == "error" and bad["actions"] == [1]
+    assert "the action [7.0] is outside the declared space" in bad["error"]
+    assert [(r["fail_reason"], r["actions"]) for r in one["records"]] == [("stop", [1, 1, 0])]
+
+
+def test_a_reply_too_many_fails_its_episode_and_the_next_starts_in_step(bundled_dataset, bare_path, tmp_path):
+    with bare_server(bare_path, "extra") as (line, _):
+        done = run(bundled_dataset, tmp_path / "run", f"ws://127.0.0.1:{line.split()[1]}")
+    first, second = done["records"]
+    assert first["fail_reason"] == "error" and first["actions"] == [1, 1], first
+    assert "sent a frame nobody asked for" in first["error"] and "out of step" in first["error"]
+    assert (second["fail_reason"], second["actions"]) == ("stop", [1, 1, 0])
+
+
+@pytest.mark.parametrize("mode, connections", [("noaction", 3), ("badend", 3)])
+def test_a_reply_error_or_an_odd_control_answer_drops_the_connection(mode, connections, bundled_dataset, bare_path,
+                                                                     tmp_path):
+    with bare_server(bare_path, mode) as (line, process):
+        done = run(bundled_dataset, tmp_path / "run", f"ws://127.0.0.1:{line.split()[1]}")
+        taken = connects(process)
+    endings = [(r["fail_reason"], r["actions"]) for r in done["records"]]
+    if mode == "noaction":
+        assert endings == [("error", [1]), ("stop", [1, 1, 0])]
+        assert "the reply has no 'action' or 'actions'" in done["records"][0]["error"]
+    else:
+        assert endings == [("stop", [1, 1, 0])] * 2
+    assert taken == connections  # the metadata read before the run, the first episode's, a fresh one
+
+
+@pytest.mark.timeout(120)
+def test_the_episode_timeout_bounds_a_wait_for_a_silent_server(bundled_dataset, bare_path, tmp_path):
+    import time
+
+    with bare_server(bare_path, "silent") as (line, _):
+        url = f"ws://127.0.0.1:{line.split()[1]}"
+        started_at = time.monotonic()
+        done = run(bundled_dataset, tmp_path / "run", url, {"step_timeout_s": 600}, task="fine",
+                   episode_timeout=4.0)
+        took = time.monotonic() - started_at
+    (record,) = done["records"]
+    assert record["fail_reason"] == "timeout" and record["actions"] == [1, 1, 1], record
+    assert "killed" not in record["error"] and took < 30
+
+
+@pytest.mark.timeout(120)
+def test_an_unreachable_policy_server_is_counted_as_unreachable(bundled_dataset, tmp_path):
+    from vlnverse.cli.eval import UNREACHABLE_EXIT, exit_status
+
+    config = {"url": f"ws://127.0.0.1:{free_port()}", "action_space": "discrete", "reconnects": 0}
+    done = run(bundled_dataset, tmp_path / "run", "remote", config)
+    health = done["result"].summary["health"]
+    assert health["unreachable"] == 2 and health["verdict"] == "unreachable"
+    assert exit_status(health, None) == UNREACHABLE_EXIT
+    assert all(r["error"].startswith("RemoteUnreachable: cannot connect") for r in done["records"])
+
+
+@pytest.mark.parametrize("argv, requests", [(["0"], 3), (["0", "--chunks"], 1)])
+def test_the_docs_minimal_server(argv, requests, bundled_dataset, bare_path, tmp_path):
     from tests.docs_blocks import code_blocks
 
     (block,) = [b for b in code_blocks(REPO / "docs" / "remote-policy.md") if b.title == "policy_server.py"]
     script = tmp_path / "policy_server.py"
     script.write_text(block.code)
-    boot = (f"import sys, runpy; sys.path.insert(0, {str(bare_path)!r}); sys.argv = [{str(script)!r}, '0']; "
+    boot = (f"import sys, runpy; sys.path.insert(0, {str(bare_path)!r}); sys.argv = [{str(script)!r}, *{argv!r}]; "
             f"runpy.run_path({str(script)!r}, run_name='__main__')")
     with started([sys.executable, "-I", "-S", "-c", boot], "listening ") as (line, _):
         done = run(bundled_dataset, tmp_path / "run", f"ws://127.0.0.1:{line.split()[1]}")
     assert [(r["fail_reason"], r["actions"]) for r in done["records"]] == [("stop", [1, 1, 0])] * 2
+    assert [r["agent_trace"]["requests"] for r in done["records"]] == [requests] * 2
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["run"]["label"] == "forward-twice"
 
 
 def test_serve_policy_serves_a_harness_agent(bundled_dataset, tmp_path):
@@ -231,3 +322,18 @@ def test_bad_configs_are_one_line_and_a_url_labels_its_run(tmp_path):
         make_agent("ws://127.0.0.1:1", {"url": "ws://127.0.0.1:2"})
     with pytest.raises(ConfigError, match="NO_SUCH_KEY_VAR, which is not set"):
         make_agent("ws://127.0.0.1:1", {"api_key_env": "NO_SUCH_KEY_VAR", "action_space": "discrete"})
+
+
+def test_a_served_agents_name_labels_its_run_and_verify_derives_it():
+    from types import SimpleNamespace
+
+    from vlnverse.eval.claims import claim_problems
+    from vlnverse.eval.registry import agent_label
+
+    assert agent_label("remote", "TestPolicy") == agent_label("ws://127.0.0.1:1", "TestPolicy") == "TestPolicy"
+    assert agent_label("remote") == "remote" and agent_label("forward", "TestPolicy") == "forward"
+    run = SimpleNamespace(agent="ws://127.0.0.1:1", agent_config={},
+                          raw={"label": "TestPolicy", "served_agent": "TestPolicy", "privileged": []})
+    assert claim_problems(run) == []
+    run.raw["label"] = "oracle"
+    assert "is not the agent's name 'TestPolicy'" in claim_problems(run)[0]

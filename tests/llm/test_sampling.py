@@ -45,3 +45,19 @@ def test_a_server_honouring_n_answers_in_one_request():
         assert response.choices == ("a", "b", "c") and llm.supports_n is True and server.calls == 1
     with pytest.raises(ConfigError, match="positive integer"):
         sample_n(llm, "x", 0)
+
+
+def test_a_schema_rejected_with_n_is_the_callers_fallback_not_a_rejection_of_n():
+    from vlnverse.errors import LLMUnsupportedFeature
+
+    def answer(body):
+        if (body.get("response_format") or {}).get("type") == "json_schema":
+            return Reply(status=422, raw=b"Failed to deserialize the JSON body: response_format: missing field `value`")
+        return Reply(content="{}", choices=["{}"] * (body.get("n", 1) - 1))
+
+    with LoopbackServer(answer) as server:
+        llm = client(server)
+        with pytest.raises(LLMUnsupportedFeature) as caught:
+            sample_n(llm, "Where now?", 2, json_schema={"type": "object"})
+        assert caught.value.feature == "json_schema" and llm.supports_n is not False
+        assert len(sample_n(llm, "Where now?", 2)[0].choices) == 2 and llm.supports_n is True

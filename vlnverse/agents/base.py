@@ -10,7 +10,11 @@ One step of :class:`LLMWaypointAgent`:
 3. **Prompt**: the subclass fills a :class:`~vlnverse.agents.prompts.Prompt` from a
    :class:`StepView`; the base adds the reply format for the valid options.
 4. **Decide**: ``samples`` completions (one request with ``n`` where the server honours
-   it, else concurrent requests: :func:`~vlnverse.llm.sampling.sample_n`); the most
+   it, else concurrent requests: :func:`~vlnverse.llm.sampling.sample_n`), asked as
+   structured output (the reply's JSON schema, its ``action`` one of the options) where the
+   server takes it and the prompt asks for JSON, else as text read by
+   :mod:`~vlnverse.agents.parsing`; the client's ``features_used`` records which
+   (``replies``: ``json_schema`` / ``text``, in ``run.json``'s ``llm_features``); the most
    frequent valid action wins (a subclass may ``pick`` otherwise). A reply with
    no valid action (``empty`` / ``malformed`` / ``unknown_id``, counted as
    ``parse_failures``) gets **one repair prompt** (``repairs``); if that fails too the
@@ -57,6 +61,7 @@ from vlnverse.agents.prompts import (
     describe_messages,
     instruction_text,
     output_format,
+    reply_schema,
     spread_views,
     view_label,
 )
@@ -226,6 +231,8 @@ class LLMWaypointAgent(Agent, abc.ABC):
         except LLMUnsupportedFeature as exc:
             if exc.feature == "images":
                 raise refuse_vlm(self.name, exc) from None
+            if exc.feature == "json_schema" and overrides.get("json_schema") is not None:
+                return self._request(messages, **{**overrides, "json_schema": None})  # the text parser reads it
             raise
 
     def fitted(self, prompt: Prompt, system: str, purpose: str, *, reserve: int = 0) -> Fit:
@@ -382,7 +389,10 @@ class LLMWaypointAgent(Agent, abc.ABC):
         state, record, system = self.state, self.record, self.system_text()
         fit = self.fitted(prompt, system, self.decision_role)
         record["messages"] = fit.prompt.describe(system)
+        params = {**self._reply_params(view), **params}
         response = self._complete(fit.messages, **params)
+        self.llm.note_feature("replies", "json_schema" if params.get("json_schema") is not None
+                              and self.llm.supports_json_schema else "text")
         record["reply"] = response.text
         decision, error = self._vote(_replies(response), view.options, pick)
         if decision is None and response.finish_reason != TOO_LONG:
@@ -402,6 +412,13 @@ class LLMWaypointAgent(Agent, abc.ABC):
         else:
             record["parsed"] = decision.to_dict()
         return decision
+
+    def _reply_params(self, view: StepView) -> dict[str, Any]:
+        """The decision request's schema (structured output) when the prompt asks for JSON
+        and the server takes schemas; none otherwise (the text parser reads the reply)."""
+        if self.config.prompt_variant != "json" or not self.llm.supports_json_schema:
+            return {}
+        return {"json_schema": reply_schema(dict(self.reply_fields(view)), view.options)}
 
     def _vote(self, replies: Sequence[str], options: Sequence[str],
               pick: Callable[[list[Decision]], Decision] | None = None,

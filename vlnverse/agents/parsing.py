@@ -6,28 +6,30 @@ quoting or a trailing comma too), ``Key: value`` lines (NavGPT/MapGPT string mod
 block (``<think>…</think>``) before it is skipped. The **decision position** is the action
 field (``action``, else ``answer``, ``final_answer``, ``decision``, ``choice`` or
 ``next_action``), or the reply itself when it has no such field and is not a JSON object.
-A reply is read when exactly one offered option (a candidate id, ``STOP``, or ``ASK`` with a
-``question``) is named there, by :func:`parse_option`:
 
-- at its head, after formatting (quotes, backticks, ``**``, brackets, tags, ``\\boxed{}``), a label
-  (``Answer:``, ``The answer is``) and a prefix of :data:`OPTION_PREFIXES`
-  (``Candidate B``), in any case (``b``);
-- followed by nothing, by a separator (``.`` ``:`` ``,`` ``;`` ``)`` ``(`` ``/`` a line
-  break or a dash) or by a reason word (``B because the kitchen is there``); whatever
-  follows (an echo of the option's card, a reason naming other options) is not read,
+What is read there is what a careful reader reads (:func:`parse_option`):
 
-except when what follows offers a second option in its place: a list or alternative
-(``B, C``, ``B/C``, ``B (or C)``) or a change of mind (``A. Actually, no: C``); then two
-options compete and the reply is refused. ``I`` and ``A`` before a lower-case word are the
-English words, not ids (``I think B``, ``B. A door leads on``).
+- **the last explicit decision wins**: the option at the head (after formatting, a label
+  such as ``Answer:`` and a prefix such as ``Candidate``; whatever follows in its clause is
+  an echo or a reason: ``B because A is blocked``), a label's value anywhere (``..., so I
+  will stop here. Action: STOP``), a clause that chooses one option (``so C``, ``I choose
+  C``, ``The best option is C.``) and a change of mind (``B, but actually let's go with
+  C`` is C);
+- **a hedge or a question decides nothing** (``maybe C``, ``C?``, ``I think B is best``);
+- **one option named once outside reasoning is a decision** (``C is closer to the
+  kitchen``);
+- **prose never becomes STOP**: STOP and ASK are decided only alone or as a label's value
+  (``stop? no. keep going`` and ``we are done, STOP here`` are refused);
+- **two options named** with no decision between them (``B or C``, ``B, C``, ``A then
+  STOP``) are refused as naming more than one.
 
-Prose is never read as an action: ``"STOP is not appropriate, choose B"``, ``"a good
-choice is C"``, ``"I choose B"`` and ``"stop here, we have arrived"`` name no option at the
-head followed by a separator, and are ``malformed``, not STOP, A or candidate I. Anything
-unusable raises :class:`ReplyError` with a ``kind``: ``empty`` (no text, or only
-reasoning), ``malformed`` (no action, prose, or two options competing) or ``unknown_id``
-(one id that is not among the options). Agents count these, send one repair prompt and
-then fall back; they never turn into a silent STOP.
+Clauses and their words are :mod:`vlnverse.agents.prose_decision`'s. Anything unusable
+raises :class:`ReplyError` with a ``kind``: ``empty`` (no text, or only reasoning),
+``malformed`` (no decision, a hedge, prose that would be STOP, or two options) or
+``unknown_id`` (an id that is not among the options). Agents count these, send one repair
+prompt and then fall back; they never turn into a silent STOP. Where the server takes JSON
+schemas the agents ask for structured output, whose ``action`` is one of the options, and
+this reading is the fallback for servers that answer in text.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from vlnverse.agents.prompts import ASK, STOP
+from vlnverse.agents.prose_decision import read_clauses
 from vlnverse.agents.reply_text import answer_part, reply_object
 from vlnverse.errors import LLMAnswerError
 
@@ -48,9 +51,9 @@ OPTION_PREFIXES = ("candidate", "option", "direction", "waypoint", "id")
 """Words that may stand before the id in an action field (``Candidate B``)."""
 REASON_WORDS = ("because", "since", "as", "given", "toward", "towards", "leading", "which", "where")
 """Words that may follow the id and start a reason (``B because …``)."""
-ALTERNATIVE_WORDS = ("or", "and", "then", "maybe", "perhaps", "actually", "wait", "no", "instead", "rather",
-                     "alternatively", "otherwise", "else", "but", "correction", "sorry", "also", "plus", "nope")
-"""Words that, before a second id, make it compete with the first (``B, or maybe C``)."""
+ALTERNATIVE_WORDS = ("or", "and", "then", "maybe", "perhaps", "alternatively", "otherwise", "else", "also", "plus")
+"""Words that, before a second id, make it compete with the first (``B, or maybe C``); a change
+of mind (``B, actually C``) is not a rival but a later decision (:mod:`.prose_decision`)."""
 NEGATIONS = ("not", "never", "avoid", "avoiding", "over", "than", "vs", "versus", "of")
 """Words that, before a second id, set it aside (``B (not C)``, ``B instead of C``)."""
 ENGLISH_LETTERS = ("I", "A")
@@ -62,7 +65,7 @@ _LABEL = re.compile(r"(?:(?:the|my)\s+)?(?:final\s+)?(?:answer|action|decision|c
 _HEAD = re.compile(  # linear time on any text (tests/agents/test_parsing.py reads 100 kB fields)
     r"(?:(?:" + "|".join(OPTION_PREFIXES) + r")\b\s*(?:[:#=]\s*)?[(\[\"'`*]*)?"   # an optional prefix
     r"([A-Za-z0-9]+)[\"'`*_\]}>]*"                                                # the id and its closing marks
-    r"(?:$|\s*(?:[.:),;!?(\[{/|&+\n]|[\u2013\u2014]|--)|\s+-(?=\s)|\s+(?:" + "|".join(REASON_WORDS) + r")\b)",
+    r"(?:$|\s*(?:[.:),;!(\[{/|&+\n]|[\u2013\u2014]|--)|\s+-(?=\s)|\s+(?:" + "|".join(REASON_WORDS) + r")\b)",
     re.IGNORECASE)
 _TOKEN = re.compile(r"[A-Za-z0-9]+")
 _TAIL_WINDOW = 200  # characters after the head read for a competing option
@@ -159,8 +162,7 @@ def parse_reply(text: str, options: Sequence[str]) -> Decision:
 
 
 def parse_option(raw: str, options: Sequence[str]) -> str:
-    """The one option that ``raw`` (an action field, or a bare reply) names in its
-    decision position (module docs).
+    """The option that ``raw`` (an action field, or a bare reply) decides (module docs).
 
     Args:
         raw: The field's text.
@@ -170,27 +172,45 @@ def parse_option(raw: str, options: Sequence[str]) -> str:
         The option as spelled in ``options``.
 
     Raises:
-        ReplyError: ``malformed`` (empty, prose, or two options competing) or
-            ``unknown_id`` (one id that is not an option).
+        ReplyError: ``malformed`` (no decision, a hedge, prose that would be STOP, or
+            more than one option named) or ``unknown_id`` (an id that is not an option).
     """
     text = _unwrap(str(raw))
     by_upper = {str(o).upper(): str(o) for o in options}
-    match = _HEAD.match(text)
-    if not text or match is None:
-        raise ReplyError("malformed", f"action {_excerpt(str(raw), 40)!r} does not name one option "
-                                      f"(expected exactly one of: {', '.join(options)})")
-    word = match.group(1)
-    if word.upper() not in by_upper:
-        if len(word) <= 3 or word.isupper():
+    head = _HEAD.match(text)
+    word = head.group(1) if head is not None else ""
+    if word.upper() in by_upper:
+        action = by_upper[word.upper()]
+        rival = _rival(text[head.end():head.end() + _TAIL_WINDOW], action, by_upper)
+        if rival is not None:
+            raise _several(raw, options, [action, rival])
+        later = read_clauses(text[head.end(1):], by_upper, skip_first=True)  # its own clause is its reason
+        option, plain = [(action, True), *later.decisions][-1]
+    else:
+        reading = read_clauses(text, by_upper)
+        named = sorted(set(reading.named) | reading.hedged)
+        if reading.decisions:
+            option, plain = reading.decisions[-1]
+        elif len(named) > 1:
+            raise _several(raw, options, named)
+        elif len(reading.named) == 1 and sum(reading.named.values()) == 1:
+            option, plain = next(iter(reading.named)), False
+        elif word and (len(word) <= 3 or word.isupper()) and not reading.hedged:
             raise ReplyError("unknown_id", f"action {_excerpt(str(raw), 40)!r} is not one of {', '.join(options)}")
-        raise ReplyError("malformed", f"action {_excerpt(str(raw), 40)!r} does not name one option "
-                                      f"(expected exactly one of: {', '.join(options)})")
-    action = by_upper[word.upper()]
-    rival = _rival(text[match.end():match.end() + _TAIL_WINDOW], action, by_upper)
-    if rival is not None:
-        raise ReplyError("malformed", f"action {_excerpt(str(raw), 40)!r} names more than one option "
-                                      f"({action}, {rival})")
-    return action
+        else:
+            raise ReplyError("malformed", f"action {_excerpt(str(raw), 40)!r} does not decide one option "
+                                          f"(expected exactly one of: {', '.join(options)})")
+    if option in (STOP, ASK) and not plain:
+        raise ReplyError("malformed", f"action {_excerpt(str(raw), 40)!r} names {option} only in prose "
+                                      f"(write it alone, or as 'Action: {option}')")
+    if option.upper() not in by_upper:
+        raise ReplyError("unknown_id", f"action {_excerpt(str(raw), 40)!r} is not one of {', '.join(options)}")
+    return by_upper[option.upper()]
+
+
+def _several(raw: str, options: Sequence[str], named: Sequence[str]) -> ReplyError:
+    return ReplyError("malformed", f"action {_excerpt(str(raw), 40)!r} names more than one option "
+                                   f"({', '.join(named[:4])}; expected exactly one of: {', '.join(options)})")
 
 
 def _unwrap(text: str) -> str:

@@ -169,6 +169,15 @@ def dialogue_text(exchanges: Sequence[tuple[str, str]], questions_left: int) -> 
     return "\n".join(lines)
 
 
+def reply_schema(fields: Mapping[str, str], options: Sequence[str]) -> dict[str, object]:
+    """The JSON schema of a decision reply, sent as structured output where the server takes
+    it: every field a string described as the prompt describes it, ``action`` one of ``options``."""
+    properties: dict[str, object] = {name: {"type": "string", "description": text} for name, text in fields.items()}
+    properties["action"] = {"type": "string", "enum": list(options)}
+    return {"title": "decision", "type": "object", "properties": properties, "required": list(properties),
+            "additionalProperties": False}
+
+
 def output_format(variant: str, fields: Mapping[str, str], options: Sequence[str]) -> str:
     """How to reply: the ordered fields, as a JSON object or as ``Key: value`` lines."""
     names = ", ".join(options)

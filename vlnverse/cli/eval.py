@@ -387,6 +387,7 @@ def _eval(args: argparse.Namespace) -> int:
     from vlnverse.eval.health import health_line
     from vlnverse.eval.progress import RunProgress
     from vlnverse.eval.registry import agent_label, load_agent_config
+    from vlnverse.eval.timings import timing_line
 
     missing = [f"--{name}" for name in ("dataset", "agent", "out") if getattr(args, name) is None]
     if missing:
@@ -425,12 +426,15 @@ def _eval(args: argparse.Namespace) -> int:
     health = result.summary.get("health", {})
     if args.json:
         print_json({"summary": result.summary, "out": str(result.out), "evaluated": result.evaluated,
-                    "resumed": result.resumed, "retried": result.retried, "stopped": result.stopped})
+                    "resumed": result.resumed, "retried": result.retried, "stopped": result.stopped,
+                    "timings": result.timings})
     else:
         if result.records:
             print_summary([(result.summary["run"]["label"], result.summary)])
             if health.get("fallback_share") is not None:  # the agent's steps were traced: an LLM agent
                 print(f"health: {health_line(health)}")
+        if (times := timing_line(result.timings)) is not None:
+            print(times)
         retried = f", {result.retried} error record(s) run again" if result.retried else ""
         print(f"{result.evaluated} evaluated, {result.resumed} resumed{retried} · report {result.summary_markdown} · "
               f"episodes {result.index_html}")

@@ -25,7 +25,9 @@ def claim_problems(run: RecordedRun) -> list[str]:
     problems = []
     label = run.raw.get("label")
     training = run.raw.get("training_data")
-    expected = augmented_label(agent_label(run.agent), training if isinstance(training, Mapping) else None)
+    served = run.raw.get("served_agent")
+    expected = augmented_label(agent_label(run.agent, served if isinstance(served, str) else None),
+                               training if isinstance(training, Mapping) else None)
     if label != expected:
         problems.append(f"{RUN_FILE} label {str(label)[:80]!r} is not the agent's name {expected!r} "
                         "(a table row is named by its agent, '+aug' when its model trained on augmentation homes)")
@@ -64,6 +66,8 @@ def verdict(run: RecordedRun, checks: Mapping[str, str], *, seed_stated: bool, t
                       f"{run.agent} reads with its recorded agent config")
     else:
         reported.append(f"the privileged inputs {privileged[:80]} (not derived for an agent outside this package)")
+    if run.raw.get("served_agent") is not None:
+        reported.append("the served agent's name (the policy server's metadata)")
     if run.raw.get("training_data") is not None:
         reported.append("what the model trained on (its checkpoint's training_data"
                         + (", the re-run checkpoint's" if "rerun" in checks else "") + ")")

@@ -45,6 +45,7 @@ from vlnverse.eval.inputs import checkpoint_checksums, input_checksums
 from vlnverse.eval.registry import agent_factory, agent_label, augmented_label, takes_llm
 from vlnverse.eval.report import summarize, summary_markdown
 from vlnverse.eval.store import TRACE_TEXT_CHARS, ResultStore, error_record, json_safe, record_key
+from vlnverse.eval.timings import append_timing, timing_row
 from vlnverse.eval.viewer import VIEWER_DIR, write_episode_pages
 from vlnverse.eval.worker import RunSpec, WorkItem, WorkResult, build_agent
 from vlnverse.fileio import (
@@ -259,8 +260,9 @@ class EvalResult:
         evaluated: Records produced by this call.
         resumed: Records found finished from an earlier call.
         retried: Error records of an earlier call taken out to run again (``retry_errors``).
-        timings: Per evaluated record: ``{"env", "agent", "total", "harness", "waited", "build"}``
-            seconds and ``built`` (see :class:`~vlnverse.eval.runner.EpisodeTiming`).
+        timings: Per evaluated record, its ``timings.jsonl`` line: ``episode_id``, ``physics``,
+            ``{"env", "agent", "total", "harness", "waited", "build"}`` seconds and ``built``
+            (see :mod:`vlnverse.eval.timings`).
         stopped: Why the run stopped before finishing its selection (its LLM budget is
             spent), or None.
     """
@@ -427,6 +429,7 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
     action_space = json_safe(probe.action_space)  # `eval verify` replays the actions in it
     predictor = getattr(probe, "waypoint_predictor_info", None)  # the LLM agents' candidate source
     training = getattr(probe, "training_data", None)  # what a learned agent's checkpoint trained on
+    served = getattr(probe, "server_agent", None)  # a policy server's own name for its agent
     if isinstance(spec.agent, str):
         probe.close()
         if spec.llm is None and getattr(probe, "needs_llm", False):
@@ -445,7 +448,8 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
                      "inputs": input_checksums(dataset, [i.scene_file for i in items]),
                      "checkpoints": checkpoint_checksums(config.agent_config),
                      **({"waypoint_predictor": predictor} if predictor is not None else {}),
-                     **({"training_data": training} if training is not None else {})})
+                     **({"training_data": training} if training is not None else {}),
+                     **({"served_agent": served} if served is not None else {})})
 
 
 def agent_settings(agent: Any) -> dict[str, Any] | None:
@@ -465,7 +469,7 @@ def _run(config: EvalConfig, spec: RunSpec, items: list[WorkItem], privileged: l
          on_result: Callable[[dict[str, Any]], None] | None, provenance: Mapping[str, Any]) -> EvalResult:
     """The part of :func:`evaluate` that writes, under the output folder's lock (``provenance``:
     the agent's action space, the scenes folder and the checksums of the inputs and of the agent's
-    checkpoints, for ``run.json``)."""
+    checkpoints, and a policy server's name for its agent, for ``run.json``)."""
     out = Path(config.out)
     dataset_id = str(Path(config.dataset).resolve())
     fingerprint = config.fingerprint(dataset_id)
@@ -483,7 +487,8 @@ def _run(config: EvalConfig, spec: RunSpec, items: list[WorkItem], privileged: l
         if _previous_fingerprint(out) != fingerprint:
             ledger.reset()  # a new run takes the folder
         ledger.spent()  # a damaged ledger is refused here, in one line
-    label = config.label or augmented_label(agent_label(config.agent), provenance.get("training_data"))
+    label = config.label or augmented_label(agent_label(config.agent, provenance.get("served_agent")),
+                                            provenance.get("training_data"))
     run = {"agent": config.agent, "label": label, "agent_config": fingerprint["agent_config"], "dataset": dataset_id,
            "split": config.split, "task": config.task, "physics": list(config.physics),
            "physics_hz": PhysicsConfig().physics_hz,
@@ -534,9 +539,9 @@ def _run(config: EvalConfig, spec: RunSpec, items: list[WorkItem], privileged: l
             record = error_record(record, f"{type(exc).__name__}: {str(exc)[:200]}")
             appended = store.append(record)
         if appended:
-            t = result.timing
-            timings.append({"env": t.env, "agent": t.agent, "total": t.total, "harness": t.harness,
-                            "waited": t.waited, "build": t.build, "built": t.built})
+            row = timing_row(record, result.timing)
+            append_timing(out, row)
+            timings.append(row)
             if on_result:
                 on_result(record)
 

@@ -8,7 +8,8 @@ walker's). :func:`run_health` counts what tells these apart, from the records al
 - ``errors``: records that ended in ``error`` (an agent exception, a dead worker, a
   request that failed for good); ``unreachable``: records with a model call that could not
   reach the server (:class:`~vlnverse.errors.LLMServerUnreachable`, whether the agent
-  then failed or fell back);
+  then failed or fell back) or whose policy server could not be reached
+  (:class:`~vlnverse.agents.remote.protocol.RemoteUnreachable`);
 - ``steps`` / ``fallback_steps``: the agents' traced steps, and those decided by the
   fallback rather than the model (``fallback_share``); ``repairs``: repair prompts sent;
 - ``estimated_calls``: model calls whose reply had no token usage (estimated, see
@@ -28,8 +29,9 @@ from typing import Any
 DEFAULT_FALLBACK_WARNING = 0.5
 """Share of fallback steps above which a run is flagged (the replies ignored the format)."""
 
-UNREACHABLE_ERROR = "LLMServerUnreachable"
-"""The error type named at the start of a record's ``error`` when the server was not reached."""
+UNREACHABLE_ERRORS = ("LLMServerUnreachable", "RemoteUnreachable")
+"""The error types named at the start of a record's ``error`` when the model server (an LLM's,
+a policy's) was not reached."""
 
 
 def _count(value: Any) -> int:
@@ -42,7 +44,7 @@ def _usage(record: Mapping[str, Any], name: str) -> int:
 
 
 def _unreachable(record: Mapping[str, Any]) -> bool:
-    return bool(_usage(record, "unreachable_calls")) or str(record.get("error") or "").startswith(UNREACHABLE_ERROR)
+    return bool(_usage(record, "unreachable_calls")) or str(record.get("error") or "").startswith(UNREACHABLE_ERRORS)
 
 
 def run_health(records: Iterable[Mapping[str, Any]], fallback_warning: float = DEFAULT_FALLBACK_WARNING) -> dict[str, Any]:
@@ -66,7 +68,7 @@ def run_health(records: Iterable[Mapping[str, Any]], fallback_warning: float = D
     warnings = []
     if unreachable:
         warnings.append(f"the model server could not be reached in {unreachable} of {len(rows)} episode(s); "
-                        "check the --llm base_url and that the server is up")
+                        "check the --llm base_url (or the policy server's url) and that the server is up")
     if errors:
         sources = sorted({str(r.get("error_source") or "unknown") for r in errors})
         warnings.append(f"{len(errors)} of {len(rows)} episode(s) ended in an error (source: {', '.join(sources)}; "

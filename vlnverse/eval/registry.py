@@ -58,9 +58,12 @@ def agent_factory(name: str) -> Any:
     return AGENTS.get(name)
 
 
-def agent_label(name: str) -> str:
+def agent_label(name: str, served: str | None = None) -> str:
     """The agent's name in tables and pages: ``path/to/file.py:MyAgent`` and ``module:MyAgent``
-    are named ``MyAgent``, a registered agent by its name, a policy server by its URL."""
+    are named ``MyAgent``, a registered agent by its name, a policy server by the agent its
+    metadata names (``served``), else by its URL."""
+    if served and (name == "remote" or name.startswith(REMOTE_SCHEMES)):
+        return served
     if name.startswith(REMOTE_SCHEMES):
         return redact(name)
     return name.rsplit(":", 1)[-1] if ":" in name and name not in AGENTS else name

@@ -31,7 +31,7 @@ RUN_FIELDS = ("agent", "label", "agent_config", "dataset", "split", "task", "phy
               "episode_timeout", "privileged", "agent_settings", "fallback_warning", "trace_metrics",
               "action_space", "scenes_dir", "inputs", "checkpoints", "waypoint_predictor", "llm", "llm_cache",
               "llm_record", "budget_tokens", "budget_usd", "llm_features", "oracle_llm", "oracle_llm_record",
-              "training_data")
+              "training_data", "served_agent")
 """The fields of ``run.json``'s ``run`` the harness writes."""
 _TEXT = (str, type(None))
 RECORD_FIELDS: dict[str, tuple[type, ...]] = {

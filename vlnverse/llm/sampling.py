@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from vlnverse.deadline import run_all
-from vlnverse.errors import ConfigError, LLMContextExceeded, LLMRequestError
+from vlnverse.errors import ConfigError, LLMContextExceeded, LLMRequestError, LLMUnsupportedFeature
 from vlnverse.llm.base import LLMClient, Messages
 from vlnverse.llm.types import LLMResponse, Usage
 
@@ -47,6 +47,8 @@ def sample_n(client: LLMClient, messages: Messages, n: int, *, max_workers: int 
         except LLMContextExceeded:
             raise
         except LLMRequestError as exc:  # LLMUnsupportedFeature: a server that does not take n
+            if isinstance(exc, LLMUnsupportedFeature) and exc.feature not in ("n", ""):
+                raise  # a schema, tools or images: the caller's fallback, not this one's
             log.warning("%s rejected n=%d (%s); asking for the samples one by one", client.model, n, exc)
         have = len(first[0].choices) if first else 0
         if have >= n:

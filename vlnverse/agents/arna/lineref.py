@@ -14,6 +14,11 @@ from __future__ import annotations
 import re
 
 from vlnverse.agents.parsing import ALTERNATIVE_WORDS
+from vlnverse.agents.prose_decision import ALONE_CHANGE_WORDS, CHANGE_WORDS
+
+COMPETING_WORDS = frozenset(ALTERNATIVE_WORDS) | CHANGE_WORDS | ALONE_CHANGE_WORDS
+"""Words before a second line number that make two lines compete (a plan line is one
+reference: a change of mind, ``3. Actually, 4``, names two)."""
 
 _WRAP = "\"'`*_[](){}<> \t\n"
 _HEAD = re.compile(r"(?:(?:line|step|statement|no\.?|number)\s*)?(?:#\s*)?[(\[]?\s*(\d+)\s*[)\]]?"
@@ -40,7 +45,7 @@ def _second_number(tail: str) -> bool:
         word = token.group(0).lower()
         if word.isdigit():
             return True
-        if word in ALTERNATIVE_WORDS:
+        if word in COMPETING_WORDS:
             listed = True
         elif not (listed and word in ("line", "step", "statement")):
             return False

@@ -7,7 +7,10 @@ so an openpi server and client read ours unchanged. Decoding never unpickles: ob
 and complex dtypes are refused, and an array's bytes must match its dtype and shape.
 
 A text message is the sender's error. A map with the key ``__ctrl__`` is a control frame
-(``episode_start``, ``episode_end``); its answer is ``{"__ctrl__": "ok"}``.
+(``episode_start``, ``episode_end``); its answer is ``{"__ctrl__": "ok"}``. A reply to an
+observation holds ``action`` (one) or ``actions`` (a chunk of the next ones, as openpi
+policies answer); any reply may echo the ``episode_id`` (and an observation's ``step``) it
+answers, so that a reply out of step is seen as such.
 """
 
 from __future__ import annotations
@@ -49,6 +52,14 @@ class RemotePolicyError(VLNVerseError):
 
 class RemoteTimeout(RemotePolicyError):
     """The policy server did not answer within its deadline."""
+
+
+class RemoteUnreachable(RemotePolicyError):
+    """The policy server could not be reached (counted as ``health.unreachable``)."""
+
+
+class RemoteDesync(RemotePolicyError):
+    """A frame that answers no request of ours, or answers another one: the connection is out of step."""
 
 
 def _msgpack() -> Any:
@@ -122,7 +133,8 @@ def unpack(frame: bytes | str, max_bytes: int) -> dict[str, Any]:
     except RemotePolicyError:
         raise
     except (ValueError, TypeError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
-        raise RemotePolicyError(f"frame is not msgpack: {type(exc).__name__}: {exc}") from exc
+        reason = str(exc) or f"it starts with bytes {frame[:8].hex(' ')}"
+        raise RemotePolicyError(f"frame is not msgpack: {type(exc).__name__}: {reason}") from exc
     if not isinstance(message, dict):
         raise RemotePolicyError(f"frame is a msgpack {type(message).__name__}, not a map")
     return {k.decode() if isinstance(k, bytes) else k: v for k, v in message.items()}

@@ -49,14 +49,16 @@ class PolicySession:
             max_steps=int(frame.get("max_steps") or self.spec.default_max_steps), seed=int(frame.get("seed") or 0)))
 
     def handle(self, frame: Mapping[str, Any]) -> dict[str, Any]:
-        """The reply to one frame."""
+        """The reply to one frame, echoing its ``episode_id`` (and an observation's ``step``)
+        so that a client can tell which request it answers."""
+        echo = {key: frame[key] for key in ("episode_id", "step") if key in frame}
         control = frame.get(protocol.CTRL)
         if control == protocol.EPISODE_START:
             self._reset(frame)
             self._announced = True
-            return {protocol.CTRL: protocol.CTRL_OK}
+            return {protocol.CTRL: protocol.CTRL_OK, **echo}
         if control == protocol.EPISODE_END:
-            return {protocol.CTRL: protocol.CTRL_OK}
+            return {protocol.CTRL: protocol.CTRL_OK, **echo}
         if control is not None:
             raise RemotePolicyError(f"unknown control frame {control!r}")
         # A client without control frames starts an episode at step 0 (or, sending no step, once).
@@ -65,9 +67,9 @@ class PolicySession:
         self._announced = False
         action = self.agent.act(frame)
         if isinstance(action, (int, np.integer)):
-            return {"action": int(action)}
+            return {"action": int(action), **echo}
         try:
-            return {"action": np.asarray(action, dtype=np.float32)}
+            return {"action": np.asarray(action, dtype=np.float32), **echo}
         except (TypeError, ValueError):
             raise RemotePolicyError(f"the agent's action {action!r:.80} cannot travel as an array") from None
 
