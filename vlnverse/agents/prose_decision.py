@@ -108,9 +108,12 @@ def _option(token: str, after: str, by_upper: Mapping[str, str], labelled: bool)
 def read_clauses(text: str, by_upper: Mapping[str, str], *, skip_first: bool = False) -> Reading:
     """The decisions and the options named in ``text`` (see the module docs); with
     ``skip_first`` the first clause (the rest of an already-read head) is not read. Only
-    the last :data:`READ_CHARS` characters are read."""
+    the last :data:`READ_CHARS` characters are read, from the first clause that starts in them
+    (a clause the window cuts is not read: its unread head could change what it says)."""
     reading = Reading()
-    text = text[-READ_CHARS:]
+    if len(text) > READ_CHARS:
+        tail = text[-READ_CHARS:]
+        text = tail[next((i + 1 for i, char in enumerate(tail) if char in ENDS), len(tail)):]
     for index, clause in enumerate(_clauses(text)):
         if skip_first and index == 0:
             continue
