@@ -312,6 +312,7 @@ def _train(config: ImitationConfig, group: Any, device: Any, progress: Callable[
     elif device.type == "cuda" and config.data_parallel and torch.cuda.device_count() > 1:
         runner = data_parallel(runner, device)
     rounds = [[EpisodeTensors(part, vocab, model_config.max_instruction_tokens) for part in stores]]
+    trained_on = training_data(config)  # read once: every checkpoint of the run carries it
     sensors = {name: spec for name, spec in store.sensors.items() if name in ("rgb", "depth")}
     logger = EpochScalars(out, len(history), "imitation", ("loss", "accuracy", "val_sr", "val_spl")) \
         if group.main else None
@@ -338,7 +339,7 @@ def _train(config: ImitationConfig, group: Any, device: Any, progress: Callable[
             if group.main:
                 payload = {"kind": config.kind, "model_config": config_to_dict(model_config),
                            "vocab": vocab["word_list"], "sensors": sensors, "depth_dtype": frames["depth_dtype"],
-                           "model": model.state_dict(), "epoch": epoch, "training_data": training_data(config)}
+                           "model": model.state_dict(), "epoch": epoch, "training_data": trained_on}
                 save_checkpoint(payload, path)
                 if config.val_split:
                     stats.val_sr, stats.val_spl = validate(config, path, epoch)
