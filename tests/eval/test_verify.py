@@ -119,3 +119,32 @@ def test_an_llm_agent_re_run_from_its_transcript_takes_the_recorded_actions(veri
     transcript.write_bytes(b"\xff\xfe not a transcript\n")  # the submitter's file is read as untrusted
     with pytest.raises(MalformedInput, match="not UTF-8"):
         verify(out, verify_dataset, rerun=True, transcript=transcript)
+
+
+def test_a_stated_selection_is_a_spot_check_whose_verdict_names_what_was_not_checked(
+        oracle_folder, verify_dataset, tmp_path):
+    from vlnverse.eval.verify import Selection
+
+    tel_hop = Selection(physics=("tel_hop",))
+    whole = verify(oracle_folder, verify_dataset, selection=tel_hop)   # a full check: the Strict records do not belong
+    assert not whole.ok and "not in the required selection" in whole.mismatches[0]
+    report = verify(oracle_folder, verify_dataset, selection=tel_hop, subset=True)
+    assert report.ok, report.mismatches
+    assert (report.records, report.checked, report.outside) == (6, 3, 3)
+    assert report.checks["records"] == "ok (3 of 3 selected have a record; 3 outside the selection not checked)"
+    assert report.checks["resimulation"] == "ok (3 episodes re-simulated)"
+    assert report.reported[0].startswith("the 3 record(s) outside the selection: not re-simulated")
+
+    done = verify_cli(oracle_folder, verify_dataset, "--physics", "tel_hop")
+    assert done.returncode == 0, done.stdout + done.stderr
+    last = done.stdout.strip().splitlines()[-1]
+    assert last.startswith("verified on the stated selection (tel_hop: 3 record(s)) (consistent;"), last
+    assert last.endswith(f"3 record(s) outside it not checked, in {oracle_folder}")
+
+    edited = tmp_path / "edited_tel_hop"   # a selected record edited: the spot check fails
+    shutil.copytree(oracle_folder, edited)
+    records = [json.loads(line) for line in (edited / "episodes.jsonl").read_text().splitlines()]
+    next(r for r in records if r["physics"] == "tel_hop")["metrics"]["SPL"] = 0.123
+    (edited / "episodes.jsonl").write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
+    done = verify_cli(edited, verify_dataset, "--physics", "tel_hop")
+    assert done.returncode == 1 and done.stdout.strip().splitlines()[-1].startswith("MISMATCH:"), done.stdout

@@ -15,7 +15,9 @@ agent's weights or transcript. The checks, in order:
    digest, or those of a release's ``SHA256SUMS``); a run that recorded none fails.
 3. **records**: every record belongs to the required selection and agrees with its dataset
    episode, and every selected (episode, physics mode) has a record (``allow_partial``
-   reports the missing ones without failing).
+   reports the missing ones without failing). With ``subset`` (a spot check of a stated part
+   of the run), records outside the selection are counted, left unchecked, and named in the
+   report (:attr:`VerifyReport.outside`) instead of failing.
 4. **resimulation**: each record's actions are replayed through the harness with
    :class:`~vlnverse.eval.verify_records.RecordedActions` (same env, physics, seeds and
    scoring); trajectory, collisions, STOPs, goal distances, ending and every metric must equal
@@ -115,6 +117,7 @@ class VerifyReport:
         mismatches: Every mismatch found.
         proven: What the checks proved (when they passed).
         reported: What the folder says that no check proved.
+        outside: Records outside the selection, left unchecked (``subset`` only).
     """
 
     records: int = 0
@@ -125,16 +128,22 @@ class VerifyReport:
     mismatches: list[str] = field(default_factory=list)
     proven: list[str] = field(default_factory=list)
     reported: list[str] = field(default_factory=list)
+    outside: int = 0
 
     @property
     def ok(self) -> bool:
         return not self.mismatches
 
+    @property
+    def checked(self) -> int:
+        """Records the checks covered (every record unless ``outside`` ones were left)."""
+        return self.records - self.outside
+
 
 def verify_run(out: str | Path, *, dataset: str | Path, scenes_dir: str | Path | None = None,
                expect_dataset: str | None = None, release_sums: str | Path | None = None,
                selection: Selection = Selection(), scoring: Mapping[str, Any] | None = None,
-               allow_partial: bool = False,
+               allow_partial: bool = False, subset: bool = False,
                rerun: bool = False, transcript: str | Path | None = None,
                checkpoints: Mapping[str, str | Path] | None = None, workers: int = 1,
                on_check: Callable[[str, str], None] | None = None) -> VerifyReport:
@@ -153,6 +162,8 @@ def verify_run(out: str | Path, *, dataset: str | Path, scenes_dir: str | Path |
             ``instruction_view``, ``trace_metrics``; unstated ones are the run's own, printed in
             the report).
         allow_partial: Report selected episodes without a record instead of failing.
+        subset: Check only the records of ``selection``; the others are counted in
+            :attr:`VerifyReport.outside`, not checked (a spot check of a part of the run).
         rerun: Re-run the agent from trusted parts and compare every action.
         transcript: An LLM agent's transcript (``--llm-record`` file) to re-run it from.
         checkpoints: ``{agent config key: the verifier's copy}`` of the agent's weights files.
@@ -229,20 +240,23 @@ def verify_run(out: str | Path, *, dataset: str | Path, scenes_dir: str | Path |
         key = (record["episode_id"], record["physics"])
         if key in seen:
             problems.append(f"{record_label(record)}: recorded twice")
-        elif key not in wanted:
-            problems.append(f"{record_label(record)}: not in the required selection")
-        else:
+        elif key in wanted:
             found = check_against_dataset(record, by_id[key[0]])
             problems += [found] if found else []
             keyed[key] = record
+        elif subset:
+            report.outside += 1
+        else:
+            problems.append(f"{record_label(record)}: not in the required selection")
         seen.add(key)
     missing = sorted(wanted - seen)
-    detail = f" ({len(wanted) - len(missing)} of {len(wanted)} selected have a record)"
+    outside = f"; {report.outside} outside the selection not checked" if report.outside else ""
+    detail = f" ({len(wanted) - len(missing)} of {len(wanted)} selected have a record{outside})"
     if missing:
         gap = f"{len(missing)} of {len(wanted)} selected episode(s) have no record (first: {missing[0][0]} " \
               f"({missing[0][1]}))"
         if allow_partial:
-            detail = f" (partial: {gap}; --allow-partial)"
+            detail = f" (partial: {gap}; --allow-partial{outside})"
         else:
             problems.append(gap)
     done("records", problems, detail)
@@ -276,6 +290,10 @@ def verify_run(out: str | Path, *, dataset: str | Path, scenes_dir: str | Path |
     report.proven, report.reported = verdict(run, report.checks, seed_stated=selection.seed is not None,
                                              trace_pinned="trace_metrics" in (scoring or {}),
                                              transcript=transcript is not None)
+    if report.outside:
+        report.reported.insert(0, f"the {report.outside} record(s) outside the selection: not re-simulated"
+                                  f"{' nor re-run' if 'rerun' in report.checks else ''}, yet counted in the "
+                                  "summaries")
     return report
 
 
