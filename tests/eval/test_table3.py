@@ -11,7 +11,7 @@ import pytest
 
 from tests.bundled import REPO
 from vlnverse.errors import ConfigError
-from vlnverse.eval.harness import EvalConfig, evaluate
+from vlnverse.eval.harness import EvalConfig, evaluate, write_reports
 from vlnverse.release.table3 import PAPER_COLUMN, load_runs
 
 
@@ -43,3 +43,23 @@ def test_table_of_two_runs_shows_each_cell_with_its_interval(bundled_dataset, tm
     assert "val_seen" not in text  # no table for a split the runs do not cover
     with pytest.raises(ConfigError, match="no summary.json"):
         load_runs([str(tmp_path)])
+
+
+def test_a_partial_run_on_a_track_is_labelled_partial_not_the_tracks_table_3(tmp_path, capsys):
+    from vlnverse.cli import main
+    from vlnverse.eval.unpack import unpack_bundle
+
+    folder = tmp_path / "cma"
+    unpack_bundle(REPO / "assets" / "tracks" / "mini" / "results" / "cma_dagger.tar.gz", folder)
+    assert main(["eval", "table", "--track", "mini", str(folder)]) == 0
+    assert capsys.readouterr().out.startswith("### Table 3 on VLNVerse-mini (CPU track)\n")
+
+    run = json.loads((folder / "run.json").read_text())["run"]
+    records = [json.loads(line) for line in (folder / "episodes.jsonl").read_text().splitlines()]
+    kept = [r for r in records if r["split"] == "val_unseen" and r["physics"] == "tel_hop"]
+    (folder / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept))
+    write_reports(folder, kept, run, seed=run["seed"])
+    for extra in (["--pooled"], []):
+        assert main(["eval", "table", "--track", "mini", *extra, str(folder)]) == 0
+        heading = capsys.readouterr().out.splitlines()[0]
+        assert "partial: val_unseen, Tel-Hop only" in heading and "Table 3 on" not in heading, heading

@@ -115,7 +115,9 @@ def register(subparsers) -> None:
                     "Without --rerun a verified folder is consistent, not proof of which agent acted; for an LLM "
                     "agent the re-run shows the actions follow from the transcript, not which model wrote it. "
                     "The report lists what was proven and what was only reported.",
-        epilog="exit status: 0 verified; 1 a check failed (a mismatch, or a selected episode without a record); "
+        epilog="A selection stated with --split, --task, --physics or --episodes is a spot check: only its records "
+               "are checked, and the verdict names it and counts the records outside it, which are not checked. "
+               "exit status: 0 verified (a spot check: every selected record); 1 a check failed (a mismatch, or a selected episode without a record); "
                "2 malformed input (not a regular file, too large, a blank or too long JSON line, not UTF-8, "
                "invalid or too deeply nested JSON, a number out of range, a key given twice, an unknown field or "
                "one of the wrong kind, a checkpoint that is not weights only) or a usage error, printed as one "
@@ -136,7 +138,8 @@ def register(subparsers) -> None:
                              "tasks, physics, every episode, eval seed, step budget, success radius and the default "
                              "trace-metric parameters as the required selection and scoring (options you give win)")
     required = verify.add_argument_group(
-        "required selection (default: the run's own, as run.json states it)")
+        "required selection (default: the run's own, as run.json states it; stating --split, --task, --physics or "
+        "--episodes checks only those records)")
     required.add_argument("--split", default=None, help="split name(s), comma-separated, or 'all'")
     required.add_argument("--task", default=None, help="task name(s), comma-separated, or 'all'")
     required.add_argument("--physics", default=None, type=_modes, help="comma-separated physics modes")
@@ -186,24 +189,9 @@ def register(subparsers) -> None:
     unpack.add_argument("--to", required=True, type=Path, metavar="DIR", help="a new (or empty) folder")
     unpack.add_argument("--json", action="store_true", help="print the folder and its members as JSON")
     unpack.set_defaults(handler=_unpack)
-    table = tools.add_parser("table", help="Table 3: evaluation folders side by side with 95 %% CIs",
-                             description="One table per task (fine, coarse) and split (val_seen, val_unseen, "
-                                         "test): a row per folder and physics mode (Strict, Tel-Hop), columns "
-                                         "TL NE SR OSR SPL nDTW CR as mean [95 % bootstrap CI], and the "
-                                         "paper's Table 3 SR / SPL in a separate column for the agents it lists.")
-    table.add_argument("folders", nargs="+", metavar="[LABEL=]FOLDER",
-                       help="evaluation folders (labelled by run.json's agent unless LABEL= is given)")
-    table.add_argument("--to", type=Path, default=None, metavar="FILE.md", help="also write the tables here")
-    table.add_argument("--track", default=None,
-                       help="label the tables with this track (e.g. mini: VLNVerse-mini) after checking that "
-                            "every folder was evaluated on its dataset")
-    table.add_argument("--json", action="store_true", help="print the rows as one JSON object")
-    table.add_argument("--pooled", action="store_true",
-                       help="one table per split with every task pooled (fine + coarse on a track): SR, SPL, OSR and "
-                            "NE with the pooled episodes' 95 %% CIs, and the share of each ending")
-    table.set_defaults(handler=_table)
-    from vlnverse.cli import table5
+    from vlnverse.cli import table, table5
 
+    table.register(tools)
     table5.register(tools)
 
 
@@ -221,6 +209,8 @@ def _verify(args: argparse.Namespace) -> int:
 
     selection = Selection(split=args.split, task=args.task, physics=args.physics, episodes=args.episodes,
                           seed=args.seed)
+    stated = [text for text in (args.split, args.task, ",".join(args.physics or ()),
+                                args.episodes and f"episodes {args.episodes}") if text]
     release_sums = args.release_sums
     if args.track:
         from vlnverse.eval.episode_record import MetricsConfig, trace_metric_settings
@@ -240,14 +230,15 @@ def _verify(args: argparse.Namespace) -> int:
     try:
         report = verify_run(args.folder, dataset=args.dataset, scenes_dir=args.scenes_dir,
                             expect_dataset=args.expect_dataset, release_sums=release_sums, selection=selection,
-                            scoring=scoring, allow_partial=args.allow_partial,
+                            scoring=scoring, allow_partial=args.allow_partial, subset=bool(stated),
                             rerun=args.rerun, transcript=args.transcript, checkpoints=_checkpoints(args.checkpoint),
                             workers=args.workers, on_check=show)
     except (MemoryError, RecursionError) as exc:  # the folder's files are larger than this machine can check
         raise MalformedInput(f"{args.folder}: {type(exc).__name__} while checking it (files too large or too "
                              "deeply nested for this machine)") from None
     if args.json:
-        print_json({"ok": report.ok, "records": report.records, "selection": report.selection,
+        print_json({"ok": report.ok, "records": report.records, "checked": report.checked,
+                    "not_checked": report.outside, "selection": report.selection,
                     "settings": report.settings, "checks": report.checks, "mismatches": report.mismatches,
                     "checksums": report.checksums, "proven": report.proven if report.ok else [],
                     "reported_only": report.reported})
@@ -262,9 +253,18 @@ def _verify(args: argparse.Namespace) -> int:
             print(f"reported only: {line}")
         what = "consistent; the agent was not re-run, see --rerun" if "rerun" not in report.checks else \
             "the actions follow from this transcript" if args.transcript else "the agent re-run"
-        print(f"verified ({what}): {report.records} record(s) in {args.folder}" if report.ok else
-              f"MISMATCH: {report.records} record(s) in {args.folder}; first: {report.mismatches[0]}")
+        print(_verdict(report, what, stated, args.folder))
     return 0 if report.ok else VERIFY_MISMATCH_EXIT
+
+
+def _verdict(report: Any, what: str, stated: list[str], folder: Path) -> str:
+    """The last line of ``eval verify``: never a plain "verified" when records were left unchecked."""
+    if not report.ok:
+        return f"MISMATCH: {report.records} record(s) in {folder}; first: {report.mismatches[0]}"
+    if report.outside:
+        return (f"verified on the stated selection ({', '.join(stated)}: {report.checked} record(s)) ({what}); "
+                f"{report.outside} record(s) outside it not checked, in {folder}")
+    return f"verified ({what}): {report.records} record(s) in {folder}"
 
 
 def _episodes(text: str) -> int | str:
@@ -322,50 +322,6 @@ def _unpack(args: argparse.Namespace) -> int:
     else:
         print(f"unpacked {args.archive} into {args.to} ({len(members)} files: {', '.join(members)})")
     return 0
-
-
-def _table(args: argparse.Namespace) -> int:
-    from vlnverse.fileio import write_text_atomic
-    from vlnverse.release.table3 import SPLITS, TASKS, load_runs, rows, table3_markdown
-
-    runs = load_runs(args.folders)
-    track = None
-    if args.track:
-        from vlnverse.release.tracks import get_track, require_track_dataset
-
-        track = get_track(args.track)
-        for folder in args.folders:
-            require_track_dataset(track, Path(folder.rpartition("=")[2]))
-    if args.pooled:
-        from vlnverse.eval.pooled import pooled_markdown
-
-        pooled = _pooled_runs(runs, args.folders)
-        text = (f"### {track.label}, tasks pooled\n\n" if track else "") + pooled_markdown(pooled)
-    else:
-        text = table3_markdown(runs, track=track.label if track else None)
-    if args.to:
-        write_text_atomic(args.to, text + "\n")
-    if args.json and args.pooled:
-        print_json({"track": track.label if track else None,
-                    "pooled": {label: [group.to_dict() for group in groups] for label, groups in pooled}})
-    elif args.json:
-        print_json({"track": track.label if track else None,
-                    **{f"{task}/{split}": rows(runs, task, split) for task in TASKS for split in SPLITS}})
-    else:
-        print(text)
-    return 0
-
-
-def _pooled_runs(runs: list, folders: list[str]) -> list:
-    """``(label, pooled groups)`` of each ``[LABEL=]FOLDER``, from its records."""
-    from vlnverse.eval.pooled import pooled_groups
-    from vlnverse.eval.untrusted import read_json_lines
-
-    out = []
-    for (label, _, _), spec in zip(runs, folders, strict=True):
-        records = (record for _, record in read_json_lines(Path(spec.rpartition("=")[2]) / "episodes.jsonl"))
-        out.append((label, pooled_groups(records)))
-    return out
 
 
 def _timeout(seconds: float | None) -> dict:

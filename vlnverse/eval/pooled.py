@@ -45,13 +45,22 @@ class PooledGroup:
 
 def pooled_groups(records: Iterable[Mapping[str, Any]], seed: int = 0) -> list[PooledGroup]:
     """The records of a run (``episodes.jsonl``) pooled over tasks, per split and physics mode."""
-    groups = []
-    for group in aggregate_metrics(records, group_by=("split", "physics"), seed=seed):
-        shares = {name: group.fail_reasons.get(name, 0) / group.n_episodes for name in ENDINGS}
-        shares["other"] = 1.0 - sum(shares.values())
-        groups.append(PooledGroup(group.key["split"], group.key["physics"], group.n_episodes,
-                                  dict(group.metrics), shares))
-    return groups
+    return [PooledGroup(group.key["split"], group.key["physics"], group.n_episodes, dict(group.metrics),
+                        ending_shares(group.fail_reasons, group.n_episodes))
+            for group in aggregate_metrics(records, group_by=("split", "physics"), seed=seed)]
+
+
+def ending_shares(fail_reasons: Mapping[str, int], n: int) -> dict[str, float]:
+    """Share (0-1) of ``n`` episodes per ending of :data:`ENDINGS`, the rest under ``other``."""
+    shares = {name: fail_reasons.get(name, 0) / n if n else 0.0 for name in ENDINGS}
+    shares["other"] = max(0.0, 1.0 - sum(shares.values())) if n else 0.0
+    return shares
+
+
+def endings_text(shares: Mapping[str, float]) -> str:
+    """``stop 87 / step budget 13 / collision 0 / other 0 %``: the shares as whole percents."""
+    return " / ".join(f"{name.replace('_', ' ')} {100 * shares.get(name, 0.0):.0f}" for name in (*ENDINGS, "other")) \
+        + " %"
 
 
 def _physics_order(group: PooledGroup) -> int:

@@ -16,6 +16,7 @@ from typing import Any
 from vlnverse.errors import ConfigError
 from vlnverse.eval.registry import augmented_label
 from vlnverse.eval.report import ARROWS, COLUMNS, PHYSICS_TITLES, TASK_TITLES, is_percent
+from vlnverse.release.tracks import Track
 
 TASKS = ("fine", "coarse")
 SPLITS = ("val_seen", "val_unseen", "test")
@@ -92,10 +93,26 @@ def rows(runs: Sequence[tuple[str, str, Mapping[str, Any]]], task: str, split: s
     return out
 
 
-def table3_markdown(runs: Sequence[tuple[str, str, Mapping[str, Any]]], track: str | None = None) -> str:
+def partial_label(runs: Sequence[tuple[str, str, Mapping[str, Any]]], track: Track) -> str | None:
+    """``"partial: val_unseen, Tel-Hop only"`` when the runs cover less of ``track`` (its splits,
+    tasks and physics modes) than its tables report; ``None`` when they cover it all."""
+    covered = {(g.get("split"), g.get("task"), g.get("physics")) for _, _, summary in runs
+               for g in summary.get("groups", [])}
+    parts = []
+    for index, wanted in enumerate((track.splits, track.tasks, track.physics)):
+        present = [name for name in wanted if any(key[index] == name for key in covered)]
+        if len(present) < len(wanted):
+            parts += [PHYSICS_TITLES.get(name, name) if index == 2 else name for name in present]
+    return f"partial: {', '.join(parts) or 'nothing of the track'} only" if parts else None
+
+
+def table3_markdown(runs: Sequence[tuple[str, str, Mapping[str, Any]]], track: str | None = None,
+                    partial: str | None = None) -> str:
     """Every task × split table the runs cover, as Markdown (headed by the ``track`` label when
-    given); models trained with augmentation homes (``+aug``) in tables of their own, after."""
-    lines = [f"### Table 3 on {track}", ""] if track else []
+    given, and by ``partial`` (:func:`partial_label`) instead of "Table 3" when they cover only
+    part of it); models trained with augmentation homes (``+aug``) in tables of their own, after."""
+    heading = f"{track}, {partial} (not the track's Table 3)" if partial else f"Table 3 on {track}"
+    lines = [f"### {heading}", ""] if track else []
     lines += ["Rates in %, TL and NE in metres; each cell: mean [95 % bootstrap CI]. The last column is the "
              "paper's Table 3, reported on its own scenes and renderer: context, not a comparison.", ""]
     plain = [run for run in runs if not is_augmented(run[0])]
