@@ -210,9 +210,21 @@ def _train(args: argparse.Namespace) -> int:
                                                             "samples/s"), rows)
     if result.stopped_early:
         print(f"stopped early after epoch {result.history[-1].epoch}: no better val SR in {config.patience} epochs")
-    print(f"best epoch {summary['best_epoch']}; evaluate it with: vlnverse eval --dataset {config.dataset} "
-          f"--agent {config.kind} --agent-config {result.agent_config} --out OUT")
+    print(f"best epoch {summary['best_epoch']}; evaluate it with: "
+          f"{eval_command(config.dataset, config.kind, result.agent_config)}")
     return 0
+
+
+def eval_command(dataset: str | Path, kind: str, agent_config: str | Path) -> str:
+    """The ``vlnverse eval`` command a finished training suggests: a track's own (its splits, tasks
+    and step budget) when ``dataset`` is a track's, so the figures compare with its results."""
+    from vlnverse.release.tracks import track_of_dataset
+
+    track = track_of_dataset(dataset)
+    options = f" {track.eval_options()}" if track else ""
+    command = f"vlnverse eval --dataset {dataset}{options} --agent {kind} --agent-config {agent_config} --out OUT"
+    return f"{command}  (the {track.label} selection; tabulate with `vlnverse eval table --track {track.name}`)" \
+        if track else command
 
 
 def _val_split(args: argparse.Namespace, default: str = "val_unseen") -> str | None:

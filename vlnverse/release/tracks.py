@@ -62,6 +62,11 @@ class Track:
     config_hash: str | None = None
     eval_seed: int = 0
 
+    def eval_options(self) -> str:
+        """The ``vlnverse eval`` options of the track's results (its splits, tasks and step budget;
+        its physics modes, success radius and seed are the command's defaults)."""
+        return f"--split {','.join(self.splits)} --task {','.join(self.tasks)} --max-steps {self.max_steps}"
+
     @property
     def checksums(self) -> Path:
         """The published content checksums of the track's build (``sha256sum`` format)."""
@@ -76,6 +81,18 @@ TRACKS: dict[str, Track] = {
     "mini": Track("mini", "VLNVerse-mini (CPU track)", scale=0.05, seed=0, config_hash="7c42d9a0a8b1c923"),
     "full": Track("full", "VLNVerse (full scale)", scale=1.0, seed=0),
 }
+
+
+def track_of_dataset(dataset: str | Path) -> Track | None:
+    """The track whose dataset ``dataset`` is (by its manifest's ``config_hash``), or None."""
+    import json
+
+    try:
+        manifest = json.loads((Path(dataset) / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    found = manifest.get("config_hash") if isinstance(manifest, dict) else None
+    return next((track for track in TRACKS.values() if found is not None and track.config_hash == found), None)
 
 
 def get_track(name: str) -> Track:
