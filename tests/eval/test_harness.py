@@ -208,3 +208,13 @@ def test_invalid_settings(bundled_dataset, tmp_path):
 def test_run_file_names_privileged_inputs(oracle_run):
     run = json.loads((oracle_run.out / "run.json").read_text())["run"]
     assert run["privileged"] == ["eqa_answer", "oracle_action"]
+
+
+def test_run_json_records_the_dataset_path_as_given(bundled_dataset, tmp_path, monkeypatch):
+    monkeypatch.chdir(bundled_dataset.parent)
+    out = tmp_path / "relative"
+    evaluate(EvalConfig(dataset=f"./{bundled_dataset.name}", out=str(out), agent="forward", episodes=1,
+                        physics=("tel_hop",), max_steps=5, plots=0))
+    document = json.loads((out / "run.json").read_text())
+    assert document["run"]["dataset"] == document["fingerprint"]["dataset"] == bundled_dataset.name
+    assert f"Dataset `{bundled_dataset.name}`" in (out / "summary.md").read_text()

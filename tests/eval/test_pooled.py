@@ -28,3 +28,19 @@ def test_pooled_table_of_two_published_bundles(tmp_path, capsys):
     groups = {(g["split"], g["physics"]): g for g in pooled["CMA + DAgger"]}
     assert groups[("test", "tel_hop")]["n"] == 300 and groups[("val_seen", "strict")]["n"] == 76
     assert abs(sum(groups[("test", "strict")]["endings"].values()) - 1.0) < 1e-9
+
+
+def test_the_eval_index_header_gives_the_share_of_each_ending(tmp_path):
+    from vlnverse.eval.harness import write_reports
+
+    unpack_bundle(RESULTS / "random.tar.gz", tmp_path / "random")
+    run = json.loads((tmp_path / "random" / "run.json").read_text())["run"]
+    records = [json.loads(line) for line in (tmp_path / "random" / "episodes.jsonl").read_text().splitlines()]
+    records = [r for r in records if r["split"] == "val_unseen"]
+    write_reports(tmp_path / "random", records, run, n_boot=10)
+    strict = [r["fail_reason"] for r in records if r["physics"] == "strict"]
+    stop, collision = (round(100 * strict.count(reason) / len(strict)) for reason in ("stop", "collision"))
+    assert (stop, collision) == (18, 82)   # random under Strict: most episodes end in a collision
+    header = (tmp_path / "random" / "index.html").read_text().split('<div class="meta">')[1].split("</div>")[0]
+    assert f"Strict ends: stop {stop} / step budget 0 / collision {collision} / error or other 0 %" in header
+    assert "Tel-Hop ends: stop 100 / step budget 0 / collision 0 / error or other 0 %" in header

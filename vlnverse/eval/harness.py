@@ -27,6 +27,7 @@ import dataclasses
 import json
 import logging
 import math
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,7 @@ from vlnverse.eval.executors import run_items
 from vlnverse.eval.health import DEFAULT_FALLBACK_WARNING
 from vlnverse.eval.html_index import write_index
 from vlnverse.eval.inputs import checkpoint_checksums, input_checksums
+from vlnverse.eval.pooled import endings_by_physics
 from vlnverse.eval.registry import agent_factory, agent_label, augmented_label, takes_llm
 from vlnverse.eval.report import summarize, summary_markdown
 from vlnverse.eval.store import TRACE_TEXT_CHARS, ResultStore, error_record, json_safe, record_key
@@ -364,7 +366,7 @@ def write_reports(out: Path, records: Sequence[Mapping[str, Any]], run: Mapping[
     # summary.md renders summary.json as written (sorted keys), so `eval verify` can regenerate it
     write_text_atomic(out / "summary.md", summary_markdown(json.loads(json.dumps(summary, sort_keys=True))))
     meta = (f"agent {run.get('label', run.get('agent'))} · dataset {run.get('dataset')} · physics "
-            f"{', '.join(run.get('physics', []))} · {len(records)} records")
+            f"{', '.join(run.get('physics', []))} · {len(records)} records · {endings_by_physics(records)}")
     pages = write_episode_pages(out, records)
     write_index(out / "index.html", records, title=f"VLNVerse evaluation — {run.get('label', run.get('agent'))}", meta=meta,
                 pages=pages)
@@ -444,7 +446,7 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
     prepare_output_dir(out)
     with OutputLock(out):
         return _run(config, spec, items, privileged, settings, on_start, on_result,
-                    {"action_space": action_space, "scenes_dir": str(Path(dataset.scenes_dir).resolve()),
+                    {"action_space": action_space, "scenes_dir": os.path.normpath(dataset.scenes_dir),
                      "inputs": input_checksums(dataset, [i.scene_file for i in items]),
                      "checkpoints": checkpoint_checksums(config.agent_config),
                      **({"waypoint_predictor": predictor} if predictor is not None else {}),
@@ -471,7 +473,7 @@ def _run(config: EvalConfig, spec: RunSpec, items: list[WorkItem], privileged: l
     the agent's action space, the scenes folder and the checksums of the inputs and of the agent's
     checkpoints, and a policy server's name for its agent, for ``run.json``)."""
     out = Path(config.out)
-    dataset_id = str(Path(config.dataset).resolve())
+    dataset_id = os.path.normpath(config.dataset)  # as the user gave it: a relative path stays relative
     fingerprint = config.fingerprint(dataset_id)
     if settings is not None:  # what decides results, defaults included: a changed default is another run
         fingerprint["agent_settings"] = {k: v for k, v in settings.items() if k != "llm"}

@@ -7,6 +7,7 @@ per-task tables of ``vlnverse eval table`` keep the tasks apart.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +18,8 @@ from vlnverse.tasks.episode import SPLITS
 
 POOLED_COLUMNS = ("SR", "SPL", "OSR", "NE")
 ENDINGS = ("stop", "step_budget", "collision")
-"""The endings a table shows, as shares of the episodes; any other (an error, a timeout) is counted under ``other``."""
+"""The endings a table shows, as shares of the episodes; any other (an error, a timeout) is counted under ``other``
+(``error or other`` in words)."""
 
 
 @dataclass(frozen=True)
@@ -57,9 +59,20 @@ def ending_shares(fail_reasons: Mapping[str, int], n: int) -> dict[str, float]:
     return shares
 
 
+def endings_by_physics(records: Iterable[Mapping[str, Any]]) -> str:
+    """How the episodes of each physics mode ended, as shares: ``Tel-Hop ends: stop 76 / ...``."""
+    reasons: dict[str, Counter[str]] = {}
+    for record in records:
+        reasons.setdefault(str(record.get("physics")), Counter())[str(record.get("fail_reason"))] += 1
+    order = sorted(reasons, key=lambda p: PHYSICS_ORDER.index(p) if p in PHYSICS_ORDER else len(PHYSICS_ORDER))
+    return " · ".join(f"{PHYSICS_TITLES.get(p, p)} ends: {endings_text(ending_shares(reasons[p], reasons[p].total()))}"
+                      for p in order)
+
+
 def endings_text(shares: Mapping[str, float]) -> str:
     """``stop 87 / step budget 13 / collision 0 / other 0 %``: the shares as whole percents."""
-    return " / ".join(f"{name.replace('_', ' ')} {100 * shares.get(name, 0.0):.0f}" for name in (*ENDINGS, "other")) \
+    words = {"step_budget": "step budget", "other": "error or other"}
+    return " / ".join(f"{words.get(name, name)} {100 * shares.get(name, 0.0):.0f}" for name in (*ENDINGS, "other")) \
         + " %"
 
 

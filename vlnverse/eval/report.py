@@ -232,7 +232,8 @@ def _legend(summary: Mapping[str, Any]) -> list[str]:
     lines = []
     if tasks - {"eqa"} or not tasks:
         lines += [f"Success: STOP with geodesic distance to the goal < {run.get('success_distance', 3.0)} m. "
-                  "Rates in %, TL and NE in metres; CR = collisions per navigation step. Long-horizon: "
+                  "Rates in %, TL and NE in metres; CR = collisions per navigation step, pooled: a group's "
+                  "collisions over its navigation steps, not a mean of the episodes' rates. Long-horizon: "
                   "SR = SR_All = the final STOP within the radius of the final goal (paper §3.4); "
                   "SR_n conditional on goals 1..n-1; SR_Ordered = every goal reached in order.", ""]
     if "eqa" in tasks:
