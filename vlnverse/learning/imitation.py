@@ -20,7 +20,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -514,18 +514,22 @@ def _write_outputs(out: Path, config: ImitationConfig, history: list[EpochStats]
     write_text_atomic(out / "agent.yaml", f"# vlnverse eval --agent {config.kind} --agent-config {out / 'agent.yaml'}\n"
                       f"# best epoch {best.epoch} (val SR {best.val_sr}, SPL {best.val_spl})\n"
                       + yaml.safe_dump(agent, sort_keys=True))
-    plot_curves(out / "curves.png", history, title=f"{config.kind} imitation")
+    rounds = {0: "", 1: " + 1 DAgger round"}.get(config.dagger_rounds, f" + {config.dagger_rounds} DAgger rounds")
+    figure = curves_figure(history, title=f"{config.out}: {config.kind} imitation{rounds}",
+                           dagger_starts=[config.epochs * k for k in range(1, config.dagger_rounds + 1)])
+    with atomic_open(out / "curves.png", "wb") as handle:
+        figure.savefig(handle, format="png", dpi=90)
 
 
-def plot_curves(path: Path, history: list[EpochStats], title: str) -> None:
-    """Loss, step accuracy and validation SR/SPL per epoch as one PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def curves_figure(history: list[EpochStats], title: str, dagger_starts: Sequence[int] = ()) -> Any:
+    """Loss, step accuracy and validation SR/SPL per epoch (a :class:`matplotlib.figure.Figure`),
+    titled with the run's name; a dashed line after each epoch of ``dagger_starts`` marks where a
+    DAgger round begins."""
+    from matplotlib.figure import Figure
 
     epochs = [e.epoch for e in history]
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    fig = Figure(figsize=(9, 3.5))
+    axes = fig.subplots(1, 2)
     axes[0].plot(epochs, [e.loss for e in history], marker="o", label="loss")
     axes[0].plot(epochs, [e.accuracy for e in history], marker="s", label="step accuracy")
     axes[0].set_xlabel("epoch")
@@ -535,8 +539,11 @@ def plot_curves(path: Path, history: list[EpochStats], title: str) -> None:
         axes[1].plot(epochs, [100 * (e.val_spl or 0) for e in history], marker="s", label="val SPL %")
         axes[1].legend()
     axes[1].set_xlabel("epoch")
+    for index, epoch in enumerate(e for e in dagger_starts if epochs and e < epochs[-1]):
+        for ax in axes:
+            ax.axvline(epoch + 0.5, color="grey", linestyle="--", linewidth=1)
+        axes[1].text(epoch + 0.55, 0.03, f"DAgger {index + 1}", transform=axes[1].get_xaxis_transform(),
+                     fontsize=8, color="grey", va="bottom")
     fig.suptitle(title)
     fig.tight_layout()
-    with atomic_open(path, "wb") as handle:
-        fig.savefig(handle, format="png", dpi=90)
-    plt.close(fig)
+    return fig
