@@ -25,7 +25,7 @@ def test_leaderboard_and_figure_of_two_published_bundles(tmp_path, capsys):
     row = {(r["agent"], r["split"], r["task"], r["physics"]): r for r in rows}
     pooled = row[("CMA + DAgger", "val_unseen", "pooled", "tel_hop")]
     assert pooled["n"] == 200 and pooled["metrics"]["SR"] == {"mean": 9.5, "ci_low": 5.5, "ci_high": 14.0}
-    assert pooled["endings"] == {"stop": 76.0, "step_budget": 24.0, "collision": 0.0, "other": 0.0}
+    assert pooled["endings"] == {"stop": 75.5, "step_budget": 24.5, "collision": 0.0, "other": 0.0}
     assert pooled["bundle_sha256"] == hashlib.sha256(bundles["CMA + DAgger"].read_bytes()).hexdigest()
     assert pooled["verify"] == (f"vlnverse eval unpack {bundles['CMA + DAgger']} --to cma_dagger && vlnverse eval "
                                 "verify cma_dagger --dataset REL/dataset --track mini --rerun --checkpoint "
