@@ -10,7 +10,7 @@ import sys
 
 from tests.bundled import BUNDLED_SCENES, REPO
 from tests.outputs import assert_drawn, index_rows
-from vlnverse.cli.demo import cli_command, missing_rows
+from vlnverse.cli.demo import cli_command, missing_rows, small_sample_note
 
 
 def test_demo_runs_end_to_end(tmp_path):
@@ -68,3 +68,13 @@ def test_an_agent_run_on_some_tasks_says_why_it_has_no_row_for_the_others():
     notes = missing_rows({"oracle": "all", "cma": "fine,coarse"}, ["fine", "coarse", "dialogue"])
     assert notes == ["no cma rows for dialogue: the demo evaluates it on fine and coarse only, the tasks it was "
                      "trained on"]
+
+
+def test_rows_on_few_episodes_say_n_and_why_it_is_small():
+    def held_out(*sizes):
+        return [("cma", {"groups": [{"n_episodes": n} for n in sizes]})]
+
+    note = small_sample_note(held_out(2, 4, 3), per_scene=2)
+    assert note.startswith("n = 2 to 4 held-out episodes per row: --per-scene 2 keeps the demo to minutes")
+    assert "up to 50 points" in note and "28 % SR" in note
+    assert small_sample_note(held_out(40, 120), per_scene=20) is None
