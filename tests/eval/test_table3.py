@@ -51,8 +51,10 @@ def test_a_partial_run_on_a_track_is_labelled_partial_not_the_tracks_table_3(tmp
 
     folder = tmp_path / "cma"
     unpack_bundle(REPO / "assets" / "tracks" / "mini" / "results" / "cma_dagger.tar.gz", folder)
-    assert main(["eval", "table", "--track", "mini", str(folder)]) == 0
-    assert capsys.readouterr().out.startswith("### Table 3 on VLNVerse-mini (CPU track)\n")
+    assert main(["eval", "table", "--track", "mini", "--page", str(folder)]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("### Table 3 on VLNVerse-mini (CPU track)\n")
+    assert "| cma | Tel-Hop | " in text and "<br><small>[" in text   # --page: each interval on a second line
 
     run = json.loads((folder / "run.json").read_text())["run"]
     records = [json.loads(line) for line in (folder / "episodes.jsonl").read_text().splitlines()]

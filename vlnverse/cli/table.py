@@ -29,6 +29,8 @@ def register(tools) -> None:
                        help="label the tables with this track (e.g. mini: VLNVerse-mini) after checking that "
                             "every folder was evaluated on its dataset; folders covering part of it are labelled "
                             "'partial'")
+    table.add_argument("--page", action="store_true",
+                       help="cells for a web page: each 95 %% interval on a second line in small type")
     table.add_argument("--json", action="store_true", help="print the rows as one JSON object")
     table.add_argument("--pooled", action="store_true",
                        help="one table per split with every task pooled (fine + coarse on a track): SR, SPL, OSR and "
@@ -94,7 +96,7 @@ def _tabulate(args: argparse.Namespace, specs: list[str], digests: list[str | No
         heading = f"{track.label}, {partial or 'tasks pooled'}" if track else ""
         text = (f"### {heading}\n\n" if heading else "") + pooled_markdown(pooled)
     else:
-        text = table3_markdown(runs, track=track.label if track else None, partial=partial)
+        text = table3_markdown(runs, track=track.label if track else None, partial=partial, page=args.page)
     if args.to:
         write_text_atomic(args.to, text + "\n")
     if args.leaderboard or args.figure:

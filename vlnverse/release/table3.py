@@ -106,30 +106,38 @@ def partial_label(runs: Sequence[tuple[str, str, Mapping[str, Any]]], track: Tra
     return f"partial: {', '.join(parts) or 'nothing of the track'} only" if parts else None
 
 
+def page_cell(cell: str) -> str:
+    """A ``mean [lo, hi]`` cell for a web page: the interval on a second line, in small type."""
+    mean, _, interval = cell.partition(" ")
+    return f"{mean}<br><small>{interval}</small>" if interval else cell
+
+
 def table3_markdown(runs: Sequence[tuple[str, str, Mapping[str, Any]]], track: str | None = None,
-                    partial: str | None = None) -> str:
+                    partial: str | None = None, page: bool = False) -> str:
     """Every task × split table the runs cover, as Markdown (headed by the ``track`` label when
     given, and by ``partial`` (:func:`partial_label`) instead of "Table 3" when they cover only
-    part of it); models trained with augmentation homes (``+aug``) in tables of their own, after."""
+    part of it); models trained with augmentation homes (``+aug``) in tables of their own, after.
+    ``page``: each interval on a second line (:func:`page_cell`), for a web page's width."""
     heading = f"{track}, {partial} (not the track's Table 3)" if partial else f"Table 3 on {track}"
     lines = [f"### {heading}", ""] if track else []
     lines += ["Rates in %, TL and NE in metres; each cell: mean [95 % bootstrap CI]. The last column is the "
              "paper's Table 3, reported on its own scenes and renderer: context, not a comparison.", ""]
     plain = [run for run in runs if not is_augmented(run[0])]
     augmented = [run for run in runs if is_augmented(run[0])]
-    lines += _tables(plain, track)
+    lines += _tables(plain, track, page)
     if augmented:
         lines += ["### Trained with augmentation homes (+aug)" + (f" on {track}" if track else ""), "",
                   "These models saw the track's training episodes and those of new procedural homes "
                   "(`vlnverse release augment`); evaluated on the same episodes, reported apart.", "",
                   *_tables([*[run for run in plain if run[1] in ("random", "forward", "oracle")], *augmented],
-                           track)]
+                           track, page)]
     return "\n".join(lines)
 
 
-def _tables(runs: Sequence[tuple[str, str, Mapping[str, Any]]], track: str | None) -> list[str]:
+def _tables(runs: Sequence[tuple[str, str, Mapping[str, Any]]], track: str | None, page: bool) -> list[str]:
     lines = []
-    header = ["Agent", "Physics", *[f"{c}{ARROWS.get(c, '')}" for c in COLUMNS], "n", PAPER_COLUMN]
+    header = ["Agent", "Physics", *[f"{c}{ARROWS.get(c, '')}" for c in COLUMNS], "n",
+              "Paper's SR / SPL" if page else PAPER_COLUMN]   # a page's preamble says whose they are
     for task in TASKS:
         for split in SPLITS:
             body = rows(runs, task, split)
@@ -140,7 +148,8 @@ def _tables(runs: Sequence[tuple[str, str, Mapping[str, Any]]], track: str | Non
             for row in body:
                 paper = row["paper"]
                 lines.append("| " + " | ".join([row["agent"], PHYSICS_TITLES[row["physics"]],
-                                                 *row["cells"].values(), str(row["n"]),
+                                                 *(page_cell(c) if page else c for c in row["cells"].values()),
+                                                 str(row["n"]),
                                                  "-" if paper is None else f"{paper['SR']:.2f} / {paper['SPL']:.2f}"])
                              + " |")
             lines.append("")
