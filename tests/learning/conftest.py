@@ -26,6 +26,17 @@ def train_frames(fine_dataset, tmp_path_factory):
     return config, prerender(config)
 
 
+@pytest.fixture(scope="session")
+def augmentation(tmp_path_factory):
+    """One augmentation home with frames stored as the ``train_frames`` fixture's (32 px)."""
+    from vlnverse.release.augment import AugmentConfig, build_augmentation
+
+    out = tmp_path_factory.mktemp("augment") / "AUG"
+    summary = build_augmentation(AugmentConfig(track="mini", out=str(out), homes=1, per_home=2, rgb_size=32,
+                                               depth_size=32))
+    return out, summary.facts
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _one_torch_thread():
     """Tiny models run fastest on one thread, above all on a shared, loaded machine."""

@@ -324,17 +324,6 @@ def test_padded_batches_learn_what_the_code_before_the_speed_up_learned(kind, co
     assert [e.accuracy for e in history] == pytest.approx([row[1] for row in golden], abs=0.01)
 
 
-@pytest.fixture(scope="module")
-def augmentation(tmp_path_factory):
-    """One augmentation home with frames stored as the ``train_frames`` fixture's (32 px)."""
-    from vlnverse.release.augment import AugmentConfig, build_augmentation
-
-    out = tmp_path_factory.mktemp("augment") / "AUG"
-    summary = build_augmentation(AugmentConfig(track="mini", out=str(out), homes=1, per_home=2, rgb_size=32,
-                                               depth_size=32))
-    return out, summary.facts
-
-
 def test_training_with_an_augmentation_set_sees_its_frames_and_says_so(train_frames, fine_dataset, augmentation,
                                                                       tmp_path):
     _, prerendered = train_frames

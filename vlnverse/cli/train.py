@@ -9,7 +9,7 @@ from pathlib import Path
 
 from vlnverse.cli.output import print_json, print_table
 
-MODELS = ("seq2seq", "cma", "gama", "waypoint_bert", "waypoints")
+MODELS = ("seq2seq", "cma", "gama", "waypoint_bert", "waypoints", "encoders")
 
 
 def register(subparsers) -> None:
@@ -19,9 +19,11 @@ def register(subparsers) -> None:
                     "first when missing). waypoint_bert --online: imitation in the simulator with scheduled "
                     "sampling, then zero-shot vs fine-tuned evaluation (Table 7). waypoints: the LLM agents' waypoint "
                     "predictor (depth panorama -> heatmap), on depth panoramas rendered from the dataset's scenes "
-                    "with targets from their navigable maps. Re-running resumes.")
+                    "with targets from their navigable maps. encoders: visual encoders for seq2seq/cma/gama "
+                    "(--encoders), pretrained on pre-rendered frames (RGB -> depth) and the waypoint predictor's "
+                    "depth CNN. Re-running resumes (encoders: starts over).")
     parser.add_argument("model", choices=MODELS, help="model to train")
-    parser.add_argument("--dataset", required=True, type=Path, help="dataset folder")
+    parser.add_argument("--dataset", type=Path, default=None, help="dataset folder (required but for encoders)")
     parser.add_argument("--split", default="train", help="training split (default: train)")
     parser.add_argument("--task", default=None,
                         help="only these tasks, comma-separated, e.g. fine,coarse (default: every task of the split)")
@@ -52,6 +54,10 @@ def register(subparsers) -> None:
                              "preset's, else val_unseen)")
     parser.add_argument("--val-episodes", type=int, default=None, help="validate on a sample of N episodes")
     parser.add_argument("--no-inflection", action="store_true", help="no inflection weighting of the loss")
+    parser.add_argument("--encoders", type=Path, default=None, metavar="PT",
+                        help="start the visual encoders from this file: `vlnverse train encoders`' encoders.pt, or a "
+                             "waypoint predictor checkpoint (its depth CNN); results are labelled +aug")
+    parser.add_argument("--freeze-encoders", action="store_true", help="keep the --encoders weights fixed")
     parser.add_argument("--dagger", type=int, default=0, metavar="ROUNDS",
                         help="DAgger rounds after teacher forcing (each: collect with the policy, train --epochs)")
     parser.add_argument("--workers", type=int, default=1, help="processes for pre-rendering and validation")
@@ -72,6 +78,15 @@ def register(subparsers) -> None:
     online.add_argument("--waypoint-predictor", choices=("learned", "depth"), default="learned",
                         help="candidate waypoints: the shipped trained predictor (default, as the paper) or depth free space")
     online.add_argument("--init-checkpoint", type=Path, default=None, help="start from this policy checkpoint")
+    pretraining = parser.add_argument_group("encoder pretraining (encoders; --frames is the track's frames)")
+    pretraining.add_argument("--depth-trunk", choices=("waypoints", "cnn"), default="waypoints",
+                             help="depth encoder: the waypoint predictor's CNN (default) or untrained")
+    pretraining.add_argument("--waypoint-checkpoint", type=Path, default=None,
+                             help="waypoint predictor checkpoint for --depth-trunk waypoints (default: the shipped one)")
+    pretraining.add_argument("--frame-stride", type=int, default=None,
+                             help="every Nth frame of each home (default 2)")
+    pretraining.add_argument("--held-out-homes", type=int, default=None,
+                             help="homes of the last frame set held out for validation (default 2)")
     predictor = parser.add_argument_group("waypoint predictor (waypoints)")
     predictor.add_argument("--poses-per-scene", type=int, default=None,
                            help="rendered poses per training scene (default 400; a quarter per validation scene)")
@@ -91,7 +106,14 @@ def build_config(args: argparse.Namespace):
                 device=args.device, amp=args.amp, workers=args.workers, loader_workers=args.loader_workers,
                 seed=args.seed, inflection_weighting=not args.no_inflection, dagger_rounds=args.dagger,
                 val_split=_val_split(args, data.get("val_split", "val_unseen")),
-                augment=[str(folder) for folder in args.augment])
+                augment=[str(folder) for folder in args.augment],
+                encoders=str(args.encoders) if args.encoders else None)
+    if args.freeze_encoders:
+        if not args.encoders:
+            from vlnverse.errors import ConfigError
+
+            raise ConfigError("--freeze-encoders needs --encoders")
+        data["model"]["freeze_encoders"] = True
     if args.procs is not None:
         data["procs"] = None if args.procs == "auto" else _count("--procs", args.procs)
     for name in ("epochs", "batch_size", "lr", "val_episodes", "frames", "threads"):
@@ -179,10 +201,48 @@ def _train_waypoints(args: argparse.Namespace) -> int:
     return 0
 
 
+def build_pretrain_config(args: argparse.Namespace):
+    """The :class:`EncoderPretrainConfig` of the command line (the ``cpu`` preset's channels)."""
+    from vlnverse.config import config_from_mapping
+    from vlnverse.errors import ConfigError
+    from vlnverse.learning.presets import preset
+    from vlnverse.learning.pretrain import EncoderPretrainConfig
+
+    if args.frames is None:
+        raise ConfigError("train encoders reads pre-rendered frames: give --frames (vlnverse dataset prerender)")
+    data = {"frames": str(args.frames), "out": str(args.out), "augment": [str(a) for a in args.augment],
+            "channels": preset("cpu")["model"]["channels"], "depth_trunk": args.depth_trunk, "seed": args.seed,
+            "waypoint_checkpoint": str(args.waypoint_checkpoint) if args.waypoint_checkpoint else None}
+    for name in ("epochs", "batch_size", "lr", "threads", "frame_stride"):
+        value = getattr(args, name)
+        if value is not None:
+            data[name] = value
+    if args.held_out_homes is not None:
+        data["val_scenes"] = args.held_out_homes
+    return config_from_mapping(EncoderPretrainConfig, data, where="train encoders")
+
+
+def _train_encoders(args: argparse.Namespace) -> int:
+    from vlnverse.learning.pretrain import ENCODERS, describe, pretrain_encoders
+
+    config = build_pretrain_config(args)
+    history = pretrain_encoders(config, on_epoch_end=None if args.json else lambda e: print(describe([e]), flush=True))
+    encoders = Path(config.out) / ENCODERS
+    if args.json:
+        print_json({"out": config.out, "encoders": str(encoders), "history": [e.__dict__ for e in history]})
+        return 0
+    print(f"encoders written to {encoders}; train with them: vlnverse train cma ... --encoders {encoders}")
+    return 0
+
+
 def _train(args: argparse.Namespace) -> int:
     from vlnverse.errors import ConfigError
     from vlnverse.learning.imitation import train_imitation
 
+    if args.model == "encoders":
+        return _train_encoders(args)
+    if args.dataset is None:
+        raise ConfigError(f"train {args.model} needs --dataset")
     if args.model == "waypoints":
         return _train_waypoints(args)
     if args.model == "waypoint_bert" or args.online:

@@ -30,7 +30,8 @@ def claim_problems(run: RecordedRun) -> list[str]:
                                training if isinstance(training, Mapping) else None)
     if label != expected:
         problems.append(f"{RUN_FILE} label {str(label)[:80]!r} is not the agent's name {expected!r} "
-                        "(a table row is named by its agent, '+aug' when its model trained on augmentation homes)")
+                        "(a table row is named by its agent, '+aug' when its model trained on augmentation homes "
+                        "or started from pretrained encoders)")
     if run.agent not in AGENTS or ":" in run.agent:
         return problems
     factory = AGENTS.get(run.agent)

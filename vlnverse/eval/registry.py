@@ -70,10 +70,11 @@ def agent_label(name: str, served: str | None = None) -> str:
 
 
 def augmented_label(label: str, training_data: Mapping[str, Any] | None) -> str:
-    """``label`` with `` +aug`` when ``training_data`` (a learned agent's) lists augmentation sets,
-    so results of a model trained on extra homes never pass for the track's plain ones."""
-    augment = (training_data or {}).get("augment") or []
-    if not augment or "+aug" in label:
+    """``label`` with `` +aug`` when ``training_data`` (a learned agent's) lists augmentation sets
+    or pretrained encoders (trained on frames of other homes), so results of a model that saw
+    more than the track's train split never pass for the track's plain ones."""
+    data = training_data or {}
+    if not (data.get("augment") or data.get("encoders")) or "+aug" in label:
         return label
     return f"{label} +aug"
 

@@ -57,6 +57,10 @@ class ImitationConfig:
         augment: Augmentation sets (``vlnverse release augment`` folders) trained on beside the
             split: their episodes and frames (``AUG/frames``, which must be stored as the split's
             are). Checkpoints and ``train.json`` name them (:func:`training_data`).
+        encoders: Pretrained visual encoders to start from: an ``encoders.pt`` of ``vlnverse
+            train encoders`` or a waypoint predictor checkpoint (its depth CNN); it names the
+            trunks, so it sets ``model``'s ``rgb_encoder``/``depth_encoder``/``channels``. What it
+            was trained on joins the run's ``training_data``.
         epochs: Training epochs.
         patience: Early stopping: stop when ``patience`` epochs in a row did not beat the best
             validation (SR, then SPL) so far (``None``: train every epoch; needs ``val_split``).
@@ -103,6 +107,7 @@ class ImitationConfig:
     task: str | None = None
     frames: str | None = None
     augment: tuple[str, ...] = ()
+    encoders: str | None = None
     epochs: int = 10
     patience: int | None = None
     batch_size: int = 2
@@ -175,6 +180,10 @@ class ImitationConfig:
         data["augment"] = [augment_digest(folder) for folder in self.augment]  # moved sets resume
         if not self.augment:
             del data["augment"]  # the fingerprints of runs without augmentation stay
+        if self.encoders:  # by content: a moved file resumes
+            data["encoders"] = hashlib.sha256(Path(self.encoders).read_bytes()).hexdigest()
+        else:
+            del data["encoders"]
         data["dagger_rounds"] = min(self.dagger_rounds, 1)  # 0 or 1: the fingerprints of one-round runs stay
         if not self.dagger_rounds:
             data.pop("epochs")
@@ -292,7 +301,7 @@ def _train(config: ImitationConfig, group: Any, device: Any, progress: Callable[
     frames = store.config
     stores = [store, *augmentation_stores(config, frames)]
     vocab = vocabulary(*stores)
-    model_config = dataclasses.replace(config.model, kind=config.kind, vocab_size=len(vocab["word_list"]),
+    model_config = dataclasses.replace(pretrained_model(config, frames), kind=config.kind, vocab_size=len(vocab["word_list"]),
                                        rgb_size=frames["rgb_size"], depth_size=frames["depth_size"])
     seed_everything(config.seed)
     model = build_model(model_config).to(device)
@@ -407,8 +416,31 @@ def training_data(config: ImitationConfig) -> dict[str, Any]:
         facts = json.loads((Path(folder) / "augment.json").read_text(encoding="utf-8"))
         augment.append({"track": facts["track"], "first": facts["first"], "homes": facts["homes"],
                         "episodes": sum(facts["episodes"].values()), "sha256": augment_digest(folder)})
-    return {"dataset_config_hash": manifest.get("config_hash"), "split": config.split, "task": config.task,
+    data = {"dataset_config_hash": manifest.get("config_hash"), "split": config.split, "task": config.task,
             "augment": augment}
+    if config.encoders:
+        from vlnverse.learning.pretrain import encoder_settings
+
+        data["encoders"] = encoder_settings(config.encoders)["data"]
+    return data
+
+
+def pretrained_model(config: ImitationConfig, frames: dict[str, Any]) -> ModelConfig:
+    """``config.model`` with the trunks and weights of ``config.encoders`` (unchanged without).
+
+    Raises:
+        ConfigError: the encoders were pretrained on frames of another resolution.
+    """
+    if not config.encoders:
+        return config.model
+    from vlnverse.learning.pretrain import encoder_settings
+
+    settings = encoder_settings(config.encoders)
+    for key, size in settings.get("frames", {}).items():
+        if frames.get(key) != size:
+            raise ConfigError(f"encoders {config.encoders} were pretrained on {key} {size}, the training frames "
+                              f"have {frames.get(key)}")
+    return dataclasses.replace(config.model, **settings["model"])
 
 
 def augmentation_stores(config: ImitationConfig, frames: dict[str, Any]) -> list[Any]:

@@ -25,11 +25,14 @@ class ModelConfig:
         attention_dim: CMA's attention key/query size.
         rgb_size, depth_size: Input resolutions (square).
         channels: Channels of the from-scratch CNN encoders' three conv layers.
-        rgb_encoder, depth_encoder: ``cnn`` (small CNN from scratch) or ``module:attr`` of a
-            factory ``f(config) -> nn.Module`` mapping ``(N, C, H, W)`` to ``(N, C', h, w)``
-            (e.g. a torchvision ResNet trunk).
+        rgb_encoder, depth_encoder: A trunk registered in
+            :mod:`vlnverse.learning.models.trunks`: ``cnn`` (small CNN from scratch),
+            ``waypoints`` (depth only: the waypoint predictor's CNN), or one of your own
+            (``register_trunk``, e.g. a torchvision ResNet trunk).
         encoder_checkpoint: A ``.pt`` state dict loaded into ``rgb_encoder.*`` /
-            ``depth_encoder.*`` before training (pretrained weights).
+            ``depth_encoder.*`` before training (pretrained weights: ``vlnverse train
+            encoders``' ``encoders.pt``, or a waypoint predictor checkpoint for a ``waypoints``
+            depth trunk).
         freeze_encoders: Keep the visual encoders fixed (as VLN-CE does with pretrained ones).
         word_embeddings: A ``.npy`` ``(vocab_size, embedding_dim)`` matrix (e.g. GloVe rows in
             vocabulary order) to start the word embeddings from.

@@ -3,16 +3,17 @@
 VLN-CE uses GloVe embeddings, an ImageNet ResNet-50 for RGB and the DD-PPO point-goal
 ResNet-50 for depth. Those weights cannot be fetched here, so the visual encoders default
 to small CNNs trained from scratch; ``rgb_encoder``/``depth_encoder`` name another trunk
-and ``encoder_checkpoint`` loads pretrained weights (see :class:`ModelConfig`).
+(:mod:`.trunks`) and ``encoder_checkpoint`` loads pretrained weights (see :class:`ModelConfig`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from vlnverse.errors import ConfigError
 from vlnverse.learning.models.config import ModelConfig
+from vlnverse.learning.models.trunks import build_trunk, waypoint_trunk_weights
 from vlnverse.learning.torch_support import require_torch
-from vlnverse.registry import load_entry_point
 from vlnverse.weights import load_weights
 
 torch = require_torch()
@@ -54,15 +55,6 @@ class InstructionEncoder(nn.Module):
         return features, mask, final
 
 
-def small_cnn(in_channels: int, channels: tuple[int, int, int]) -> Any:
-    """Three stride-2 convolutions: (N, C, H, W) → (N, channels[-1], H/8, W/8)."""
-    a, b, c = channels
-    return nn.Sequential(
-        nn.Conv2d(in_channels, a, 5, stride=2, padding=2), nn.ReLU(inplace=True),
-        nn.Conv2d(a, b, 3, stride=2, padding=1), nn.ReLU(inplace=True),
-        nn.Conv2d(b, c, 3, stride=2, padding=1), nn.ReLU(inplace=True),
-    )
-
 
 class VisualEncoder(nn.Module):
     """A CNN trunk, pooled to a ``GRID × GRID`` map: its cells (for attention) and a vector.
@@ -78,7 +70,7 @@ class VisualEncoder(nn.Module):
         self.modality = modality
         in_channels = 3 if modality == "rgb" else 1
         spec = config.rgb_encoder if modality == "rgb" else config.depth_encoder
-        self.trunk = small_cnn(in_channels, config.channels) if spec == "cnn" else load_entry_point(spec)(config)
+        self.trunk = build_trunk(spec, config, in_channels)
         size = config.rgb_size if modality == "rgb" else config.depth_size
         with torch.no_grad():
             channels = self.trunk(torch.zeros(1, in_channels, size, size)).shape[1]
@@ -146,13 +138,17 @@ class TeacherForced(nn.Module):
 
 
 def load_encoder_weights(model: Any, path: str) -> None:
-    """Load ``rgb_encoder.*`` / ``depth_encoder.*`` entries of a state dict into ``model``."""
+    """Load ``rgb_encoder.*`` / ``depth_encoder.*`` entries of a state dict into ``model``;
+    a waypoint predictor checkpoint gives the depth encoder of a ``waypoints`` trunk."""
     state = load_weights(path, what="encoder checkpoint")
+    if isinstance(state, dict) and state.get("kind") == "waypoint_predictor":
+        if model.config.depth_encoder != "waypoints":
+            raise ConfigError(f"{path} is a waypoint predictor checkpoint: its weights fit depth_encoder "
+                              f"'waypoints', not {model.config.depth_encoder!r}")
+        state = waypoint_trunk_weights(state, where=f"encoder checkpoint {path}")
     state = state.get("state_dict", state)
     wanted = {k: v for k, v in state.items() if k.startswith(("rgb_encoder.", "depth_encoder."))}
     missing = model.load_state_dict(wanted, strict=False)
-    from vlnverse.errors import ConfigError
-
     if not wanted:
         raise ConfigError(f"encoder checkpoint {path} holds no rgb_encoder.* / depth_encoder.* weights")
     if missing.unexpected_keys:

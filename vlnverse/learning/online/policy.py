@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vlnverse.errors import ConfigError
-from vlnverse.learning.models.encoders import small_cnn
+from vlnverse.learning.models.trunks import small_cnn
 from vlnverse.learning.torch_support import require_torch
 
 torch = require_torch()
