@@ -39,7 +39,6 @@ def save_episode_plot(path: str | Path, scene: Any, occupancy: Any, record: Mapp
         record: The episode record (``trajectory``, ``reference_path``, ``goals``,
             ``collisions``, ``stops``, ``metrics``).
     """
-    import matplotlib.pyplot as plt
     from matplotlib.patches import Circle
 
     from vlnverse.scene.bev import bev_figure
@@ -70,9 +69,6 @@ def save_episode_plot(path: str | Path, scene: Any, occupancy: Any, record: Mapp
         ax.plot([], [], "-", color="#1f5fd6", lw=1.8, label="reference")
     ax.legend(loc="upper right", fontsize=7, framealpha=0.8)
     path = Path(path)
-    try:
-        with atomic_open(path, "wb") as handle:
-            fig.savefig(handle, format="png", dpi=PLOT_DPI)
-    finally:
-        plt.close(fig)
+    with atomic_open(path, "wb") as handle:
+        fig.savefig(handle, format="png", dpi=PLOT_DPI)
     return path

@@ -30,12 +30,9 @@ def room_palette() -> np.ndarray:
 
 def bev_figure(scene: Scene, occupancy: OccupancyMap, paths: Sequence[np.ndarray] = (),
                markers: Sequence[tuple[np.ndarray, str, str]] = (), title: str | None = None):
-    """A matplotlib figure of the map; ``paths`` are (K,≥2) polylines, ``markers`` are
-    (xy, colour, label) triples."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """A :class:`matplotlib.figure.Figure` of the map (no pyplot); ``paths`` are (K,≥2)
+    polylines, ``markers`` are (xy, colour, label) triples."""
+    from matplotlib.figure import Figure
     from matplotlib.patches import Polygon
 
     image = map_image(occupancy)
@@ -43,7 +40,8 @@ def bev_figure(scene: Scene, occupancy: OccupancyMap, paths: Sequence[np.ndarray
               occupancy.origin[1], occupancy.origin[1] + occupancy.shape[0] * occupancy.resolution)
     width_m, height_m = extent[1] - extent[0], extent[3] - extent[2]
     scale = 10.0 / max(width_m, height_m)
-    fig, ax = plt.subplots(figsize=(max(4.0, width_m * scale) + 1, max(4.0, height_m * scale) + 1), dpi=120)
+    fig = Figure(figsize=(max(4.0, width_m * scale) + 1, max(4.0, height_m * scale) + 1), dpi=120)
+    ax = fig.subplots()
     ax.imshow(image, origin="lower", extent=extent, interpolation="nearest")
     for index, room in enumerate(occupancy.rooms):
         cells = np.argwhere(occupancy.room_map == index)
@@ -107,11 +105,8 @@ def footprint(obj) -> np.ndarray:
 
 def save_bev(path: str | Path, scene: Scene, occupancy: OccupancyMap, **kwargs) -> Path:
     """Write the BEV PNG atomically and return its path."""
-    import matplotlib.pyplot as plt
-
     fig = bev_figure(scene, occupancy, **kwargs)
     path = Path(path)
     with atomic_open(path, "wb") as handle:
         fig.savefig(handle, format="png")
-    plt.close(fig)
     return path

@@ -52,32 +52,30 @@ def depth_metres(depth: np.ndarray, spec: DepthSensor) -> np.ndarray:
 
 
 def _figure(width_px: int, height_px: int, extra_px: int = 0):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """A :class:`matplotlib.figure.Figure` of that many pixels (no pyplot: the caller's
+    backend is left alone)."""
+    from matplotlib.figure import Figure
 
     dpi = 100
-    return plt, plt.figure(figsize=((width_px + extra_px) / dpi, height_px / dpi), dpi=dpi)
+    return Figure(figsize=((width_px + extra_px) / dpi, height_px / dpi), dpi=dpi)
 
 
-def _save_figure(plt, fig, path: Path) -> None:
+def _save_figure(fig, path: Path) -> None:
     with atomic_open(path, "wb") as handle:
         fig.savefig(handle, format="png", bbox_inches="tight")
-    plt.close(fig)
 
 
 def save_depth_picture(path: Path, depth: np.ndarray, spec: DepthSensor) -> None:
     """Depth in the ``turbo`` colour map beside a colour bar in metres."""
     metres = depth_metres(depth, spec)
     h, w = metres.shape
-    plt, fig = _figure(max(w, 224), max(h, 224) + 60, 120)
+    fig = _figure(max(w, 224), max(h, 224) + 60, 120)
     ax = fig.add_subplot(1, 1, 1)
     shown = ax.imshow(metres, cmap="turbo", vmin=0.0, vmax=spec.max_depth, interpolation="nearest")
     ax.set_axis_off()
     ax.set_title(f"depth, {spec.hfov_deg:g}° wide (clipped at {spec.max_depth:g} m)", fontsize=9)
     fig.colorbar(shown, ax=ax, fraction=0.046, pad=0.04).set_label("metres")
-    _save_figure(plt, fig, path)
+    _save_figure(fig, path)
 
 
 def semantic_legend(ids: np.ndarray, table: InstanceTable, limit: int = 12) -> list[tuple[int, str, float]]:
@@ -94,7 +92,7 @@ def save_semantic_picture(path: Path, ids: np.ndarray, table: InstanceTable) -> 
 
     h, w = np.asarray(ids).shape
     palette = instance_palette(len(table))
-    plt, fig = _figure(max(w, 224), max(h, 224) + 40, 200)
+    fig = _figure(max(w, 224), max(h, 224) + 40, 200)
     ax = fig.add_subplot(1, 1, 1)
     ax.imshow(colourise_semantic(ids, table), interpolation="nearest")
     ax.set_axis_off()
@@ -102,29 +100,26 @@ def save_semantic_picture(path: Path, ids: np.ndarray, table: InstanceTable) -> 
     handles = [Patch(color=palette[i] / 255.0, label=f"{label} ({share:.0%})")
                for i, label, share in semantic_legend(ids, table)]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=7, frameon=False)
-    _save_figure(plt, fig, path)
+    _save_figure(fig, path)
 
 
 def save_lidar_plot(path: Path, scan: np.ndarray, spec: LidarSensor) -> None:
     """A top-down plot of a scan in the agent frame (forward = up)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Circle
 
     directions = spec.ray_directions()
     hit = scan < spec.max_range
     x, y = directions[..., 0] * scan, directions[..., 1] * scan
-    fig, ax = plt.subplots(figsize=(5, 5), dpi=100)
+    fig = Figure(figsize=(5, 5), dpi=100)
+    ax = fig.subplots()
     ax.scatter(-y[hit], x[hit], s=4, c=scan[hit], cmap="viridis", vmin=0, vmax=spec.max_range)
-    ax.add_patch(plt.Circle((0, 0), 0.3, color="tab:red", alpha=0.6))
+    ax.add_patch(Circle((0, 0), 0.3, color="tab:red", alpha=0.6))
     ax.arrow(0, 0, 0, 0.5, width=0.05, color="tab:red")
     limit = min(spec.max_range, float(np.max(scan[hit], initial=1.0)) + 0.5)
     ax.set(xlim=(-limit, limit), ylim=(-limit, limit), aspect="equal", xlabel="right (m)", ylabel="forward (m)",
            title=f"LiDAR: {int(hit.sum())}/{scan.size} hits")
-    with atomic_open(path, "wb") as handle:
-        fig.savefig(handle, format="png", bbox_inches="tight")
-    plt.close(fig)
+    _save_figure(fig, path)
 
 
 def save_observation_pictures(out: Path, observation: dict[str, np.ndarray], rig: dict[str, SensorSpec],
@@ -177,7 +172,7 @@ def save_panorama_sheet(path: Path, views: list[np.ndarray], step_deg: float, hf
     strip = np.concatenate([views[i][:, start:start + keep] for i in order], axis=1)
     columns = 6 if n % 6 == 0 else n
     rows = -(-n // columns)
-    plt, fig = _figure(1200, 260 + 200 * rows)
+    fig = _figure(1200, 260 + 200 * rows)
     grid = fig.add_gridspec(rows + 1, columns, height_ratios=[1.3] + [1.0] * rows, hspace=0.45)
     ax = fig.add_subplot(grid[0, :])
     ax.imshow(strip, interpolation="nearest", aspect="auto")
@@ -204,4 +199,4 @@ def save_panorama_sheet(path: Path, views: list[np.ndarray], step_deg: float, hf
         fig.legend(handles=[Patch(color=np.asarray(c) / 255.0, label=text) for c, text in legend],
                    loc="lower center", ncol=min(6, len(legend)), fontsize=7, frameon=False,
                    bbox_to_anchor=(0.5, -0.02))
-    _save_figure(plt, fig, path)
+    _save_figure(fig, path)

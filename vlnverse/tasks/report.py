@@ -234,10 +234,7 @@ def write_report(episodes: Iterable[Episode], out_dir: str | Path, *, title: str
                  extra_lines: Sequence[str] = ()) -> dict[str, Any]:
     """Write ``report.md``, ``report.json``, ``instruction_lengths.png``, ``paths.png`` and
     ``vocabulary.png`` (one pass over ``episodes``, which may be a stream)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 
     out = Path(out_dir)
@@ -245,7 +242,8 @@ def write_report(episodes: Iterable[Episode], out_dir: str | Path, *, title: str
     tally = _tally(episodes)
     stats = tally.stats()
     lengths = tally.groups
-    fig, ax = plt.subplots(figsize=(8, 4))
+    fig = Figure(figsize=(8, 4))
+    ax = fig.subplots()
     if lengths:
         top = max(max(v) for v in lengths.values())
         bins = np.arange(0, top + 5, 4)
@@ -257,9 +255,9 @@ def write_report(episodes: Iterable[Episode], out_dir: str | Path, *, title: str
     ax.set_title("Instruction length per task and style (cf. Fig. 3b)")
     fig.tight_layout()
     _save(fig, out / "instruction_lengths.png")
-    plt.close(fig)
     distributions = tally.distributions
-    fig, axes = plt.subplots(1, 2, figsize=(11, 5))
+    fig = Figure(figsize=(11, 5))
+    axes = fig.subplots(1, 2)
     for ax, name, unit in ((axes[0], "path_length", "path length (m)"), (axes[1], "steps", "expert steps")):
         series = distribution_series(distributions, name)
         if series:
@@ -274,16 +272,15 @@ def write_report(episodes: Iterable[Episode], out_dir: str | Path, *, title: str
     axes[1].set_title("Expert steps per task (0.25 m / 15 deg)")
     fig.tight_layout()
     _save(fig, out / "paths.png")
-    plt.close(fig)
     landmarks, verbs = tally.landmarks, tally.verbs
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+    fig = Figure(figsize=(11, 4.5))
+    axes = fig.subplots(1, 2)
     for ax, counter, name in ((axes[0], landmarks, "landmarks"), (axes[1], verbs, "action verbs")):
         items = counter.most_common(15)
         ax.barh([w for w, _ in items][::-1], [n for _, n in items][::-1])
         ax.set_title(f"Most frequent {name} (cf. Fig. 3a/4)")
     fig.tight_layout()
     _save(fig, out / "vocabulary.png")
-    plt.close(fig)
     md = [f"# {title}", "", f"{stats['episodes']} episodes.", "", "## Episodes per task and split (scenes)", "",
           counts_table_markdown(stats), "", "## Instruction length (words)", "",
           "| Group | mean | min | max |", "|---|---|---|---|"]

@@ -273,13 +273,11 @@ def _write_outputs(out: Path, history: list[EpochRow]) -> None:
 
 
 def _plot(path: Path, history: list[EpochRow]) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     epochs = [e.epoch for e in history]
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    fig = Figure(figsize=(9, 3.5))
+    axes = fig.subplots(1, 2)
     axes[0].plot(epochs, [e.loss for e in history], marker="o", label="train loss")
     if any(e.val_loss is not None for e in history):
         axes[0].plot(epochs, [e.val_loss for e in history], marker="s", label="val loss")
@@ -293,4 +291,3 @@ def _plot(path: Path, history: list[EpochRow]) -> None:
     fig.tight_layout()
     with atomic_open(path, "wb") as handle:
         fig.savefig(handle, format="png", dpi=90)
-    plt.close(fig)

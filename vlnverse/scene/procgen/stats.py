@@ -59,14 +59,12 @@ def corpus_stats(metas: list[dict]) -> dict:
 
 def plot_stats(metas: list[dict], path: str | Path) -> Path:
     """Histograms of navigable area and room count, and their scatter (Fig. 2 style)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     area = np.array([m["navigable_area_m2"] for m in metas], dtype=float)
     rooms = np.array([m["num_rooms"] for m in metas], dtype=int)
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    fig = Figure(figsize=(13, 3.8))
+    axes = fig.subplots(1, 3)
     axes[0].hist(area, bins=min(30, max(5, len(area) // 4)), color="#4c72b0")
     axes[0].set(title="Navigable area", xlabel="m²", ylabel="scenes")
     bins = np.arange(rooms.min(), rooms.max() + 2) - 0.5
@@ -83,7 +81,6 @@ def plot_stats(metas: list[dict], path: str | Path) -> Path:
     path = Path(path)
     with atomic_open(path, "wb") as handle:
         fig.savefig(handle, format="png", dpi=110)
-    plt.close(fig)
     return path
 
 

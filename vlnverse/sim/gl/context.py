@@ -6,7 +6,8 @@ own); threads take turns with it (:func:`current_context`). ``renderer="auto"`` 
 ``VLNVERSE_DISABLE_EGL=1`` makes EGL count as unavailable (to exercise the fallback).
 
 Threads (``LP_NUM_THREADS``, read by Mesa when a process first makes a context; images
-are the same bytes whatever it is):
+are the same bytes whatever it is). The settings below are in ``os.environ`` only while the
+context is made; the caller's environment is left as it was:
 
 - A process rasterizes in its calling thread by default (``LP_NUM_THREADS=0`` unless set),
   which keeps it fork-safe: a child forked from a process whose llvmpipe runs rasterizer
@@ -100,18 +101,33 @@ def _create():
         import moderngl
     except ImportError as exc:
         raise RuntimeError("moderngl is not installed (pip install moderngl)") from exc
-    os.environ.setdefault("LP_NUM_THREADS", "0")
-    os.environ.setdefault("MESA_SHADER_CACHE_DISABLE", "true")  # fork-safe (see the module docstring)
+    settings = {"LP_NUM_THREADS": "0", "MESA_SHADER_CACHE_DISABLE": "true"}  # fork-safe (see the module docstring)
     if MESA_EGL_VENDOR.is_file():
-        os.environ.setdefault("__EGL_VENDOR_LIBRARY_FILENAMES", str(MESA_EGL_VENDOR))
-    context = moderngl.create_standalone_context(backend="egl", require=330)
+        settings["__EGL_VENDOR_LIBRARY_FILENAMES"] = str(MESA_EGL_VENDOR)
+    with _environ_defaults(settings) as seen:
+        context = moderngl.create_standalone_context(backend="egl", require=330)
     if _state["threads"] is None:  # else a forked child: Mesa's state, single-threaded, is the parent's
-        _state["threads"] = _thread_count(os.environ["LP_NUM_THREADS"])
+        _state["threads"] = _thread_count(seen["LP_NUM_THREADS"])
     # As made, the context stays current in this thread: with rasterizer threads, another
     # thread then cannot compile a program in it, so it is entered and left once here.
     with context:
         logger.debug("OpenGL context: %s, %s", context.info["GL_RENDERER"], context.info["GL_VERSION"])
     return context
+
+
+@contextlib.contextmanager
+def _environ_defaults(defaults: dict[str, str]) -> Iterator[dict[str, str]]:
+    """``defaults`` in ``os.environ`` (where unset) while Mesa and libglvnd read them as the
+    context is made, then the caller's environment back: a child process the caller starts
+    later (its own renderer) must not inherit them. Yields the values in force."""
+    added = [name for name in defaults if name not in os.environ]
+    for name in added:
+        os.environ[name] = defaults[name]
+    try:
+        yield {name: os.environ[name] for name in defaults}
+    finally:
+        for name in added:
+            os.environ.pop(name, None)
 
 
 def resolve_renderer(name: str) -> str:
