@@ -237,6 +237,7 @@ def _train_encoders(args: argparse.Namespace) -> int:
 
 def _train(args: argparse.Namespace) -> int:
     from vlnverse.errors import ConfigError
+    from vlnverse.learning.allocator import keep_freed_memory
     from vlnverse.learning.imitation import train_imitation
 
     if args.model == "encoders":
@@ -250,6 +251,7 @@ def _train(args: argparse.Namespace) -> int:
             raise ConfigError("online fine-tuning is for waypoint_bert: use `vlnverse train waypoint_bert --online`")
         return _train_online(args)
     config = build_config(args)
+    keep_freed_memory()  # this process is ours: training steps reuse freed memory (see the module)
     if args.no_progress or args.json:
         result = train_imitation(config)
     else:

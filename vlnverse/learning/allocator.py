@@ -8,6 +8,10 @@ top is trimmed), so the next step touches fresh zeroed pages and takes a page fa
 on memory already mapped. :func:`keep_freed_memory` raises both thresholds, so the blocks
 stay in the heap and are reused. It changes no computation, only where memory comes from; a
 process keeps its peak heap (what one step needs) instead of handing it back between steps.
+
+It is a setting of the whole process, so only processes vlnverse owns make it: the
+``vlnverse train`` command and the training ranks it spawns, never a caller of
+:func:`~vlnverse.learning.imitation.train_imitation`, whose process keeps glibc's defaults.
 """
 
 from __future__ import annotations

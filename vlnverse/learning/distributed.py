@@ -150,7 +150,6 @@ def spawn_ranks(procs: int, threads: int, target: Callable[..., Any], *args: Any
                               name=f"vlnverse-rank-{rank}") for rank in range(1, procs)]
     for process in others:
         process.start()
-    torch.set_num_threads(threads)
     done = threading.Event()
     threading.Thread(target=_watch, args=(others, done), name="vlnverse-rank-watch", daemon=True).start()
     try:
@@ -200,8 +199,11 @@ def _failed(processes: list[Any]) -> str:
 
 
 def _spawned_rank(place: Place, port: int, threads: int, target: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    from vlnverse.learning.allocator import keep_freed_memory
+
     torch = require_torch()
     torch.set_num_threads(threads)
+    keep_freed_memory()  # a process of our own: its training steps reuse freed memory (see the module)
     store = torch.distributed.TCPStore("127.0.0.1", port, place.world, is_master=False, timeout=RANK_ZERO_WORK)
     try:
         target(*args, Place(place.rank, place.world, store))

@@ -257,15 +257,15 @@ def train_in_group(config: ImitationConfig, place: Any, *, progress: Callable[[s
     """:func:`train_imitation` in the process group of ``place`` (a
     :class:`~vlnverse.learning.distributed.Place`; ``None``: torchrun's, or one process)."""
     from vlnverse.learning.distributed import process_group
+    from vlnverse.shared_settings import torch_threads
 
-    with process_group(config.device, place) as (group, device):
+    with process_group(config.device, place) as (group, device), torch_threads(config.threads):
         return _train(config, group, device, progress if group.main else None, on_epoch_end if group.main else None)
 
 
 def _train(config: ImitationConfig, group: Any, device: Any, progress: Callable[[str, int, int], None] | None,
            on_epoch_end: Callable[[EpochStats], None] | None) -> ImitationResult:
     """:func:`train_imitation` in one process of ``group`` (rank 0 writes the files)."""
-    from vlnverse.learning.allocator import keep_freed_memory
     from vlnverse.learning.checkpoints import claim_run, resume, save_checkpoint, training_state
     from vlnverse.learning.data import (
         EpisodeTensors,
@@ -286,8 +286,6 @@ def _train(config: ImitationConfig, group: Any, device: Any, progress: Callable[
     )
 
     torch = require_torch()
-    keep_freed_memory()  # each step's tensors reuse the last step's memory (see the module)
-    threads = config.threads or torch.get_num_threads()
     out = Path(config.out)
     if config.amp:
         require_autocast_support(build_model(dataclasses.replace(config.model, kind=config.kind)), device)
@@ -335,7 +333,6 @@ def _train(config: ImitationConfig, group: Any, device: Any, progress: Callable[
                 rounds.append([EpisodeTensors(part, vocab, model_config.max_instruction_tokens) for part in collected])
             datasets = [part for parts in rounds for part in parts]
             dataset = WithGhosts(torch.utils.data.ConcatDataset(datasets))
-            torch.set_num_threads(threads)  # validation's agent may have changed it
             lengths = [e.length for part in datasets for e in part.store.episodes]
             batches = GlobalBatches(len(dataset), config.batch_size, config.seed * 100_003 + epoch, group, lengths)
             loader = torch.utils.data.DataLoader(dataset, batch_sampler=batches, num_workers=config.loader_workers,

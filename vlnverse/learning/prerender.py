@@ -50,6 +50,7 @@ from vlnverse import __version__
 from vlnverse.config import config_to_dict
 from vlnverse.errors import ConfigError, DatasetError
 from vlnverse.fileio import atomic_open, write_bytes_atomic, write_json_atomic
+from vlnverse.shared_settings import SWITCH_INTERVAL
 from vlnverse.sim.gl.context import start_method, worker_setup
 from vlnverse.sim.physics import PhysicsConfig
 from vlnverse.sim.types import Pose
@@ -447,15 +448,10 @@ def render_scene(scene_id: str, scene_file: str, episodes: list[Any], config: Pr
     return SceneFrames(scene_id, "rendered", record, time.perf_counter() - started)
 
 
-@contextlib.contextmanager
-def _switch_interval(seconds: float) -> Iterator[None]:
-    """The interpreter's thread switch interval set to ``seconds`` (process-wide) for a while."""
-    previous = sys.getswitchinterval()
-    sys.setswitchinterval(min(seconds, previous))
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(previous)
+def _switch_interval(seconds: float) -> contextlib.AbstractContextManager:
+    """The interpreter's thread switch interval at most ``seconds`` for a while (process-wide;
+    the caller's value back after the last such block, see :mod:`vlnverse.shared_settings`)."""
+    return SWITCH_INTERVAL.held(min(seconds, sys.getswitchinterval()))
 
 
 def _scene_jobs(config: PrerenderConfig) -> list[tuple[str, str, list[Any]]]:

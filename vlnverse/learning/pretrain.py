@@ -33,6 +33,7 @@ import numpy as np
 from vlnverse.config import config_to_dict
 from vlnverse.errors import ConfigError
 from vlnverse.fileio import write_json_atomic
+from vlnverse.shared_settings import torch_threads
 
 log = logging.getLogger(__name__)
 
@@ -123,10 +124,7 @@ def pretrain_encoders(config: EncoderPretrainConfig,
     model = torch.nn.Sequential(trunk, head)
     grid = int(trunk(torch.zeros(1, 3, sizes["rgb_size"], sizes["rgb_size"])).shape[-1])
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.01)
-    previous = torch.get_num_threads()
-    if config.threads:
-        torch.set_num_threads(config.threads)
-    try:
+    with torch_threads(config.threads):
         mean_map = _mean_depth_map(train_scenes, config.frame_stride, grid)
         history = []
         for epoch in range(1, config.epochs + 1):
@@ -146,8 +144,6 @@ def pretrain_encoders(config: EncoderPretrainConfig,
                                          time.perf_counter() - started))
             if on_epoch_end:
                 on_epoch_end(history[-1])
-    finally:
-        torch.set_num_threads(previous)
     _write(config, trunk, sizes, history)
     return history
 

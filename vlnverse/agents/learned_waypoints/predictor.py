@@ -30,6 +30,7 @@ from vlnverse.agents.learned_waypoints.net import (
 )
 from vlnverse.agents.panorama import Panorama
 from vlnverse.errors import ConfigError
+from vlnverse.shared_settings import TORCH_THREADS
 from vlnverse.weights import load_weights
 
 #: The checkpoint shipped with the repository (README: how it was trained and validated).
@@ -45,9 +46,9 @@ def load_predictor_checkpoint(path: str | Path) -> tuple[Any, dict[str, Any]]:
     """
     from vlnverse.config import config_from_mapping
 
-    torch = require_torch()
+    require_torch()
 
-    with one_thread(torch):  # no OpenMP pool in a process that eval workers are forked from
+    with one_thread():  # no OpenMP pool in a process that eval workers are forked from
         state = load_weights(path, what="waypoint predictor checkpoint")
         if not isinstance(state, dict) or state.get("kind") != "waypoint_predictor":
             raise ConfigError(f"{path} is not a waypoint predictor checkpoint (vlnverse train waypoints)")
@@ -57,17 +58,12 @@ def load_predictor_checkpoint(path: str | Path) -> tuple[Any, dict[str, Any]]:
     return net, state
 
 
-@contextlib.contextmanager
-def one_thread(torch: Any):
-    """Torch on one CPU thread inside the block (its setting restored after). Run this way,
-    the predictor never starts torch's OpenMP thread pool, which a forked child (an eval
-    worker) would inherit broken and wait on for ever."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
+def one_thread() -> contextlib.AbstractContextManager:
+    """Torch on one CPU thread inside the block (the caller's setting back after, even when
+    several threads predict at once). Run this way, the predictor never starts torch's
+    OpenMP thread pool, which a forked child (an eval worker) would inherit broken and wait
+    on for ever."""
+    return TORCH_THREADS.held(1)
 
 
 class LearnedWaypoints:
@@ -106,7 +102,7 @@ class LearnedWaypoints:
         if panorama.config.views != 12:
             raise ConfigError(f"the learned waypoint predictor reads 12 views, the panorama has {panorama.config.views}")
         depth = torch.from_numpy(np.stack([np.asarray(d, dtype=np.float32) for d in panorama.depth])[None])
-        with one_thread(torch), torch.inference_mode():
+        with one_thread(), torch.inference_mode():
             return torch.sigmoid(self.net(depth))[0].numpy()
 
     def predict(self, panorama: Panorama) -> list[Candidate]:

@@ -9,6 +9,7 @@ import numpy as np
 
 from vlnverse.eval.agent import Agent, EpisodeInfo
 from vlnverse.learning.agent import LearnedAgentConfig
+from vlnverse.shared_settings import torch_threads
 
 
 class WaypointBertAgent(Agent):
@@ -25,9 +26,8 @@ class WaypointBertAgent(Agent):
         from vlnverse.learning.torch_support import require_torch, resolve_device
         from vlnverse.weights import load_weights
 
-        self.torch = torch = require_torch()
-        if config.threads:
-            torch.set_num_threads(config.threads)
+        self.torch = require_torch()
+        self.threads = config.threads
         self.device = resolve_device(config.device)
         state = load_weights(config.checkpoint, map_location=self.device)
         self.model = WaypointBert(config_from_mapping(WaypointBertConfig, state["model_config"])).to(self.device)
@@ -47,7 +47,7 @@ class WaypointBertAgent(Agent):
         torch = self.torch
         step = self.inputs(observation)
         batch = {k: torch.as_tensor(v[None]).to(self.device) for k, v in step.arrays.items()}
-        with torch.inference_mode():
+        with torch_threads(self.threads), torch.inference_mode():
             if observation["instruction"] != self._text:
                 self._instruction = self.model.encode_instruction(batch["tokens"])
                 self._state = self.model.initial_state(self._instruction)

@@ -163,13 +163,21 @@ def predict_probabilities(net: Any, depth: np.ndarray, batch_size: int = 256) ->
 
 def train_waypoints(config: WaypointTrainConfig, *, progress: Callable[[str, int, int], None] | None = None,
                     on_epoch_end: Callable[[EpochRow], None] | None = None) -> list[EpochRow]:
-    """Train (or resume) the predictor; its per-epoch history."""
+    """Train (or resume) the predictor on ``config.threads`` torch threads (the caller's
+    setting back after); its per-epoch history."""
+    from vlnverse.shared_settings import torch_threads
+
+    with torch_threads(config.threads):
+        return _train(config, progress, on_epoch_end)
+
+
+def _train(config: WaypointTrainConfig, progress: Callable[[str, int, int], None] | None,
+           on_epoch_end: Callable[[EpochRow], None] | None) -> list[EpochRow]:
     from vlnverse.learning.checkpoints import claim_run, resume, save_checkpoint, training_state
     from vlnverse.learning.torch_support import require_torch, seed_everything
     from vlnverse.learning.waypoints.samples import load_samples, render_split
 
     torch = require_torch()
-    torch.set_num_threads(config.threads)
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     claim_run(out, fingerprint(config), config)
