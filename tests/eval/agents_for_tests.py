@@ -66,6 +66,23 @@ class HangingAgent(Agent):
         return 2
 
 
+class SlowAgent(Agent):
+    """Turns left at once, then takes 0.6 s over each further turn (past a 0.5 s limit, in Python)."""
+
+    sensors = ()
+
+    def reset(self, episode):
+        self.steps = 0
+
+    def act(self, observation):
+        import time
+
+        self.steps += 1
+        if self.steps > 1:
+            time.sleep(0.6)
+        return 2
+
+
 class SleepingAgent(Agent):
     """Turns left once, then sleeps for an hour inside one C call (as an agent blocked in a
     socket read or a stuck native library does): no exception raised in its thread lands."""

@@ -182,6 +182,21 @@ class _Process:
     started: dict[tuple[str, str], float] = field(default_factory=dict)
 
 
+def _start_forkserver(context: Any) -> None:
+    """Start the process's forkserver (if it is not running) with the worker module
+    preloaded, so each worker starts without importing it, then put the preload list back:
+    the caller's later forkserver settings are its own."""
+    import multiprocessing.forkserver
+
+    server = multiprocessing.forkserver._forkserver  # the process's one server (no public getter)
+    previous = list(getattr(server, "_preload_modules", ["__main__"]))
+    context.set_forkserver_preload([*previous, "vlnverse.eval.worker"])
+    try:
+        server.ensure_running()
+    finally:
+        context.set_forkserver_preload(previous)
+
+
 class ProcessPool:
     """The local pool: ``workers`` processes, each with its own agent and envs.
 
@@ -203,7 +218,7 @@ class ProcessPool:
         self.limit = hard_limit(spec.episode_timeout)
         self.context = multiprocessing.get_context(start_method())
         if self.context.get_start_method() == "forkserver":
-            self.context.set_forkserver_preload(["vlnverse.eval.worker"])
+            _start_forkserver(self.context)
         self.parent = os.getpid() if self.context.get_start_method() == "fork" else None  # None: the forkserver
         self.workers: list[_Process] = []
         try:
@@ -402,8 +417,8 @@ def run_items(spec: RunSpec, items: Sequence[WorkItem], on_result: OnResult, *, 
 def _needs_process(spec: RunSpec) -> bool:
     """Whether one worker runs in a process of its own: with an episode time limit, so that
     an episode that does not stop can be killed; unless its agent object cannot be sent to
-    one (a process not forked needs it pickled), which then runs here under the limit of
-    :func:`~vlnverse.eval.runner.time_limit` alone."""
+    one (a process not forked needs it pickled), which then runs here under the cooperative
+    limit alone (an agent that never returns is not stopped)."""
     if spec.episode_timeout is None:
         return False
     from vlnverse.sim.gl.context import start_method
@@ -414,6 +429,6 @@ def _needs_process(spec: RunSpec) -> bool:
         pickle.dumps(spec)
     except Exception as exc:  # noqa: BLE001 - any pickling failure
         logger.warning("the agent cannot be sent to a worker process (%s: %s); it runs in this process, where an "
-                       "episode blocked in native code cannot be stopped", type(exc).__name__, exc)
+                       "episode whose agent never returns cannot be stopped", type(exc).__name__, exc)
         return False
     return True

@@ -13,7 +13,10 @@ end the episode early.
 Failures of the agent are data, not crashes: an exception from the agent, or an action
 the env rejects, ends the episode with ``fail_reason = "error"`` and the error message;
 an episode that runs past its time limit ends with ``fail_reason = "timeout"``. Either is
-scored on what it did so far (no STOP, so SR = 0). A malformed agent trace
+scored on what it did so far (no STOP, so SR = 0). The limit is cooperative: model calls see
+it as their deadline (:mod:`vlnverse.deadline`) and the runner checks it between the agent's
+calls; nothing is raised into the agent's thread. An agent that does not return is stopped by
+killing its worker process (:func:`vlnverse.eval.worker.hard_limit`). A malformed agent trace
 (its trace metrics cannot be computed) fails that episode the same way
 (``error_source = "trace"``).
 
@@ -33,11 +36,9 @@ EQA: an :class:`~vlnverse.eval.agent.Answer` action answers (``env.unwrapped.ans
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import dataclasses
 import logging
 import math
-import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping
@@ -47,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from vlnverse.deadline import EpisodeTimeout, within
+from vlnverse.deadline import check as check_deadline
 from vlnverse.errors import InvalidActionError, LLMBudgetExceeded, MetricsError
 from vlnverse.eval.agent import Agent, Answer, Ask, EpisodeInfo, Inconclusive
 from vlnverse.eval.episode_record import EpisodeRecord, MetricsConfig
@@ -85,42 +87,6 @@ class EpisodeTiming:
     def harness(self) -> float:
         """Time spent neither in the env nor in the agent: the harness's own overhead."""
         return max(0.0, self.total - self.env - self.agent)
-
-
-@contextlib.contextmanager
-def time_limit(seconds: float | None) -> Iterator[None]:
-    """Raise :class:`EpisodeTimeout` in this thread once ``seconds`` have passed.
-
-    A watchdog timer raises it asynchronously in the episode's thread, so an agent that
-    loops or polls forever is stopped at its next Python instruction; a call blocked
-    inside C code (a socket read without a timeout) is stopped only when it returns. Model
-    calls see the limit as their deadline (:mod:`vlnverse.deadline`), so they return in
-    time; what else blocks is stopped by killing its worker process
-    (:func:`vlnverse.eval.worker.hard_limit`).
-    """
-    if not seconds:
-        yield
-        return
-    thread = ctypes.c_ulong(threading.get_ident())
-    guard = threading.Lock()
-    armed = [True]
-
-    def fire() -> None:
-        with guard:
-            if armed[0]:
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(thread, ctypes.py_object(EpisodeTimeout))
-
-    timer = threading.Timer(seconds, fire)
-    timer.daemon = True
-    timer.start()
-    try:
-        with within(seconds):
-            yield
-    finally:
-        timer.cancel()
-        with guard:
-            armed[0] = False
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(thread, None)  # drop one that has not landed yet
 
 
 @contextlib.contextmanager
@@ -292,12 +258,14 @@ def run_episode(
             fail("agent", exc)
 
         while fail_reason is None:
+            check_deadline()  # the time limit is cooperative: it is checked between calls
             if on_observation is not None:
                 on_observation(len(actions), obs)
             try:
                 t0 = time.perf_counter()
                 action = agent.act(obs)
                 timing.agent += time.perf_counter() - t0
+                check_deadline()  # an action that came too late is not taken
             except Exception as exc:  # noqa: BLE001
                 fail("agent", exc)
                 break
@@ -347,7 +315,7 @@ def run_episode(
     try:
         if timed_out:
             raise EpisodeTimeout
-        with time_limit(timeout):
+        with within(timeout):
             play()
     except EpisodeTimeout:
         error, error_source, fail_reason = f"the episode ran longer than {timeout or 0:g} s", "timeout", "timeout"

@@ -52,9 +52,9 @@ itself, for its env reset, scoring and plot, before its worker process is killed
 def hard_limit(timeout: float | None) -> float | None:
     """Seconds after its start at which an episode that has not ended is stopped by killing
     its worker process (None: no limit): ``timeout`` plus a grace of a quarter of it,
-    within :data:`HARD_LIMIT_GRACE_S`. Before that, the episode's own thread is
-    interrupted at ``timeout`` (:func:`vlnverse.eval.runner.time_limit`), which stops
-    agents looping in Python but not one blocked in native code."""
+    within :data:`HARD_LIMIT_GRACE_S`. Before that, the limit is cooperative: model calls
+    end at ``timeout`` and the runner checks it between the agent's calls
+    (:mod:`vlnverse.eval.runner`), which stops no agent that never returns."""
     if timeout is None:
         return None
     low, high = HARD_LIMIT_GRACE_S
