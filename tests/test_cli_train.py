@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from vlnverse.cli.train import eval_command
-from vlnverse.release.tracks import get_track
+from vlnverse.eval.tracks import get_track
 
 
 def test_a_tracks_dataset_gets_the_tracks_eval_command(tmp_path):

@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "vlnverse"
 #: The floors, bottom first: a module may import its own floor and the floors below.
 FLOORS: tuple[tuple[str, ...], ...] = (
     ("errors", "redact", "config", "registry", "fileio", "cache", "deadline", "processes", "parallel", "stdio",
-     "gym_registration", "weights", "shared_settings"),
+     "gym_registration", "weights", "shared_settings", "data"),
     ("llm", "scene"),
     ("sim",),
     ("tasks",),

@@ -29,10 +29,39 @@ __version__ = "0.1.0"
 gym_registration.install()  # ``gymnasium.make("VLNVerse/Nav-v0")`` works once gymnasium is imported
 
 
-def __getattr__(name: str):
-    """Lazy top-level helpers: ``vlnverse.make`` imports gymnasium and the envs on first use."""
-    if name == "make":
-        from vlnverse.envs import make
+#: The public API, ``name -> "module:attr"``, imported on first use (``import vlnverse``
+#: stays light). docs/api.md documents it.
+_API = {
+    "make": "vlnverse.envs:make",
+    "Agent": "vlnverse.eval.agent:Agent",
+    "EpisodeInfo": "vlnverse.eval.agent:EpisodeInfo",
+    "Ask": "vlnverse.eval.agent:Ask",
+    "Answer": "vlnverse.eval.agent:Answer",
+    "Inconclusive": "vlnverse.eval.agent:Inconclusive",
+    "make_agent": "vlnverse.eval.registry:make_agent",
+    "register_agent": "vlnverse.eval.registry:register_agent",
+    "EvalConfig": "vlnverse.eval.harness:EvalConfig",
+    "EvalResult": "vlnverse.eval.harness:EvalResult",
+    "evaluate": "vlnverse.eval.harness:evaluate",
+    "Track": "vlnverse.eval.tracks:Track",
+    "get_track": "vlnverse.eval.tracks:get_track",
+    "register_track": "vlnverse.eval.tracks:register_track",
+}
 
-        return make
-    raise AttributeError(f"module 'vlnverse' has no attribute {name!r}")
+__all__ = ["__version__", *_API]
+
+
+def __getattr__(name: str):
+    """The public API's names, imported on first use (``vlnverse.make`` imports gymnasium
+    and the envs then)."""
+    if name not in _API:
+        raise AttributeError(f"module 'vlnverse' has no attribute {name!r}")
+    from vlnverse.registry import load_entry_point
+
+    value = load_entry_point(_API[name])
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_API))

@@ -20,7 +20,7 @@ pytest.importorskip("torch")
 from tests.bundled import REPO  # noqa: E402
 from vlnverse.eval.harness import EvalConfig, evaluate  # noqa: E402
 from vlnverse.eval.registry import load_agent_config  # noqa: E402
-from vlnverse.release.tracks import get_track  # noqa: E402
+from vlnverse.eval.tracks import get_track  # noqa: E402
 
 AGENT_DIR = REPO / "assets" / "agents" / "cma"
 BUNDLED = ["vlnverse", "datagen", "--scenes", "assets/scenes", "--tasks", "fine,coarse", "--per-scene", "80"]

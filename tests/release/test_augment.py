@@ -12,9 +12,9 @@ import pytest
 from numpy.random import SeedSequence
 
 from vlnverse.errors import ConfigError
+from vlnverse.eval.tracks import TRACKS, get_track
 from vlnverse.release.augment import AugmentConfig, build_augmentation, check_layouts, track_layouts
 from vlnverse.release.build import ReleaseConfig
-from vlnverse.release.tracks import TRACKS
 from vlnverse.scene.procgen.corpus import SEED_SPACE_SIZE, CorpusOptions
 from vlnverse.scene.procgen.house import HouseOptions, generate_house, layout_digest
 
@@ -25,7 +25,7 @@ def small(out: Path, **changes) -> AugmentConfig:
 
 def test_augmentation_seeds_are_disjoint_from_every_tracks_homes():
     track_seeds = set()
-    for track in TRACKS.values():
+    for track in map(get_track, TRACKS):
         count = ReleaseConfig(out="", scale=track.scale, seed=track.seed).scene_count
         options = CorpusOptions(count=count, seed=track.seed)
         track_seeds |= {options.scene_seed(i) for i in range(count)}
@@ -46,7 +46,7 @@ def test_augmentation_seeds_are_disjoint_from_every_tracks_homes():
     assert not draws(augment.scene_seed(i) for i in range(40)) & track_draws
     first_design = SEED_SPACE_SIZE + track.scene_seed(2)
     assert tuple(SeedSequence([first_design, 0]).generate_state(4)) in track_draws
-    mini = track_layouts(TRACKS["mini"])  # and, built, none of the first homes is one of mini's
+    mini = track_layouts(get_track("mini"))  # and, built, none of the first homes is one of mini's
     assert not {layout_digest(generate_house(augment.scene_seed(i)).summary()) for i in range(13)} & set(mini)
 
 
@@ -67,7 +67,7 @@ def test_set_holds_new_training_homes_and_their_fine_and_coarse_episodes(built):
     assert set(manifest["splits"]["train"]) == {"fine", "coarse"}
     assert facts["episodes"] == {task: manifest["splits"]["train"][task]["episodes"] for task in ("fine", "coarse")}
     assert facts["episodes"]["coarse"] == 2 * 3
-    track_digests = track_layouts(TRACKS["mini"])
+    track_digests = track_layouts(get_track("mini"))
     assert len(track_digests) == 13 and not set(facts["layout_digests"].values()) & set(track_digests)
     card = (built / "README.md").read_text(encoding="utf-8")
     assert "2 new procedural homes" in card and "--homes 2 --per-home 3 --no-frames" in card
@@ -94,7 +94,7 @@ def test_a_home_is_the_same_in_any_set_and_adjacent_ranges_share_none(built, tmp
 
 
 def test_a_home_that_repeats_a_track_home_is_refused(built):
-    track_digests = track_layouts(TRACKS["mini"])
+    track_digests = track_layouts(get_track("mini"))
     repeated, scene = next(iter(track_digests.items()))
     facts = json.loads((built / "augment.json").read_text(encoding="utf-8"))
     with pytest.raises(ConfigError, match=f"aug_0001 repeats mini's {scene}"):

@@ -11,8 +11,8 @@ import pytest
 
 from tests.cli_errors import one_error_line
 from vlnverse.cli import main
+from vlnverse.eval.tracks import check_release, get_track, sha256_of
 from vlnverse.release import ReleaseConfig
-from vlnverse.release.tracks import check_release, get_track, sha256_of
 from vlnverse.scene.procgen.corpus import generate_corpus
 from vlnverse.tasks.corpus import discover_scenes
 from vlnverse.tasks.datagen import run_scene

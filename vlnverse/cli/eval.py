@@ -214,7 +214,7 @@ def _verify(args: argparse.Namespace) -> int:
     release_sums = args.release_sums
     if args.track:
         from vlnverse.eval.episode_record import MetricsConfig, trace_metric_settings
-        from vlnverse.release.tracks import get_track
+        from vlnverse.eval.tracks import get_track
 
         track = get_track(args.track)
         if not track.checksums.is_file():

@@ -60,8 +60,8 @@ def register(subparsers) -> None:
 
 
 def _build(args) -> int:
+    from vlnverse.eval.tracks import check_release
     from vlnverse.release import ReleaseConfig, build_release
-    from vlnverse.release.tracks import check_release
 
     track = _track(args)
     config = ReleaseConfig(out=str(args.out), scale=args.scale, seed=args.seed, workers=args.workers,
@@ -138,7 +138,7 @@ def _track(args):
     """The ``--track`` named (None without one), with ``args.scale``/``args.seed`` set from it;
     options that would change a track's bytes are refused."""
     from vlnverse.errors import ConfigError
-    from vlnverse.release.tracks import get_track
+    from vlnverse.eval.tracks import get_track
 
     if args.track is None:
         args.scale = 1.0 if args.scale is None else args.scale

@@ -52,8 +52,8 @@ def _table(args: argparse.Namespace) -> int:
 
 def _unpacked(folders: list[str], tmp: Path) -> tuple[list[str], list[str | None]]:
     """``[LABEL=]FOLDER`` specs with each bundle unpacked under ``tmp``, and each bundle's sha256."""
+    from vlnverse.eval.tracks import sha256_of
     from vlnverse.eval.unpack import unpack_bundle
-    from vlnverse.release.tracks import sha256_of
 
     specs, digests = [], []
     for index, spec in enumerate(folders):
@@ -83,7 +83,7 @@ def _tabulate(args: argparse.Namespace, specs: list[str], digests: list[str | No
     runs = load_runs(specs)
     track = partial = None
     if args.track:
-        from vlnverse.release.tracks import get_track, require_track_dataset
+        from vlnverse.eval.tracks import get_track, require_track_dataset
 
         track = get_track(args.track)
         for spec in specs:

@@ -280,7 +280,7 @@ def _train(args: argparse.Namespace) -> int:
 def eval_command(dataset: str | Path, kind: str, agent_config: str | Path) -> str:
     """The ``vlnverse eval`` command a finished training suggests: a track's own (its splits, tasks
     and step budget) when ``dataset`` is a track's, so the figures compare with its results."""
-    from vlnverse.release.tracks import track_of_dataset
+    from vlnverse.eval.tracks import track_of_dataset
 
     track = track_of_dataset(dataset)
     options = f" {track.eval_options()}" if track else ""

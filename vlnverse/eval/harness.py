@@ -373,7 +373,20 @@ def write_reports(out: Path, records: Sequence[Mapping[str, Any]], run: Mapping[
     return summary
 
 
-def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict[str, Any]], None] | None = None,
+def on_track(config: EvalConfig, track: Any) -> EvalConfig:
+    """``config`` with the selection and scoring of ``track`` (a name or a
+    :class:`~vlnverse.eval.tracks.Track`): its splits, tasks, physics modes, step budget,
+    success radius and seed replace the config's."""
+    from vlnverse.eval.tracks import get_track
+
+    chosen = get_track(track)
+    return dataclasses.replace(config, split=",".join(chosen.splits), task=",".join(chosen.tasks),
+                               physics=chosen.physics, max_steps=chosen.max_steps,
+                               success_distance=chosen.success_distance, seed=chosen.eval_seed)
+
+
+def evaluate(config: EvalConfig, *, agent: Any = None, track: Any = None,
+             on_result: Callable[[dict[str, Any]], None] | None = None,
              on_start: Callable[[int, list[dict[str, Any]]], None] | None = None) -> EvalResult:
     """Run (or finish) the evaluation ``config`` describes and write its reports.
 
@@ -381,6 +394,8 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
         config: The run.
         agent: An agent object to use instead of ``config.agent``'s registry entry
             (``config.agent`` then only labels the run); pickled to pool workers.
+        track: A track's name (``"mini"``) or :class:`~vlnverse.eval.tracks.Track`: the run
+            takes its selection and scoring (:func:`on_track`); None: the config's own.
         on_result: Called with each new record as it is written (progress display).
         on_start: Called with (total records of the selection, already finished records).
 
@@ -394,6 +409,8 @@ def evaluate(config: EvalConfig, *, agent: Any = None, on_result: Callable[[dict
     from vlnverse.tasks.dataset import EpisodeDataset
     from vlnverse.tasks.storage import check_dataset
 
+    if track is not None:
+        config = on_track(config, track)
     # everything that can be checked is checked before the output folder is touched
     require_backend(config.backend)
     if config.executor == "ray":

@@ -48,6 +48,13 @@ AGENTS.register("gama", "vlnverse.learning.agent:GamaAgent")
 AGENTS.register("waypoint_bert", "vlnverse.learning.online.agent:WaypointBertAgent")
 
 
+def register_agent(name: str, entry: Any, *, overwrite: bool = False) -> None:
+    """Make ``name`` an agent every command and :func:`make_agent` accept: ``entry`` is an
+    :class:`~vlnverse.eval.agent.Agent` subclass, a factory or a lazy ``"module:attr"``
+    string (a :class:`~vlnverse.errors.RegistryError` if the name is taken, unless ``overwrite``)."""
+    AGENTS.register(name, entry, overwrite=overwrite)
+
+
 def agent_factory(name: str) -> Any:
     """The class/factory registered as ``name``, or imported when ``name`` is ``module:attr``
     or ``path/to/file.py:attr`` (a module is also looked for in the current folder)."""

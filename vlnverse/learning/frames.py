@@ -9,6 +9,7 @@ even when batches are drawn in random order.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from vlnverse.errors import DatasetError
+from vlnverse.errors import ConfigError, DatasetError
 from vlnverse.learning.prerender import INDEX, RECORD, chunk_name
 
 CHUNK_CACHE_BYTES = 256 << 20
@@ -122,3 +123,16 @@ class FrameStore:
         out.update(actions=steps["actions"][ep.start:stop], poses=steps["poses"][ep.start:stop],
                    instruction=ep.instruction, episode_id=ep.episode_id)
         return out
+
+
+def augment_digest(folder: str | Path) -> str:
+    """SHA-256 of an augmentation set's ``SHA256SUMS`` (what the set holds, wherever it lies).
+
+    Raises:
+        ConfigError: the folder is not a finished augmentation set.
+    """
+    sums = Path(folder) / "SHA256SUMS"
+    if not sums.is_file():
+        raise ConfigError(f"{folder} is not an augmentation set (no SHA256SUMS); build it with "
+                          "`vlnverse release augment --track TRACK --homes N --out AUG`")
+    return hashlib.sha256(sums.read_bytes()).hexdigest()

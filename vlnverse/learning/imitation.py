@@ -31,6 +31,7 @@ from vlnverse.config import config_to_dict
 from vlnverse.errors import ConfigError
 from vlnverse.fileio import atomic_open, write_json_atomic, write_text_atomic
 from vlnverse.learning.curves import EpochScalars
+from vlnverse.learning.frames import augment_digest
 from vlnverse.learning.models import MODEL_KINDS
 from vlnverse.learning.models.config import ModelConfig
 from vlnverse.learning.prerender import PrerenderConfig, prerender
@@ -389,19 +390,6 @@ def collect_dagger(config: ImitationConfig, round_index: int, checkpoint: Path, 
             prerender(collect)
     group.barrier()
     return [FrameStore(collect.out, collect.split) for collect in collects]
-
-
-def augment_digest(folder: str | Path) -> str:
-    """SHA-256 of an augmentation set's ``SHA256SUMS`` (what the set holds, wherever it lies).
-
-    Raises:
-        ConfigError: the folder is not a finished augmentation set.
-    """
-    sums = Path(folder) / "SHA256SUMS"
-    if not sums.is_file():
-        raise ConfigError(f"{folder} is not an augmentation set (no SHA256SUMS); build it with "
-                          "`vlnverse release augment --track TRACK --homes N --out AUG`")
-    return hashlib.sha256(sums.read_bytes()).hexdigest()
 
 
 def training_data(config: ImitationConfig) -> dict[str, Any]:

@@ -106,8 +106,7 @@ class PretrainEpoch:
 def pretrain_encoders(config: EncoderPretrainConfig,
                       on_epoch_end: Callable[[PretrainEpoch], None] | None = None) -> list[PretrainEpoch]:
     """Train the RGB trunk on depth targets, copy the depth trunk, write ``OUT/encoders.pt``."""
-    from vlnverse.learning.frames import FrameStore
-    from vlnverse.learning.imitation import augment_digest
+    from vlnverse.learning.frames import FrameStore, augment_digest
     from vlnverse.learning.models.trunks import small_cnn
     from vlnverse.learning.torch_support import require_torch, seed_everything
 
@@ -234,7 +233,7 @@ def _validate(model: Any, scenes: list[tuple[Any, str]], config: EncoderPretrain
 
 def _write(config: EncoderPretrainConfig, trunk: Any, sizes: dict[str, Any], history: list[PretrainEpoch]) -> None:
     from vlnverse.learning.checkpoints import save_checkpoint
-    from vlnverse.learning.imitation import augment_digest
+    from vlnverse.learning.frames import augment_digest
 
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -41,10 +41,10 @@ from typing import Any
 from vlnverse import __version__
 from vlnverse.config import config_to_dict
 from vlnverse.errors import ConfigError
+from vlnverse.eval.tracks import Track, get_track
 from vlnverse.fileio import OutputLock, prepare_output_dir, write_json_atomic, write_text_atomic
 from vlnverse.parallel import check_executor
 from vlnverse.release.build import BUILD_FILE, BuildLog, Progress, ReleaseConfig
-from vlnverse.release.tracks import Track, get_track
 from vlnverse.scene.procgen.corpus import CorpusOptions, generate_corpus
 from vlnverse.scene.procgen.house import generate_house, layout_digest
 from vlnverse.tasks.datagen import DatagenConfig, run_datagen

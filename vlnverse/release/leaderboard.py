@@ -15,7 +15,7 @@ from typing import Any
 
 from vlnverse.eval.pooled import PooledGroup, ending_shares
 from vlnverse.eval.report import is_percent
-from vlnverse.release.tracks import CHECKSUMS_DIR, Track, sha256_of
+from vlnverse.eval.tracks import Track, sha256_of
 
 POOLED = "pooled"
 """The task name of the rows that pool every task of a split."""
@@ -43,8 +43,9 @@ class Entry:
 
 
 def shipped_weights() -> dict[str, str]:
-    """``{sha256: path}`` of the weights shipped in ``assets/agents`` (paths from the repository root)."""
-    root = CHECKSUMS_DIR.parents[1]
+    """``{sha256: path}`` of the weights in a checkout's ``assets/agents`` (paths from the
+    repository root; none where the package runs from a wheel)."""
+    root = Path(__file__).resolve().parents[2]
     return {sha256_of(path): path.relative_to(root).as_posix()
             for path in sorted((root / "assets" / "agents").glob("*/*.pt"))}
 

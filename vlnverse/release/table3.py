@@ -16,7 +16,7 @@ from typing import Any
 from vlnverse.errors import ConfigError
 from vlnverse.eval.registry import augmented_label
 from vlnverse.eval.report import ARROWS, COLUMNS, PHYSICS_TITLES, TASK_TITLES, is_percent
-from vlnverse.release.tracks import Track
+from vlnverse.eval.tracks import Track
 
 TASKS = ("fine", "coarse")
 SPLITS = ("val_seen", "val_unseen", "test")

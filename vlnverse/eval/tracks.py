@@ -11,6 +11,11 @@ compares the digest of those lines. Results on a track are labelled with :attr:`
   fine + coarse instructions; its learned baselines train and evaluate on two CPU cores in an
   afternoon (``docs/results-mini.md``).
 - ``full``: the paper's 263 homes, for machines with GPUs; its digest is not published yet.
+
+Tracks are a registry: a third party adds its own with :func:`register_track` (its
+``sums`` naming its own published checksums), and ``evaluate(config, track=NAME)`` and the
+commands' ``--track NAME`` then accept it. The built-in tracks' checksums are package data
+(:mod:`vlnverse.data`).
 """
 
 from __future__ import annotations
@@ -19,10 +24,12 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from vlnverse.data import data_path
 from vlnverse.errors import ConfigError
+from vlnverse.registry import Registry
 
-CHECKSUMS_DIR = Path(__file__).resolve().parents[2] / "assets" / "tracks"
-"""Where each track's published content checksums are kept (``<track>/SHA256SUMS``)."""
+CHECKSUMS_DIR = data_path("tracks")
+"""Where the built-in tracks' published content checksums are kept (``<track>/SHA256SUMS``)."""
 
 CONTENT = ("scenes/", "dataset/")
 """The release paths that decide results (under these, :data:`DESCRIPTIONS` excepted)."""
@@ -48,6 +55,8 @@ class Track:
         eval_seed: ``vlnverse eval --seed`` of every result (``eval verify --track`` requires it,
             so a best run of several seeds is not a result). Trace metrics use the default
             parameters.
+        sums: The published ``SHA256SUMS`` file (None: the package's
+            ``tracks/<name>/SHA256SUMS``, where the built-in tracks keep theirs).
     """
 
     name: str
@@ -61,6 +70,7 @@ class Track:
     success_distance: float = 3.0
     config_hash: str | None = None
     eval_seed: int = 0
+    sums: str | None = None
 
     def eval_options(self) -> str:
         """The ``vlnverse eval`` options of the track's results (its splits, tasks and step budget;
@@ -70,17 +80,22 @@ class Track:
     @property
     def checksums(self) -> Path:
         """The published content checksums of the track's build (``sha256sum`` format)."""
-        return CHECKSUMS_DIR / self.name / "SHA256SUMS"
+        return Path(self.sums) if self.sums else CHECKSUMS_DIR / self.name / "SHA256SUMS"
 
     def published_digest(self) -> str | None:
         """SHA-256 of the published content checksums (None when the track publishes none)."""
         return sha256_of(self.checksums) if self.checksums.is_file() else None
 
 
-TRACKS: dict[str, Track] = {
-    "mini": Track("mini", "VLNVerse-mini (CPU track)", scale=0.05, seed=0, config_hash="7c42d9a0a8b1c923"),
-    "full": Track("full", "VLNVerse (full scale)", scale=1.0, seed=0),
-}
+TRACKS: Registry[Track] = Registry("track")
+TRACKS.register("mini", Track("mini", "VLNVerse-mini (CPU track)", scale=0.05, seed=0, config_hash="7c42d9a0a8b1c923"))
+TRACKS.register("full", Track("full", "VLNVerse (full scale)", scale=1.0, seed=0))
+
+
+def register_track(track: Track, *, overwrite: bool = False) -> None:
+    """Add ``track`` under ``track.name`` (a :class:`~vlnverse.errors.RegistryError` if the
+    name is taken, unless ``overwrite``)."""
+    TRACKS.register(track.name, track, overwrite=overwrite)
 
 
 def track_of_dataset(dataset: str | Path) -> Track | None:
@@ -92,18 +107,21 @@ def track_of_dataset(dataset: str | Path) -> Track | None:
     except (OSError, ValueError):
         return None
     found = manifest.get("config_hash") if isinstance(manifest, dict) else None
-    return next((track for track in TRACKS.values() if found is not None and track.config_hash == found), None)
+    tracks = (TRACKS.get(name) for name in TRACKS)
+    return next((track for track in tracks if found is not None and track.config_hash == found), None)
 
 
-def get_track(name: str) -> Track:
-    """The track called ``name``.
+def get_track(name: str | Track) -> Track:
+    """The track called ``name`` (a :class:`Track` is returned as it is).
 
     Raises:
         ConfigError: no such track (the message lists the valid names).
     """
+    if isinstance(name, Track):
+        return name
     if name not in TRACKS:
         raise ConfigError(f"unknown track {name!r}; valid: {', '.join(TRACKS)}")
-    return TRACKS[name]
+    return TRACKS.get(name)
 
 
 def sha256_of(path: Path) -> str:
