@@ -4,6 +4,8 @@ PYTHON ?= python3
 # The extras `make test` needs: dev (pytest, ruff, ray, mkdocs), hf (CPU torch, transformers), train (tensorboard),
 # remote (websockets, msgpack).
 EXTRAS ?= dev,hf,train,remote
+# The extras accept a range of torch; the tests run on the version the goldens were made with.
+TORCH ?= torch==2.13.0
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
@@ -26,7 +28,7 @@ $(STAMP): pyproject.toml Makefile
 	@$(MAKE) --no-print-directory egl
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
+	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]' '$(TORCH)'
 	@touch $(STAMP)
 
 demo: $(STAMP)

@@ -101,7 +101,7 @@ def test_the_shipped_checkpoint_keeps_its_published_recall_on_an_unseen_scene(tm
     from vlnverse.learning.waypoints.samples import load_samples, render_scene
     from vlnverse.learning.waypoints.trainer import predict_probabilities, score
 
-    net, state = load_predictor_checkpoint(REPO / "assets" / "waypoints" / "waypoint_predictor.pt")
+    net, state = load_predictor_checkpoint(REPO / "vlnverse" / "data" / "waypoints" / "waypoint_predictor.pt")
     assert "scene_0000" not in json.dumps(state["train_config"])
     render_scene(BUNDLED_SCENES / "scene_0000" / "scene.usdc", [], tmp_path / "s.npz", count=40, seed=5,
                  input_size=32, panorama=PanoramaConfig(), targets=TargetConfig())

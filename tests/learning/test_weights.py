@@ -18,7 +18,7 @@ from vlnverse.learning.agent import CMAAgent, LearnedAgentConfig  # noqa: E402
 from vlnverse.learning.checkpoints import resume, save_checkpoint, training_state  # noqa: E402
 from vlnverse.weights import load_weights  # noqa: E402
 
-SHIPPED = sorted([*REPO.glob("assets/agents/*/*.pt"), *REPO.glob("assets/waypoints/*.pt")])
+SHIPPED = sorted([*REPO.glob("assets/agents/*/*.pt"), *REPO.glob("vlnverse/data/waypoints/*.pt")])
 
 
 class WritesAFile:

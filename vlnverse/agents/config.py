@@ -153,7 +153,7 @@ class LLMAgentConfig:
             factory called with the ``waypoints`` settings that returns a
             :class:`~vlnverse.agents.waypoints.WaypointPredictor`.
         waypoint_checkpoint: The ``learned`` predictor's checkpoint (``None``: the one
-            shipped in ``assets/waypoints/``).
+            shipped in ``vlnverse/data/waypoints/``).
         panorama: Camera rig settings.
     """
 

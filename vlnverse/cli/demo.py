@@ -15,6 +15,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from vlnverse.data import data_path
 from vlnverse.errors import ConfigError
 
 DEMO_AGENTS = ("oracle", "random", "forward")
@@ -27,13 +28,13 @@ SMALL_SAMPLE = 30
 
 
 def default_scenes() -> Path:
-    """``assets/scenes`` of the source tree this package runs from."""
-    return Path(__file__).resolve().parents[2] / "assets" / "scenes"
+    """The bundled scenes (package data; ``assets/scenes`` in a checkout links to them)."""
+    return data_path("scenes")
 
 
 def shipped_agent(name: str) -> Path:
-    """``assets/agents/NAME/agent.yaml`` of the source tree this package runs from."""
-    return Path(__file__).resolve().parents[2] / "assets" / "agents" / name / "agent.yaml"
+    """``NAME/agent.yaml`` of the agents shipped in the package (the CMA of the demo)."""
+    return data_path("agents", name, "agent.yaml")
 
 
 def demo_agents(console) -> list[tuple[str, str, dict]]:

@@ -12,4 +12,4 @@ from pathlib import Path
 
 def data_path(*parts: str) -> Path:
     """The path of a file of this package (it is installed as files, never zipped)."""
-    return Path(str(resources.files(__name__).joinpath(*parts)))
+    return Path(str(resources.files(__name__).joinpath(*parts))).resolve()

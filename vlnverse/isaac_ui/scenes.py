@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from vlnverse.data import data_path
 from vlnverse.errors import SceneError
 
 USD_SUFFIXES = (".usd", ".usda", ".usdc", ".usdz")
@@ -29,9 +30,8 @@ class SceneEntry:
 
 
 def bundled_scene_dir() -> Path:
-    """``assets/scenes`` of the source checkout (or of the built extension's data folder)."""
-    package_root = Path(__file__).resolve().parents[2]
-    return package_root / "assets" / "scenes"
+    """The scenes bundled with the package (package data, so also in the built extension)."""
+    return data_path("scenes")
 
 
 def _is_scene_file(path: Path) -> bool:

@@ -7,7 +7,7 @@ the bytes of an uninterrupted one):
    :func:`~vlnverse.scene.procgen.corpus.generate_corpus`;
 2. ``episodes``: every task of Table 2 (plus the other tasks the generator offers, e.g.
    ObjectNav) with reference images, through :func:`~vlnverse.tasks.datagen.run_datagen`
-   with the generation settings of ``datagen/paper_splits.yaml``;
+   with the generation settings of ``paper_splits.yaml`` (package data, linked from ``datagen/``);
 3. ``report``: dataset statistics and plots (one streaming pass) and the corpus's statistics;
 4. ``card``: the dataset card ``README.md`` and ``SHA256SUMS`` over every file.
 
@@ -31,6 +31,7 @@ from typing import Any
 
 from vlnverse import __version__
 from vlnverse.config import config_to_dict
+from vlnverse.data import data_path
 from vlnverse.errors import ConfigError
 from vlnverse.fileio import OutputLock, prepare_output_dir, write_json_atomic
 from vlnverse.parallel import check_executor, peak_rss_mb
@@ -45,7 +46,7 @@ log = logging.getLogger(__name__)
 PAPER_SCENES = sum(PAPER_SPLIT.values())
 STAGES = ("scenes", "episodes", "report", "card")
 BUILD_FILE = "build.json"
-PAPER_CONFIG = Path(__file__).resolve().parents[2] / "datagen" / "paper_splits.yaml"
+PAPER_CONFIG = data_path("paper_splits.yaml")
 """The datagen config whose ``generation`` section a release uses (Table 2's shape)."""
 
 Progress = Callable[[str, int, int], None]

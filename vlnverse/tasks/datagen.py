@@ -89,9 +89,11 @@ class DatagenConfig:
 
     @classmethod
     def from_file(cls, path: str | Path, **overrides: Any) -> DatagenConfig:
-        """Load a YAML/JSON pipeline config; relative paths are relative to the file."""
+        """Load a YAML/JSON pipeline config; relative paths are relative to the file's folder
+        as named (a link to a config elsewhere, such as ``datagen/paper_splits.yaml``, is
+        read there, beside the link)."""
         base = load_config_file(cls, path)
-        folder = Path(path).resolve().parent
+        folder = Path(path).absolute().parent
         changes = {name: str((folder / getattr(base, name)).resolve()) for name in ("scenes", "out")
                    if not Path(getattr(base, name)).is_absolute()}
         changes.update({k: v for k, v in overrides.items() if v is not None})

@@ -1,9 +1,9 @@
 """The trained waypoint predictor as the LLM agents' candidate source (``waypoint_predictor: learned``).
 
 :class:`LearnedWaypoints` runs a checkpoint of ``vlnverse train waypoints`` (by default the
-one shipped in ``assets/waypoints/``) on the panorama's depth and turns the heatmap's peaks
-into :class:`~vlnverse.agents.waypoints.Candidate` objects. Ids keep the depth predictor's
-convention (the letter of the ``spacing_deg`` heading slot, ``A`` straight ahead, then
+one shipped in the package, ``vlnverse/data/waypoints/``) on the panorama's depth and turns
+the heatmap's peaks into :class:`~vlnverse.agents.waypoints.Candidate` objects. Ids keep the
+depth predictor's convention (the letter of the ``spacing_deg`` heading slot, ``A`` straight ahead, then
 counter-clockwise); of two peaks in one slot the stronger is kept.
 """
 
@@ -29,12 +29,13 @@ from vlnverse.agents.learned_waypoints.net import (
     require_torch,
 )
 from vlnverse.agents.panorama import Panorama
+from vlnverse.data import data_path
 from vlnverse.errors import ConfigError
 from vlnverse.shared_settings import TORCH_THREADS
 from vlnverse.weights import load_weights
 
 #: The checkpoint shipped with the repository (README: how it was trained and validated).
-SHIPPED_CHECKPOINT = Path(__file__).resolve().parents[3] / "assets" / "waypoints" / "waypoint_predictor.pt"
+SHIPPED_CHECKPOINT = data_path("waypoints", "waypoint_predictor.pt")
 
 
 def load_predictor_checkpoint(path: str | Path) -> tuple[Any, dict[str, Any]]:
