@@ -59,7 +59,7 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "demo", help="bundled scenes → dataset → evaluate oracle/random/forward and the shipped CMA under Strict and Tel-Hop")
     parser.add_argument("--out", type=Path, default=Path("demo_out"), help="output folder (default: demo_out)")
-    parser.add_argument("--scenes", type=Path, default=None, help="scene corpus (default: the bundled assets/scenes)")
+    parser.add_argument("--scenes", type=Path, default=None, help="scene corpus (default: the scenes bundled with the package)")
     parser.add_argument("--per-scene", type=int, default=2, help="coarse trajectories per scene (default: 2)")
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                         help="parallel evaluation workers (default: 2)")
