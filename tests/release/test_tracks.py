@@ -68,7 +68,7 @@ def test_a_release_that_differs_from_the_track_is_named_with_its_files(tmp_path)
 
 
 @pytest.mark.parametrize(("options", "message"), [
-    (["--track", "tiny"], "unknown track 'tiny'; valid: mini, full"),
+    (["--track", "tiny"], "unknown track 'tiny'; valid: full, mini"),
     (["--track", "mini", "--scale", "0.1"], "--track mini builds --scale 0.05; drop --scale 0.1"),
     (["--track", "mini", "--per-scene", "3"], "--track mini fixes the generation settings; drop --per-scene"),
 ])
