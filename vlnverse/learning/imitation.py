@@ -404,7 +404,7 @@ def training_data(config: ImitationConfig) -> dict[str, Any]:
     data = {"dataset_config_hash": manifest.get("config_hash"), "split": config.split, "task": config.task,
             "augment": augment}
     if config.encoders:
-        from vlnverse.learning.pretrain import encoder_settings
+        from vlnverse.learning.encoder_file import encoder_settings
 
         data["encoders"] = encoder_settings(config.encoders)["data"]
     return data
@@ -418,7 +418,7 @@ def pretrained_model(config: ImitationConfig, frames: dict[str, Any]) -> ModelCo
     """
     if not config.encoders:
         return config.model
-    from vlnverse.learning.pretrain import encoder_settings
+    from vlnverse.learning.encoder_file import encoder_settings
 
     settings = encoder_settings(config.encoders)
     for key, size in settings.get("frames", {}).items():
