@@ -6,7 +6,6 @@ without an error record, through the fallbacks; ``run.json`` says which were use
 from __future__ import annotations
 
 import json
-import time
 
 import numpy as np
 import pytest
@@ -18,7 +17,6 @@ from vlnverse.llm.loopback import LoopbackServer
 
 AGENTS = ("text_history", "map_history_cot", "dscd_nav", "discussnav", "arna")
 GT = {**SMALL, "perception": "gt", "samples": 2, "max_tokens_per_episode": 10**6}  # local models have no price
-CELL_SECONDS = 60
 
 
 def spec(server: LoopbackServer) -> str:
@@ -31,9 +29,9 @@ def evaluate_agent(dataset, out, name: str, llm: str, config=None):
                                bootstrap=10, llm=llm))
 
 
+@pytest.mark.timeout(300)  # a hang guard only; the requests counted below bound the work
 @pytest.mark.parametrize("profile", PROFILES, ids=[p.name for p in PROFILES])
 def test_every_agent_finishes_an_episode_against_each_server(dataset, tmp_path, profile):
-    started = time.monotonic()
     with LoopbackServer(server_answer(profile)) as server:
         for name in AGENTS:
             result = evaluate_agent(dataset, tmp_path / name, name, spec(server))
@@ -42,7 +40,6 @@ def test_every_agent_finishes_an_episode_against_each_server(dataset, tmp_path, 
             run = json.loads((tmp_path / name / "run.json").read_text())["run"]
             assert run["llm_features"], name
         assert server.calls < MAX_REQUESTS
-    assert time.monotonic() - started < CELL_SECONDS
     features = json.loads((tmp_path / "arna" / "run.json").read_text())["run"]["llm_features"]
     rejects_schema = profile.reject({"model": "m", "messages": [], "response_format": {"type": "json_schema"}})
     assert features["structured"] == (["json_object+schema_in_prompt"] if profile.name == "llama-cpp-python" else

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from tests.growth import assert_linear_time
 from vlnverse.agents.parsing import ReplyError, parse_option, parse_reply
 
 OPTIONS = ("A", "C", "STOP", "ASK")
@@ -129,32 +130,37 @@ def test_ask_is_invalid_when_not_offered():
 
 
 def test_the_strict_rule_reads_long_hostile_fields_in_linear_time():
-    import time
+    builders = {"key and spaces": lambda n: "Candidate" + " " * n + "x", "id and spaces": lambda n: "B" + " " * n + "x",
+                "one letter": lambda n: "B" * n + ".", "label and tabs": lambda n: "option:" + " \t" * (n // 2) + "B",
+                "many ids": lambda n: "B," + " C" * (n // 2)}
+    for name, build in builders.items():
+        def refuse(n, build=build):
+            with pytest.raises(ReplyError):
+                parse_option(build(n), ("A", "C"))
 
-    for raw in ("Candidate" + " " * 100_000 + "x", "B" + " " * 100_000 + "x", "B" * 100_000 + ".",
-                "option:" + " \t" * 50_000 + "B", "B," + " C" * 50_000):
-        started = time.perf_counter()
-        with pytest.raises(ReplyError):
-            parse_option(raw, ("A", "C"))
-        assert time.perf_counter() - started < 1.0, raw[:20]
+        assert_linear_time(refuse, 10_000, name)
+
+
+HOSTILE_READINGS = {  # n = 10,000 is the size the readings were first tested at
+    "nested too deeply for literal_eval": lambda n: "{'action': " + "[" * n + "'B'" + "]" * n + "}",
+    "past the loose-object bound": lambda n: "{'action': 'B'," + " 'x': 1," * (n // 2) + "}",
+    "reasoning that never closes": lambda n: "<think>" + "A, B or C? " * (2 * n),
+    "closing tags and labels": lambda n: "</think>" * (2 * n) + "Answer:" * n,
+    "opening answer tags": lambda n: "<answer>" * (3 * n) + "B",
+}
 
 
 def test_hostile_replies_through_the_new_readings_stay_fast_and_refused():
-    """Near-JSON read as a Python literal, reasoning blocks and labels: bounded, never a crash."""
-    import time
+    """Near-JSON read as a Python literal, reasoning blocks and labels: linear time, never a crash."""
 
-    hostile = ["{'action': " + "[" * 10_000 + "'B'" + "]" * 10_000 + "}",     # nested too deeply for literal_eval
-               "{'action': 'B'," + " 'x': 1," * 5_000 + "}",                    # past the loose-object bound
-               "<think>" + "A, B or C? " * 20_000,                               # reasoning that never closes
-               "</think>" * 20_000 + "Answer:" * 10_000,
-               "<answer>" * 30_000 + "B"]
-    for text in hostile:
-        started = time.perf_counter()
+    def read(text):
         try:
             parse_reply(text, ("A", "B", "STOP"))
         except ReplyError:
             pass
-        assert time.perf_counter() - started < 2.0, text[:30]
+
+    for name, build in HOSTILE_READINGS.items():
+        assert_linear_time(lambda n, build=build: read(build(n)), 1_000, name)
     with pytest.raises(ReplyError) as caught:
-        parse_reply(hostile[2], ("A", "B", "STOP"))
+        parse_reply(HOSTILE_READINGS["reasoning that never closes"](10_000), ("A", "B", "STOP"))
     assert caught.value.kind == "empty"

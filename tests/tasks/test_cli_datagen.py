@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.llm.endpoint import ChatEndpoint, serve_http
 from tests.outputs import assert_drawn
@@ -29,8 +30,9 @@ def run_json(capsys, *args) -> dict:
 @pytest.mark.parametrize("name", sorted(p.name for p in DATAGEN.glob("*.yaml")))
 def test_every_shipped_config_loads_and_resolves_its_folders(name):
     config = DatagenConfig.from_file(DATAGEN / name)
-    assert Path(config.scenes).is_absolute() and Path(config.out).is_absolute()
-    assert Path(config.scenes).parent == DATAGEN.parent / Path(config.scenes).parent.name
+    written = yaml.safe_load((DATAGEN / name).read_text(encoding="utf-8"))
+    for field in ("scenes", "out"):  # relative to the config's folder as named (datagen/, not a link's target)
+        assert Path(getattr(config, field)) == (DATAGEN / written[field]).resolve()
     assert config.generation.tasks  # every section parsed strictly (an unknown key would raise)
 
 
