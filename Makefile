@@ -15,7 +15,7 @@ DEMO_OUT ?= demo_out
 # are root with apt-get, else renderer "auto" falls back to PyBullet's TinyRenderer.
 EGL_PACKAGES := libegl1 libegl-mesa0 libgl1 libgl1-mesa-dri
 
-.PHONY: demo test bench docs install clean egl
+.PHONY: demo test test-fast bench docs install clean egl
 
 install: $(STAMP)
 
@@ -34,8 +34,12 @@ $(STAMP): pyproject.toml Makefile
 demo: $(STAMP)
 	$(BIN)/python -m vlnverse demo --out $(DEMO_OUT)
 
+# Every test, then the 25 slowest; `make test-fast` leaves out those marked slow (over about 5 s).
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=25
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow" --durations=10
 
 # The documentation site (MkDocs Material + mkdocstrings), built strictly into _build/site.
 docs: $(STAMP)
