@@ -34,7 +34,7 @@ $(STAMP): pyproject.toml Makefile
 demo: $(STAMP)
 	$(BIN)/python -m vlnverse demo --out $(DEMO_OUT)
 
-# Every test, then the 25 slowest; `make test-fast` leaves out those marked slow (over about 5 s).
+# Every test, then the 25 slowest; `make test-fast` leaves out those marked slow (3 s or more).
 test: $(STAMP)
 	$(BIN)/python -m pytest -q --durations=25
 

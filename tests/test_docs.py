@@ -38,6 +38,7 @@ def site(tmp_path_factory) -> Path:
     return site_dir
 
 
+@pytest.mark.slow
 def test_the_site_builds_strictly(site):
     assert (site / "own-agent.html").is_file()
 
@@ -200,6 +201,7 @@ def _run(block: Block, namespace: dict, root: Path) -> None:
         json.loads(block.code)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", [p for p in PAGES if any(b.language != "text" for b in code_blocks(p))],
                          ids=lambda p: str(p.relative_to(REPO)))
 def test_the_code_blocks_of_a_page_run(page, workspace, monkeypatch):

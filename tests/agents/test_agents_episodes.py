@@ -43,6 +43,7 @@ def run(dataset, name, llm, *, task="coarse", physics="tel_hop", config=None, ma
     return record, episode
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", AGENTS)
 def test_agent_walks_an_episode_and_replays_it_from_the_transcript(dataset, name, tmp_path):
     transcript = tmp_path / "calls.jsonl"

@@ -128,6 +128,7 @@ def test_a_plan_with_a_loop_and_a_function_executes_within_its_limits():
 
 # -- whole episodes ------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("physics", ["tel_hop", "strict"])
 def test_the_loop_plan_runs_an_episode_and_replays_from_its_transcript(dataset, tmp_path, physics):
     transcript = tmp_path / "calls.jsonl"
@@ -281,6 +282,7 @@ def test_with_fallback_plan_an_out_of_grammar_plan_is_rejected_counted_and_repla
     assert record["agent_trace"]["arna"]["workflow"]["plan_source"] == "model"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("config", "handlers", "reason"), [
     ({"max_plan_statements": 3}, {}, "statement_limit"),
     ({"max_wall_s": 1e-6}, {}, "time_limit"),
@@ -474,6 +476,7 @@ def run_eqa(dataset, model, config=None, max_steps=30):
     return record, episode
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["right", "wrong", "by_text", "unnamed", "budget"])
 def test_eqa_episodes_end_correct_incorrect_or_inconclusive(eqa_dataset, how):
     ds = EpisodeDataset.open(eqa_dataset)

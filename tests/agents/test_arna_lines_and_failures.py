@@ -33,6 +33,7 @@ def test_two_lines_or_none_are_refused(text):
     assert line_reference(text) is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("text", ["Step 3", "#3", "(3)", "3 (ObjectInterface -> target)",
                                   "line 3 (ObjectInterface -> target)"])
 def test_a_line_reference_in_any_of_the_issues_forms_jumps_without_a_function_call_error(dataset, text):

@@ -29,6 +29,7 @@ def evaluate_agent(dataset, out, name: str, llm: str, config=None):
                                bootstrap=10, llm=llm))
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)  # a hang guard only; the requests counted below bound the work
 @pytest.mark.parametrize("profile", PROFILES, ids=[p.name for p in PROFILES])
 def test_every_agent_finishes_an_episode_against_each_server(dataset, tmp_path, profile):
@@ -75,6 +76,7 @@ def cup_scene(tmp_path_factory):
     return context, target, coarse_instruction(target, np.random.default_rng(0), "formal"), coarse_variants(target, 10)
 
 
+@pytest.mark.slow
 def test_the_dvs_generator_finishes_against_each_server(cup_scene):
     from vlnverse.llm import make_llm
     from vlnverse.tasks.dvs import UNCLEAR, InstructionPipeline

@@ -45,6 +45,7 @@ def config(dataset, out, name: str, spec: str, llm_record=None, **settings) -> E
                       llm=spec, llm_record=llm_record)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("name", list(WINDOWS))
 def test_every_request_fits_the_window_the_spec_gives(dataset, tmp_path, name):
@@ -66,6 +67,7 @@ def test_every_request_fits_the_window_the_spec_gives(dataset, tmp_path, name):
     assert features["context_window"] == [f"{model.window} (spec)"]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize(("name", "style", "window", "settings"), [
     ("map_history", "vllm", 1500, {}),

@@ -207,6 +207,7 @@ def test_vlm_experts_look_at_the_views_and_tag_them(dataset):
     assert "Objects: sofa | lamp." in step["messages"][1]["content"]
 
 
+@pytest.mark.slow
 def test_the_openai_client_on_a_loopback_server_with_and_without_n(dataset, monkeypatch):
     from vlnverse.llm import make_llm
     from vlnverse.llm.loopback import LoopbackServer, Reply

@@ -30,6 +30,7 @@ def hostile(body: dict) -> Reply:
     ][kind])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", LLM_AGENTS)
 def test_agent_survives_hostile_replies_and_reruns_from_the_cache(dataset, tmp_path, monkeypatch, name):
     monkeypatch.setenv(KEY_ENV, "sk-test")

@@ -26,6 +26,7 @@ def spec(server, **options):
     return f"openai:gpt-4o?{query}"
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("name", ["text_history", "discussnav"])
 def test_a_server_that_never_answers_ends_episodes_at_their_time_limit(dataset, tmp_path, monkeypatch, name):
@@ -52,6 +53,7 @@ def _peak_rss_mb(command):
     return int(code), int(peak) / 1024
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_a_5_MB_reply_costs_no_memory(dataset, tmp_path, monkeypatch):
     monkeypatch.setenv(KEY_ENV, "sk-test")

@@ -39,6 +39,7 @@ PARSERS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("parser", PARSERS)
 def test_every_parser_reads_100_kB_of_hostile_text_in_linear_time(parser):
     def read(text):

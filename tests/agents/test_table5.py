@@ -36,6 +36,7 @@ def walker(body: dict) -> str:
     return json.dumps({"thought": "t", "summary": "s", "action": moves[0] if moves and steps < 2 else "STOP"})
 
 
+@pytest.mark.slow
 def test_table5_records_then_replays_the_same_tables(dataset, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv(KEY_ENV, "sk-test")
     config = tmp_path / "agent.json"
@@ -65,6 +66,7 @@ def test_table5_records_then_replays_the_same_tables(dataset, tmp_path, monkeypa
     assert (tmp_path / "again" / "text_history" / "coarse" / "episodes.jsonl").is_file()
 
 
+@pytest.mark.slow
 def test_table6_records_its_three_blocks_with_the_oracle_then_replays_them(dataset, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv(KEY_ENV, "sk-test")
     config = tmp_path / "agent.json"

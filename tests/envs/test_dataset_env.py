@@ -44,6 +44,7 @@ def _oracle_run(env, obs, info, limit=400):
     return steps
 
 
+@pytest.mark.slow
 def test_dataset_env_iterates_in_order_and_switches_scenes(dataset):
     records = EpisodeDataset.open(dataset).episodes(None, "coarse")
     assert len({r.scene_id for r in records}) == 3

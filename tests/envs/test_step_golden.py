@@ -105,6 +105,7 @@ def _assert_same(got, expected, where: str) -> None:
         assert got == expected, where
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, action_space, mode, steps", WALKS, ids=[w[0] for w in WALKS])
 def test_walk_matches_the_recorded_one(name, action_space, mode, steps):
     expected = json.loads(gzip.decompress(GOLDEN.read_bytes()))[name]

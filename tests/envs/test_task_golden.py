@@ -154,6 +154,7 @@ def golden_episodes(tmp_path_factory) -> tuple[dict, Path]:
     return golden, _episodes_file(golden["episodes"], tmp_path_factory.mktemp("task_golden"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, task, physics, steps, extra, oracle_share", WALKS, ids=[w[0] for w in WALKS])
 def test_task_walk_matches_the_recorded_one(golden_episodes, name, task, physics, steps, extra, oracle_share):
     golden, episodes_file = golden_episodes

@@ -9,6 +9,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.bundled import REPO
 from tests.eval.test_llm_eval import cycling_answer
 from vlnverse.cli.eval import BUDGET_STOP_EXIT
@@ -34,6 +36,7 @@ def ledger(out) -> dict:
     return json.loads((out / "llm_budget.json").read_text())
 
 
+@pytest.mark.slow
 def test_the_budget_holds_across_re_runs_and_the_interrupted_episode_resumes_from_the_cache(bundled_dataset,
                                                                                             tmp_path):
     with LoopbackServer(cycling_answer) as server:
@@ -80,6 +83,7 @@ def negative_usage(body):
     return Reply(raw=json.dumps(completion).encode())
 
 
+@pytest.mark.slow
 def test_replies_without_usage_are_estimated_and_stop_the_run(bundled_dataset, tmp_path):
     out = tmp_path / "run"
     with LoopbackServer(no_usage) as server:
@@ -92,6 +96,7 @@ def test_replies_without_usage_are_estimated_and_stop_the_run(bundled_dataset, t
     assert "of those tokens are estimates" in (out / "summary.md").read_text()
 
 
+@pytest.mark.slow
 def test_negative_usage_is_a_bad_reply_never_billed(bundled_dataset, tmp_path):
     out = tmp_path / "run"
     with LoopbackServer(negative_usage) as server:

@@ -10,6 +10,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from tests.bundled import REPO
 from tests.cli_errors import one_error_line
 from tests.outputs import index_rows
@@ -21,6 +23,7 @@ def vlnverse(*args, **kwargs):
                           cwd=REPO, timeout=600, **kwargs)
 
 
+@pytest.mark.slow
 def test_json_output_and_human_tables(bundled_dataset, tmp_path):
     out = tmp_path / "run"
     result = vlnverse("eval", "--dataset", bundled_dataset, "--agent", "forward", "--split", "test", "--task",
@@ -40,6 +43,7 @@ def test_json_output_and_human_tables(bundled_dataset, tmp_path):
     assert "0 evaluated, 1 resumed" in again.stdout
 
 
+@pytest.mark.slow
 def test_errors_are_one_line(bundled_dataset, tmp_path):
     result = vlnverse("eval", "--dataset", bundled_dataset, "--agent", "nobody", "--out", tmp_path / "x")
     assert result.returncode == 2
@@ -53,6 +57,7 @@ def test_errors_are_one_line(bundled_dataset, tmp_path):
     assert result.returncode == 2 and "unknown physics mode 'fly'" in one_error_line(result.stderr)
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_to_the_same_summary(bundled_dataset, oracle_run, tmp_path):
     out = tmp_path / "killed"
     command = [sys.executable, "-m", "vlnverse", "eval", "--dataset", str(bundled_dataset), "--agent", "oracle",

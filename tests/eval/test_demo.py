@@ -8,11 +8,14 @@ import shlex
 import subprocess
 import sys
 
+import pytest
+
 from tests.bundled import BUNDLED_SCENES, REPO
 from tests.outputs import assert_drawn, index_rows
 from vlnverse.cli.demo import cli_command, missing_rows, small_sample_note
 
 
+@pytest.mark.slow
 def test_demo_runs_end_to_end(tmp_path):
     out = tmp_path / "demo"
     command = [sys.executable, "-m", "vlnverse", "demo", "--out", str(out), "--per-scene", "2", "--max-steps", "400"]

@@ -55,6 +55,7 @@ def test_a_module_in_the_current_folder_is_found_from_the_cli(bundled_dataset, t
     assert record["actions"] == [3, 3, 3] and record["physics"] == "tel_hop"
 
 
+@pytest.mark.slow
 def test_a_file_path_and_what_an_unknown_module_error_says(bundled_dataset, tmp_path):
     folder = tmp_path / "agents"
     folder.mkdir()

@@ -18,6 +18,7 @@ def records(out):
     return [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("parallel", [("--workers", "1"), ("--workers", "2"), ("--concurrency", "2")])
 def test_an_agent_asleep_in_native_code_times_out_and_the_run_goes_on(bundled_dataset, tmp_path, capsys, parallel):
@@ -35,6 +36,7 @@ def test_an_agent_asleep_in_native_code_times_out_and_the_run_goes_on(bundled_da
     assert took < 60  # hard limit 1 + 2 s per episode, plus the replacement workers' start
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_a_ray_actor_asleep_in_native_code_is_replaced(bundled_dataset, tmp_path, capsys):
     pytest.importorskip("ray", reason="ray is not installed (dev extra)")

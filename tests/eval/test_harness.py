@@ -87,6 +87,7 @@ def test_summary_has_both_physics_modes_side_by_side(oracle_run):
     assert all(p.stat().st_size > 10_000 for p in plots)
 
 
+@pytest.mark.slow
 def test_random_and_forward_are_weak(bundled_dataset, oracle_run, tmp_path):
     runs = {}
     for agent in ("random", "forward"):
@@ -139,6 +140,7 @@ def test_pool_workers_give_the_same_records(bundled_dataset, oracle_run, tmp_pat
         assert record == expected
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_ray_executor(bundled_dataset, oracle_run, tmp_path, monkeypatch):
     pytest.importorskip("ray", reason="ray is not installed (dev extra)")

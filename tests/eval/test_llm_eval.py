@@ -42,6 +42,7 @@ def config(dataset, out, server, **kw) -> EvalConfig:
                       plots=0, bootstrap=50, llm=spec(server), **kw)
 
 
+@pytest.mark.slow
 def test_llm_run_usage_cache_and_record(bundled_dataset, tmp_path, server):
     first = evaluate(config(bundled_dataset, tmp_path / "a", server, concurrency=2,
                             llm_cache=str(tmp_path / "cache"), llm_record=str(tmp_path / "calls.jsonl")))
@@ -77,6 +78,7 @@ def test_llm_run_usage_cache_and_record(bundled_dataset, tmp_path, server):
     assert [r["actions"] for r in replayed.records] == [r["actions"] for r in first.records]
 
 
+@pytest.mark.slow
 def test_run_budget_stops_cleanly_and_resumes(bundled_dataset, tmp_path, server):
     out = tmp_path / "run"
     first = evaluate(config(bundled_dataset, tmp_path / "probe", server)).records[0]

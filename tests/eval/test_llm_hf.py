@@ -4,10 +4,13 @@ episodes complete."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.llm.tiny_hf import build_tiny_gpt2
 from vlnverse.eval.harness import EvalConfig, evaluate
 
 
+@pytest.mark.slow
 def test_garbage_replies_are_counted_and_episodes_complete(bundled_dataset, tmp_path):
     model = build_tiny_gpt2(tmp_path / "tiny", n_positions=4096)
     result = evaluate(EvalConfig(

@@ -100,6 +100,7 @@ def test_resample_polylines_batch_matches_single_and_reports_lengths():
             assert np.all(np.linalg.norm(np.diff(o, axis=0), axis=1) <= 0.3 + 1e-9)
 
 
+@pytest.mark.slow
 def test_batch_kernel_compiles_without_a_writable_cache(monkeypatch):
     import numba
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.bundled import REPO
 from vlnverse.cli import main
 from vlnverse.eval.unpack import unpack_bundle
@@ -30,6 +32,7 @@ def test_pooled_table_of_two_published_bundles(tmp_path, capsys):
     assert abs(sum(groups[("test", "strict")]["endings"].values()) - 1.0) < 1e-9
 
 
+@pytest.mark.slow
 def test_the_eval_index_header_gives_the_share_of_each_ending(tmp_path):
     from vlnverse.eval.harness import write_reports
 

@@ -86,6 +86,7 @@ def run(dataset: Path, out: Path, agent: str, config: dict | None = None, **kwar
     return {"result": result, "records": records}
 
 
+@pytest.mark.slow
 def test_cli_eval_against_a_server_without_vlnverse(bundled_dataset, bare_path, tmp_path):
     key = "sk-remote-test-0123456789"
     with bare_server(bare_path, "ok", "--api-key", key) as (line, _):
@@ -135,6 +136,7 @@ FAULTS = {  # mode: what the error says
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", sorted(FAULTS))
 @pytest.mark.timeout(120)
 def test_a_fault_is_an_error_record_and_the_run_goes_on(mode, bundled_dataset, bare_path, tmp_path):
@@ -170,6 +172,7 @@ def connects(process: subprocess.Popen) -> int:
     return int(lines[-1].split()[-1]) if lines else 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("replan, requests, inference", [
     (None, [1], [[0, 0, 0]]), (1, [3], [[0, 1, 2]]), (2, [2], [[0, 0, 1]]),
 ])
@@ -219,6 +222,7 @@ def test_a_reply_error_or_an_odd_control_answer_drops_the_connection(mode, conne
     assert taken == connections  # the metadata read before the run, the first episode's, a fresh one
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_the_episode_timeout_bounds_a_wait_for_a_silent_server(bundled_dataset, bare_path, tmp_path):
     import time
@@ -283,6 +287,7 @@ def test_concurrent_episodes_have_a_connection_each(bundled_dataset, bare_path, 
     assert max(counts) == 2  # and one before, the metadata read when the run starts
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_concurrent_episodes_reuse_envs_and_record_what_fresh_envs_record(bundled_dataset, bare_path, tmp_path,
                                                                            monkeypatch):

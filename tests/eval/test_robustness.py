@@ -43,6 +43,7 @@ def test_an_unwritable_out_is_one_line(bundled_dataset, tmp_path, capsys):
     assert code == 2 and one_error_line(err) == f"error: cannot write {tmp_path}/file: it is a file, not a folder"
 
 
+@pytest.mark.slow
 def test_a_full_disk_stops_the_run_and_it_resumes_once_there_is_room(bundled_dataset, tmp_path, capsys):
     reference = tmp_path / "reference"
     # long episodes: half the records outweigh the scene maps, which are written as the run goes
@@ -120,6 +121,7 @@ def test_a_tampered_dataset_is_refused_naming_the_file(bundled_dataset, tmp_path
     assert code == 2 and one_error_line(err) == f"error: cannot read episode file {shard}: corrupt data"
 
 
+@pytest.mark.slow
 def test_an_episode_past_its_time_limit_fails_and_the_run_goes_on(bundled_dataset, tmp_path, capsys):
     code, stdout, err = run_cli(capsys, "eval", "--dataset", bundled_dataset, "--agent",
                                 "tests.eval.agents_for_tests:HangingAgent", "--split", "test", "--task", "coarse",

@@ -39,6 +39,7 @@ def warnings(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("warning: ")]
 
 
+@pytest.mark.slow
 def test_an_llm_agent_without_a_model_is_refused_in_one_line(bundled_dataset, tmp_path):
     result = vlnverse(*small_run(bundled_dataset, tmp_path / "run", "--agent", "text_history"))
     assert result.returncode == 2, result.stdout
@@ -46,6 +47,7 @@ def test_an_llm_agent_without_a_model_is_refused_in_one_line(bundled_dataset, tm
     assert not (tmp_path / "run" / "episodes.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_replies_that_ignore_the_format_are_counted_and_warned_about(bundled_dataset, tmp_path):
     with LoopbackServer(lambda body: "I would rather talk about the weather.") as server:
         result = vlnverse(*small_run(bundled_dataset, tmp_path / "run", "--agent", CHAT_AGENT,
@@ -66,6 +68,7 @@ def test_replies_that_ignore_the_format_are_counted_and_warned_about(bundled_dat
     assert again.returncode == 0 and warnings(again.stderr) == [] and "0 evaluated, 2 resumed" in again.stdout
 
 
+@pytest.mark.slow
 def test_an_unreachable_server_exits_with_its_own_status(bundled_dataset, tmp_path):
     with socket.socket() as probe:  # a loopback port nobody listens on
         probe.bind(("127.0.0.1", 0))
@@ -98,6 +101,7 @@ def test_exit_status_precedence(verdict, stopped, status):
     assert exit_status({"verdict": verdict}, stopped) == status
 
 
+@pytest.mark.slow
 def test_retry_errors_runs_again_only_the_episodes_that_errored(bundled_dataset, tmp_path):
     agent = "tests.eval.agents_for_tests:FixableAgent"
     out = tmp_path / "run"
@@ -125,6 +129,7 @@ def test_retry_errors_runs_again_only_the_episodes_that_errored(bundled_dataset,
     assert len({(r["episode_id"], r["physics"]) for r in records}) == 4
 
 
+@pytest.mark.slow
 def test_an_agent_from_a_file_is_named_by_its_class_and_its_errors_are_marked(bundled_dataset, tmp_path):
     """``--agent path/file.py:Class`` rows read ``Class`` (``--label`` renames them), errored episodes are
     counted in their row, the warning says where the traceback is, and no LLM health line is printed."""

@@ -10,6 +10,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.bundled import REPO
 from tests.cli_errors import one_error_line
 from vlnverse.llm.loopback import LoopbackServer, Reply
@@ -44,6 +46,7 @@ def vlnverse(*args):
                           cwd=REPO, timeout=300, env={**os.environ, KEY_ENV: KEY})
 
 
+@pytest.mark.slow
 def test_an_echoed_api_key_is_masked_in_records_reports_pages_and_logs(bundled_dataset, tmp_path):
     out = tmp_path / "run"
     agent_config = tmp_path / "agent.json"
@@ -63,6 +66,7 @@ def test_an_echoed_api_key_is_masked_in_records_reports_pages_and_logs(bundled_d
     assert {p.name for p in out.iterdir()} >= {"summary.md", "index.html", "viewer", "episodes.jsonl"}
 
 
+@pytest.mark.slow
 def test_credentials_in_the_base_url_are_refused_in_one_line(bundled_dataset, tmp_path):
     spec = "openai:gpt-4o?base_url=http://bob:hunter2pw@127.0.0.1:9/v1&api_key_env=none"
     result = vlnverse("eval", "--dataset", bundled_dataset, "--agent", "text_history", "--llm", spec,

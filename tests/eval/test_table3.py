@@ -15,6 +15,7 @@ from vlnverse.eval.harness import EvalConfig, evaluate, write_reports
 from vlnverse.release.table3 import PAPER_COLUMN, load_runs
 
 
+@pytest.mark.slow
 def test_table_of_two_runs_shows_each_cell_with_its_interval(bundled_dataset, tmp_path):
     folders = {}
     for agent in ("random", "forward"):
@@ -45,6 +46,7 @@ def test_table_of_two_runs_shows_each_cell_with_its_interval(bundled_dataset, tm
         load_runs([str(tmp_path)])
 
 
+@pytest.mark.slow
 def test_a_partial_run_on_a_track_is_labelled_partial_not_the_tracks_table_3(tmp_path, capsys):
     from vlnverse.cli import main
     from vlnverse.eval.unpack import unpack_bundle

@@ -37,6 +37,7 @@ def edited_copy(folder, tmp_path, edit):
     return copy
 
 
+@pytest.mark.slow
 def test_an_untouched_run_verifies_and_so_does_its_bundle(oracle_folder, verify_dataset, tmp_path):
     report = verify(oracle_folder, verify_dataset)
     assert report.ok, report.mismatches
@@ -63,6 +64,7 @@ def test_an_untouched_run_verifies_and_so_does_its_bundle(oracle_folder, verify_
     assert report.ok and list(report.checks) == ["sha256sums", "inputs", "records", "resimulation", "summary", "claims"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("edit, field", [
     (lambda r: r["metrics"].update(SR=1.0 - r["metrics"]["SR"]), "metrics.SR"),
     (lambda r: r["trajectory"][-1].__setitem__(0, r["trajectory"][-1][0] + 0.5), "trajectory"),
@@ -73,6 +75,7 @@ def test_a_hand_edited_record_is_caught(oracle_folder, verify_dataset, tmp_path,
     assert not report.ok and field in report.mismatches[0]
 
 
+@pytest.mark.slow
 def test_the_cli_exits_1_with_the_first_mismatch(oracle_folder, verify_dataset, tmp_path):
     edited = edited_copy(oracle_folder, tmp_path, lambda r: r["metrics"].update(SPL=0.123))
     done = verify_cli(edited, verify_dataset)
@@ -121,6 +124,7 @@ def test_an_llm_agent_re_run_from_its_transcript_takes_the_recorded_actions(veri
         verify(out, verify_dataset, rerun=True, transcript=transcript)
 
 
+@pytest.mark.slow
 def test_a_stated_selection_is_a_spot_check_whose_verdict_names_what_was_not_checked(
         oracle_folder, verify_dataset, tmp_path):
     from vlnverse.eval.verify import Selection

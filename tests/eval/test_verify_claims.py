@@ -4,6 +4,8 @@ recomputed and refused, or printed as reported only."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.bundled import BUNDLED_SCENES
 from tests.eval.verify_helpers import forge, llm_run, run_eval, verify_cli
 from vlnverse.eval.episode_record import MetricsConfig
@@ -32,6 +34,7 @@ def test_token_usage_edited_down_fails_the_transcript_rerun(verify_dataset, tmp_
     assert not report.ok and "agent_trace.cost_usd: recorded 0.0, now 0.003" in report.checks["rerun"]
 
 
+@pytest.mark.slow
 def test_a_transcript_shows_the_actions_follow_from_it_not_which_model_wrote_it(verify_dataset, tmp_path):
     transcript = tmp_path / "calls.jsonl"
     honest = llm_run(verify_dataset, tmp_path / "llm", transcript)
@@ -44,6 +47,7 @@ def test_a_transcript_shows_the_actions_follow_from_it_not_which_model_wrote_it(
     assert "reported only: which model wrote the transcript (run.json: openai:gpt-4o-2024-08-06)" in done.stdout
 
 
+@pytest.mark.slow
 def test_trace_metric_parameters_of_the_submitters_choosing_are_reported_and_fail_a_track(verify_dataset, tmp_path):
     out = tmp_path / "aori"
     run_eval(verify_dataset, out, physics=("tel_hop",), max_steps=200,
@@ -65,6 +69,7 @@ def test_a_label_and_privileged_inputs_the_agent_does_not_have_fail(oracle_folde
                for m in report.mismatches)
 
 
+@pytest.mark.slow
 def test_forwards_records_filed_as_random_show_the_settings_that_make_random_walk_forward(verify_dataset, tmp_path):
     out = tmp_path / "forward"
     run_eval(verify_dataset, out, agent="forward", physics=("tel_hop",), max_steps=20)

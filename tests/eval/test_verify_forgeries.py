@@ -8,6 +8,8 @@ import hashlib
 import json
 import shutil
 
+import pytest
+
 from tests.bundled import BUNDLED_SCENES
 from tests.eval.verify_helpers import forge, llm_run, read_folder, run_eval, verify_cli, vlnverse
 from vlnverse.eval.verify import RecordedActions, verify_run
@@ -55,6 +57,7 @@ MARKS = "open(__file__.rsplit('/', 1)[0] + '/imported', 'w').write(__name__)\n"
 """A module that, imported, leaves the file ``imported`` beside itself."""
 
 
+@pytest.mark.slow
 def test_verifying_from_inside_the_folder_imports_none_of_its_files(oracle_folder, verify_dataset, tmp_path):
     folder = tmp_path / "bundle"
     shutil.copytree(oracle_folder, folder)
@@ -65,6 +68,7 @@ def test_verifying_from_inside_the_folder_imports_none_of_its_files(oracle_folde
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_an_agent_config_that_names_code_is_refused_before_the_rerun(verify_dataset, tmp_path):
     transcript = tmp_path / "calls.jsonl"
     honest = llm_run(verify_dataset, tmp_path / "llm", transcript)
@@ -79,6 +83,7 @@ def test_an_agent_config_that_names_code_is_refused_before_the_rerun(verify_data
             in done.stdout
 
 
+@pytest.mark.slow
 def test_a_checkpoint_that_would_run_code_is_one_error_line_and_never_runs(oracle_folder, verify_dataset, tmp_path):
     import pytest
 
@@ -105,6 +110,7 @@ def test_a_checkpoint_that_would_run_code_is_one_error_line_and_never_runs(oracl
 # 2. every selected episode needs a record, and the verifier states the selection
 
 
+@pytest.mark.slow
 def test_dropping_the_failures_leaves_missing_records_and_fails(oracle_folder, verify_dataset, tmp_path):
     folder = forge(oracle_folder, tmp_path / "picked", records=lambda records: records.pop(0))
     done = verify_cli(folder, verify_dataset)
@@ -116,6 +122,7 @@ def test_dropping_the_failures_leaves_missing_records_and_fails(oracle_folder, v
     assert report.ok and report.checks["records"].startswith("ok (partial: 1 of 6 selected episode(s)")
 
 
+@pytest.mark.slow
 def test_a_wider_selection_claimed_in_run_json_needs_its_records(oracle_folder, verify_dataset, tmp_path):
     widened = forge(oracle_folder, tmp_path / "all", run=lambda run: run.update(episodes=None))
     done = verify_cli(widened, verify_dataset)
@@ -125,6 +132,7 @@ def test_a_wider_selection_claimed_in_run_json_needs_its_records(oracle_folder, 
     assert report.checks["records"].startswith("FAIL: 3 of 9 selected episode(s) have no record")
 
 
+@pytest.mark.slow
 def test_the_verifier_states_the_selection_not_the_submitter(oracle_folder, verify_dataset, tmp_path):
     done = verify_cli(oracle_folder, verify_dataset, "--split", "all", "--episodes", "all")
     assert done.returncode == 1, done.stdout + done.stderr
@@ -141,6 +149,7 @@ def test_the_verifier_states_the_selection_not_the_submitter(oracle_folder, veri
     assert report.checks["records"] == "FAIL: run.json seed 3, the verifier requires seed 4"
 
 
+@pytest.mark.slow
 def test_a_generous_success_radius_is_printed_and_fails_when_the_verifier_states_the_benchmarks(
         verify_dataset, tmp_path):
     out = tmp_path / "wide"
@@ -162,6 +171,7 @@ def relabel_as(agent):
     return edit
 
 
+@pytest.mark.slow
 def test_the_oracles_records_under_another_agents_name_fail_the_rerun(oracle_folder, verify_dataset, tmp_path):
     for agent in ("random", "forward"):
         folder = forge(oracle_folder, tmp_path / agent, run=relabel_as(agent))
@@ -171,6 +181,7 @@ def test_the_oracles_records_under_another_agents_name_fail_the_rerun(oracle_fol
         assert "rerun         FAIL: scene_" in done.stdout and f"(re-run {agent})" in done.stdout
 
 
+@pytest.mark.slow
 def test_hand_made_actions_completed_by_verifys_own_replay_fail_the_rerun(verify_dataset, tmp_path):
     honest = tmp_path / "honest"
     run_eval(verify_dataset, honest, agent="random", physics=("tel_hop",), max_steps=30)
@@ -206,6 +217,7 @@ def test_a_best_of_two_seeds_merge_fails_the_rerun(verify_dataset, tmp_path):
     assert not report.ok and report.checks["rerun"].startswith("FAIL: ")
 
 
+@pytest.mark.slow
 def test_a_checkpoint_agent_is_re_run_from_the_verifiers_copy(verify_dataset, tmp_path):
     import pytest
 

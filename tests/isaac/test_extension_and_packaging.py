@@ -182,6 +182,7 @@ def test_repository_versions_agree():
     assert _config()["package"]["version"] == project
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("edit", "message"),
     [

@@ -51,6 +51,7 @@ def test_resume_after_kill_equals_uninterrupted(train_frames, fine_dataset, tmp_
         train_imitation(dataclasses.replace(interrupted, lr=5e-4))
 
 
+@pytest.mark.slow
 def test_cli_trains_validates_and_agent_yaml_evaluates(train_frames, fine_dataset, tmp_path, capsys):
     from vlnverse.cli import main
 
@@ -110,6 +111,7 @@ def _ddp_rank(rank: int, port: int, run: ImitationConfig) -> None:
     train_imitation(run)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_ddp_on_two_cpu_processes_equals_one_process(train_frames, fine_dataset, tmp_path):
     """torchrun's two-process DDP (gloo) trains the weights one process trains on the same global batches."""
@@ -142,6 +144,7 @@ def test_ddp_on_two_cpu_processes_equals_one_process(train_frames, fine_dataset,
     assert a.keys() == b.keys() and all(torch.allclose(a[k], b[k], atol=1e-5) for k in a)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("threads, expected", [(None, 2), (1, 1)])
 def test_training_keeps_its_threads_after_each_validation(threads, expected, train_frames, fine_dataset, tmp_path):
     """``threads=None`` trains on torch's threads as training started, every epoch, though
@@ -213,6 +216,7 @@ print(json.dumps({"failure": failure, "trained": trained}))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("isa", [None, "AVX2"])
 def test_bfloat16_probe_predicts_whether_amp_training_runs_on_this_cpu(isa, train_frames, fine_dataset, tmp_path):
     """The probe says "cannot" exactly where an unchecked --amp epoch dies in oneDNN: on this CPU,
@@ -260,6 +264,7 @@ def test_stalled_counts_epochs_without_a_better_validation():
     assert stalled(history(0.0, 0.2, 0.1), 1) and not stalled(history(0.0, 0.1, 0.2), 1)
 
 
+@pytest.mark.slow
 def test_patience_stops_training_on_a_stalled_validation_and_a_rerun_keeps_it_stopped(
         train_frames, fine_dataset, tmp_path, monkeypatch):
     import vlnverse.learning.imitation as imitation
@@ -301,6 +306,7 @@ def test_fine_and_coarse_train_in_one_run(tmp_path_factory):
         e.episode_id for e in wanted)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind, compress", [("cma", False), ("gama", True)])
 def test_padded_batches_learn_what_the_code_before_the_speed_up_learned(kind, compress, train_frames, fine_dataset,
                                                                         tmp_path):
@@ -324,6 +330,7 @@ def test_padded_batches_learn_what_the_code_before_the_speed_up_learned(kind, co
     assert [e.accuracy for e in history] == pytest.approx([row[1] for row in golden], abs=0.01)
 
 
+@pytest.mark.slow
 def test_training_with_an_augmentation_set_sees_its_frames_and_says_so(train_frames, fine_dataset, augmentation,
                                                                       tmp_path):
     _, prerendered = train_frames

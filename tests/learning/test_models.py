@@ -48,6 +48,7 @@ def test_shapes_and_stepwise_equals_sequence(kind):
     torch.testing.assert_close(whole, stepwise, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["seq2seq", "cma"])  # GAMA: test_gama_routes_top2_and_fits_actions_and_residuals
 def test_one_batch_overfit(kind):
     torch.manual_seed(0)
@@ -73,6 +74,7 @@ def test_encoder_checkpoint_loads_pretrained_weights(tmp_path):
     assert not any(p.requires_grad for p in model.depth_encoder.parameters())
 
 
+@pytest.mark.slow
 def test_gama_routes_top2_and_fits_actions_and_residuals():
     from vlnverse.learning.models.encoders import TeacherForced
     from vlnverse.learning.models.gama import PRIMITIVES, residual_targets

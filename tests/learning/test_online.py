@@ -75,6 +75,7 @@ def test_async_sub_envs_observe_what_sync_ones_do(fine_dataset):
         assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
         assert np.array_equal(teacher_a, teacher_b) and np.array_equal(done_a, done_b)
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_ray_sub_envs_roll_out_as_local_ones(fine_dataset):
     pytest.importorskip("ray", reason="ray is not installed (dev extra)")
@@ -82,6 +83,7 @@ def test_ray_sub_envs_roll_out_as_local_ones(fine_dataset):
     assert (remote.episodes, remote.successes, remote.env_steps) == (local.episodes, local.successes, local.env_steps)
 
 
+@pytest.mark.slow
 def test_online_training_resumes_and_reports_table7(fine_dataset, tmp_path):
     from vlnverse.learning.online.policy import WaypointBertConfig
 
@@ -109,6 +111,7 @@ def test_online_training_resumes_and_reports_table7(fine_dataset, tmp_path):
     assert all(torch.equal(resumed[k], uninterrupted[k]) for k in resumed)
 
 
+@pytest.mark.slow
 def test_fine_tuned_policy_reaches_its_training_goals(fine_dataset, tmp_path):
     """Online imitation learns what it is taught: trained on the two train episodes (the oracle
     always acting), the greedy policy alone then reaches both goals and stops there through

@@ -66,6 +66,7 @@ def _train(fine_dataset: Path, frames: str, out: Path, *options: str) -> subproc
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_two_and_three_spawned_processes_learn_the_one_process_curve(train_frames, fine_dataset, tmp_path):
     """The split's episodes make one global batch: 2 processes take one each; with 3 (and a
@@ -118,6 +119,7 @@ def test_a_process_count_that_is_no_number_is_one_error_line_before_anything_is_
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 def test_bad_input_met_by_every_rank_is_rank_zeros_one_error_line(fine_dataset, tmp_path):
     done = _train(fine_dataset, str(tmp_path / "missing"), tmp_path / "run", "--procs", "2", "--batch-size", "2")
     assert done.returncode != 0
@@ -134,6 +136,7 @@ def rank_one_dies(place) -> None:
         group.barrier()
 
 
+@pytest.mark.slow
 def test_a_spawned_rank_that_dies_ends_the_run_in_seconds_not_at_the_group_timeout():
     import time
 

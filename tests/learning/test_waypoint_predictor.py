@@ -120,6 +120,7 @@ def test_without_torch_the_default_predictor_names_the_extra_and_the_depth_optio
         LearnedWaypoints(WaypointConfig())
 
 
+@pytest.mark.slow
 def test_train_waypoints_writes_its_outputs_and_resumes(fine_dataset, tmp_path):
     pytest.importorskip("torch")
     out = tmp_path / "wp"

@@ -23,6 +23,7 @@ def small(out: Path, **changes) -> AugmentConfig:
     return AugmentConfig(**{"track": "mini", "out": str(out), "homes": 2, "per_home": 3, "frames": False, **changes})
 
 
+@pytest.mark.slow
 def test_augmentation_seeds_are_disjoint_from_every_tracks_homes():
     track_seeds = set()
     for track in map(get_track, TRACKS):
@@ -57,6 +58,7 @@ def built(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_set_holds_new_training_homes_and_their_fine_and_coarse_episodes(built):
     facts = json.loads((built / "augment.json").read_text(encoding="utf-8"))
     assert facts["home_ids"] == ["aug_0000", "aug_0001"]
@@ -73,6 +75,7 @@ def test_set_holds_new_training_homes_and_their_fine_and_coarse_episodes(built):
     assert "2 new procedural homes" in card and "--homes 2 --per-home 3 --no-frames" in card
 
 
+@pytest.mark.slow
 def test_same_bytes_on_one_worker_and_a_resumed_run_changes_nothing(built, tmp_path):
     again = tmp_path / "one_worker"
     build_augmentation(small(again, workers=1))
@@ -104,6 +107,7 @@ def test_a_home_that_repeats_a_track_home_is_refused(built):
     check_layouts(facts["layout_digests"], track_digests, "mini")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, message", [
     (["--track", "nope", "--homes", "1"], "unknown track 'nope'"),
     (["--track", "mini", "--homes", "0"], "homes must be a positive integer"),

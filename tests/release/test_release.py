@@ -54,6 +54,7 @@ def _card_rows(card: str) -> dict[tuple[str, str], int]:
     return rows
 
 
+@pytest.mark.slow
 def test_the_card_states_the_counts_of_the_data(local_build):
     counted = Counter((e.task, e.split) for shard in sorted((local_build / "dataset" / "shards").glob("*.jsonl.gz"))
                       for e in iter_episodes(shard))
@@ -75,6 +76,7 @@ def test_the_card_states_the_counts_of_the_data(local_build):
     assert re.search(r"vlnverse release build --out DIR --scale 0.02 --seed 0 --per-scene 6", card)
 
 
+@pytest.mark.slow
 def test_a_killed_build_finished_on_ray_is_the_uninterrupted_local_build(local_build, ray_instance, tmp_path):
     out = tmp_path / "resumed"
     process = subprocess.Popen([sys.executable, "-m", "vlnverse", "release", "build", "--out", str(out),
@@ -101,6 +103,7 @@ def _dies_the_first_time(marker: str) -> str:
     return marker
 
 
+@pytest.mark.slow
 def test_ray_retries_a_unit_whose_worker_died(ray_instance, tmp_path):
     markers = [str(tmp_path / f"unit{i}") for i in range(3)]
     results = sorted(run_units(_dies_the_first_time, markers, workers=2, executor="ray"), key=lambda r: r.index)

@@ -33,6 +33,7 @@ def test_the_results_page_prints_the_published_digest_and_config_hash():
     assert re.search(r"release build --track mini", page)
 
 
+@pytest.mark.slow
 def test_a_part_of_the_mini_build_made_here_has_the_published_bytes(tmp_path):
     published = _published()
     config = ReleaseConfig(out=str(tmp_path), scale=MINI.scale, seed=MINI.seed)

@@ -21,6 +21,7 @@ def run_cli(*args, check=True):
     return proc
 
 
+@pytest.mark.slow
 def test_inspect_writes_all_files(tmp_path):
     scene = b.kitchen_with_table(tmp_path / "k.usda")
     out = tmp_path / "out"
@@ -43,6 +44,7 @@ def test_inspect_writes_all_files(tmp_path):
     assert (out / "bev.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_inspect_human_table(tmp_path):
     scene = b.box_room(tmp_path / "r.usda")
     proc = run_cli("scenes", "inspect", scene, "--out", tmp_path / "o", "--agent-radius", "0.2")
@@ -51,6 +53,7 @@ def test_inspect_human_table(tmp_path):
     assert summary["agent_radius"] == 0.2 and summary["navigable_area_m2"] == pytest.approx(3.6 * 2.6)
 
 
+@pytest.mark.slow
 def test_path_json_and_picture(tmp_path):
     scene = b.l_corridor(tmp_path / "l.usda")
     proc = run_cli("scenes", "path", scene, "--start", "5.5,0.6", "--goal", "0.6,5.5", "--json", "--out", tmp_path)
@@ -67,6 +70,7 @@ def test_path_json_and_picture(tmp_path):
     assert np.ptp(blue[:, 0]) > 0.5 * rows and np.ptp(blue[:, 1]) > 0.5 * cols
 
 
+@pytest.mark.slow
 def test_path_reports_a_snapped_goal(tmp_path):
     scene = b.kitchen_with_table(tmp_path / "k.usda")
     proc = run_cli("scenes", "path", scene, "--start", "0.8,0.8", "--goal", "2.5,1.7")
@@ -84,6 +88,7 @@ def test_path_unreachable_is_null(tmp_path):
     assert result == {"geodesic_distance": None, "path": [], "reachable": False}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args,message", [
     (("scenes", "inspect", "/nonexistent/scene.usd"), "no such file"),
     (("scenes", "path", "{scene}", "--start", "50,50", "--goal", "1,1"), "no floor under point"),

@@ -20,6 +20,7 @@ def room(tmp_path_factory):
     return write_room_usd(tmp_path_factory.mktemp("scene") / "room.usda")
 
 
+@pytest.mark.slow
 def test_render_writes_every_sensor_picture(room, tmp_path):
     result = run_cli("sim", "render", str(room), "--pose", "1,2,0", "--out", str(tmp_path), "--json")
     assert result.returncode == 0, result.stderr
@@ -57,6 +58,7 @@ def test_a_pose_off_the_navigable_map_is_warned_about(room, tmp_path):
     assert "(3.5, 2) is not on the navigable map" in result.stderr and "nearest navigable point" in result.stderr
 
 
+@pytest.mark.slow
 def test_render_panorama(room, tmp_path):
     result = run_cli("sim", "render", str(room), "--pose", "2.5,2,90", "--sensors", "rgb", "--panorama",
                      "--width", "32", "--height", "32", "--out", str(tmp_path), "--json")

@@ -200,6 +200,7 @@ envs.close()
 """
 
 
+@pytest.mark.slow
 @needs_gl
 def test_workers_of_a_parent_with_rasterizer_threads_start_clean_and_render(bundled):
     """A parent rendering on llvmpipe threads: a plain fork child is refused at once (it

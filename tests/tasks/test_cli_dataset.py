@@ -115,6 +115,7 @@ def _vlnverse(*args):
                           cwd=REPO, timeout=300)
 
 
+@pytest.mark.slow
 def test_stats_verify_checks_the_manifest_and_the_scene_records(dataset, tmp_path):
     """Files whose checksums are fine but that describe the shards wrongly: the manifest's
     counts and totals, datagen's per-scene records (a real ``vlnverse`` process)."""

@@ -34,6 +34,7 @@ def config(scenes, out, **generation) -> DatagenConfig:
     return DatagenConfig(scenes=str(scenes), out=str(out), generation=GenerationConfig(**generation))
 
 
+@pytest.mark.slow
 def test_same_seed_same_bytes_and_workers_agree(corpus, tmp_path):
     a = run_datagen(config(corpus, tmp_path / "a"))
     b = run_datagen(config(corpus, tmp_path / "b"))
@@ -69,6 +70,7 @@ def test_same_seed_same_bytes_and_workers_agree(corpus, tmp_path):
     assert abs(sum(lh.subgoal_distances) - lh.geodesic_distance) < 1e-3
 
 
+@pytest.mark.slow
 def test_corrupt_scene_is_skipped_and_reported(corpus_with_corrupt, tmp_path):
     summary = run_datagen(config(corpus_with_corrupt, tmp_path / "out"))
     assert list(summary.manifest["skipped_scenes"]) == ["broken"]
@@ -86,6 +88,7 @@ def test_corrupt_scene_is_skipped_and_reported(corpus_with_corrupt, tmp_path):
         assert_drawn(tmp_path / "cli/report" / picture)
 
 
+@pytest.mark.slow
 def test_bad_input(tmp_path, corpus):
     (tmp_path / "empty").mkdir()
     with pytest.raises(DatasetError, match="no USD scenes"):
@@ -105,6 +108,7 @@ def test_bad_input(tmp_path, corpus):
         run_datagen(config(corpus, tmp_path / "o2", tasks=("fine",)))
 
 
+@pytest.mark.slow
 def test_kill_and_resume_gives_the_uninterrupted_dataset(tmp_path):
     scenes = build_scene_dir(tmp_path / "scenes", 4)
     command = [sys.executable, "-m", "vlnverse", "datagen", "--scenes", str(scenes), "--per-scene", "25",

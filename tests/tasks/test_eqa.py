@@ -159,6 +159,7 @@ def _evaluate(dataset, out, agent, **kwargs):
                                plots=0, bootstrap=10, **kwargs))
 
 
+@pytest.mark.slow
 def test_the_oracle_answers_everything_and_random_is_about_chance(dataset, tmp_path):
     oracle = _evaluate(dataset, tmp_path / "oracle", "oracle")
     assert {r["outcome"] for r in oracle.records} == {"correct"}
@@ -187,6 +188,7 @@ def test_inconclusive_reasons_and_a_bad_answer_index(dataset, tmp_path):
     assert "inconclusive (step_limit)" in (tmp_path / "f" / "index.html").read_text()   # the episode list says so
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_an_agent_that_never_returns_is_inconclusive_by_time_limit(dataset, tmp_path):
     hung = _evaluate(dataset, tmp_path / "t", "tests.eval.agents_for_tests:SleepingAgent", episodes=1,

@@ -72,6 +72,7 @@ def test_env_observes_the_goal_as_distance_and_heading(pointnav_dataset):
         env.close()
 
 
+@pytest.mark.slow
 def test_eval_oracle_reaches_every_pointnav_goal_under_strict_and_tel_hop(pointnav_dataset, tmp_path):
     result = vlnverse("eval", "--dataset", pointnav_dataset, "--agent", "oracle", "--task", "pointnav",
                       "--physics", "strict,tel_hop", "--out", tmp_path / "run", "--plots", "0", "--json")

@@ -20,6 +20,7 @@ def test_three_samples_of_different_sizes_under_2mb():
     assert all(p.stat().st_size < 2_000_000 for p in SAMPLES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.parent.name)
 def test_sample_passes_validation(path):
     report = validate_scene(path)

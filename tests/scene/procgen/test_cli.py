@@ -18,6 +18,7 @@ def _run(*args):
     return subprocess.run([PY, "-m", "vlnverse", "scenes", *args], capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_generate_validate_stats_round_trip(tmp_path):
     out = tmp_path / "corpus"
     res = _run("generate", "--out", str(out), "--count", "2", "--seed", "3", "--rooms", "3-4", "--json")
