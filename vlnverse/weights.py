@@ -1,4 +1,7 @@
-"""Reading a weights file as data: a checkpoint never runs code.
+"""Torch on demand, and reading a weights file as data: a checkpoint never runs code.
+
+:func:`require_torch` is the one place the package imports torch (an optional dependency, the
+``train`` extra); its error names the extra and what needed torch.
 
 Every checkpoint the package reads (a learned agent's, a waypoint predictor's, an encoder's,
 a training run's ``latest.pt``) goes through :func:`load_weights`, which unpickles with
@@ -16,6 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from vlnverse.errors import ConfigError, DependencyNotInstalled, UnsafeCheckpoint
+
+
+def require_torch(purpose: str = "training and running learned agents") -> Any:
+    """The ``torch`` module, or :class:`DependencyNotInstalled` naming the ``train`` extra and ``purpose``."""
+    try:
+        import torch
+    except ImportError as exc:
+        raise DependencyNotInstalled("torch", extra="train", purpose=purpose) from exc
+    return torch
 
 
 def legacy_rng_globals() -> list[Any]:
@@ -42,10 +54,7 @@ def load_weights(path: str | Path, *, map_location: Any = "cpu", what: str = "ch
         UnsafeCheckpoint: the file holds objects other than tensors and plain data.
         ConfigError: the file is missing or is not a ``torch.save`` file.
     """
-    try:
-        import torch
-    except ImportError as exc:
-        raise DependencyNotInstalled("torch", extra="train", purpose=f"reading the {what} {path}") from exc
+    torch = require_torch(f"reading the {what} {path}")
     try:
         with torch.serialization.safe_globals(list(allow)):
             return torch.load(path, map_location=map_location, weights_only=True)

@@ -65,7 +65,7 @@ from vlnverse.agents.prompts import (
     spread_views,
     view_label,
 )
-from vlnverse.agents.trace import TOO_LONG, AgentTrace
+from vlnverse.agents.trace import TOO_LONG, TRACE_DECIMALS, AgentTrace
 from vlnverse.agents.waypoints import (
     Candidate,
     WaypointPredictor,
@@ -81,7 +81,7 @@ from vlnverse.errors import (
     LLMContextExceeded,
     LLMUnsupportedFeature,
 )
-from vlnverse.eval.agent import Agent, Ask, EpisodeInfo
+from vlnverse.eval.agent import Agent, Ask, EpisodeInfo, json_action
 from vlnverse.llm.context import repair_echo
 from vlnverse.llm.sampling import merge_responses, sample_n
 from vlnverse.llm.types import ChatMessage, LLMResponse
@@ -306,7 +306,7 @@ class LLMWaypointAgent(Agent, abc.ABC):
                        "bump": view.bump, "fallback": False, "repair": False}
         decision = self.decide(view)
         action = self._action(decision, view)
-        self.record["action"] = _json_action(action)
+        self.record["action"] = json_action(action, TRACE_DECIMALS)
         state.trace.steps.append(self.record)
         state.trace.waypoints.append([round(float(view.pose[0]), 3), round(float(view.pose[1]), 3)])
         self.remember(view, decision)
@@ -559,9 +559,3 @@ def _fallback(candidates: Sequence[Candidate]) -> np.ndarray:
 def _replies(response: Any) -> tuple[str, ...]:
     """A response's choices to parse (none for a request that was too long to send)."""
     return () if response.finish_reason == TOO_LONG else response.choices
-
-
-def _json_action(action: Any) -> Any:
-    if isinstance(action, Ask):
-        return {"ask": action.question}
-    return [round(float(v), 4) for v in np.asarray(action).reshape(-1)]

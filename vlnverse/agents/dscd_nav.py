@@ -63,6 +63,7 @@ from vlnverse.agents.waypoints import DepthWaypoints
 from vlnverse.errors import ConfigError
 from vlnverse.llm.context import repair_echo
 from vlnverse.llm.types import ChatMessage
+from vlnverse.sim.types import wrap_angle
 
 SCHEDULES = ("alternating", "simultaneous")
 STOP_CHECKS = ("evidence", "veto", "off")
@@ -98,12 +99,6 @@ Answer with the action, a concise why and the evidence distilled from both sides
 
 VERIFY_SYSTEM = """\
 You verify a robot's decision to stop. Answer only from what is visible now."""
-
-
-def wrap_angle(angle: float) -> float:
-    """``angle`` wrapped to ``(-pi, pi]`` (radians)."""
-    wrapped = math.remainder(angle, 2.0 * math.pi)
-    return math.pi if wrapped == -math.pi else wrapped
 
 
 def soft_compromise(r_star: float, theta_star: float, theta_alt: float, beta_r: float,

@@ -34,6 +34,9 @@ TOO_LONG = "too_long"
 """The failure kind (and the placeholder reply's ``finish_reason``) of a request that did
 not fit the model's context window."""
 
+TRACE_DECIMALS = 4
+"""Actions in an agent's trace are rounded to 4 decimals (0.1 mm, 0.1 mrad)."""
+
 
 @dataclass
 class AgentTrace:

@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from vlnverse.errors import ConfigError
 
 
@@ -63,6 +65,30 @@ class Inconclusive:
     def __post_init__(self) -> None:
         if self.reason not in OUTCOME_REASONS:
             raise ConfigError(f"unknown outcome reason {self.reason!r}; valid: {', '.join(OUTCOME_REASONS)}")
+
+
+def json_action(action: Any, decimals: int = 6) -> Any:
+    """``action`` as JSON: numbers rounded to ``decimals``, arrays as lists, :class:`Ask`,
+    :class:`Answer` and :class:`Inconclusive` as one-key objects, anything else as its ``repr``."""
+    if isinstance(action, Ask):
+        return {"ask": action.question}
+    if isinstance(action, Answer):
+        return {"answer": json_action(action.index, decimals)}
+    if isinstance(action, Inconclusive):
+        return {"inconclusive": action.reason}
+    if isinstance(action, (bool, np.bool_)):
+        return bool(action)
+    if isinstance(action, (int, np.integer)):
+        return int(action)
+    if isinstance(action, (float, np.floating)):
+        return round(float(action), decimals)
+    if isinstance(action, np.ndarray):
+        return [round(float(v), decimals) for v in action.reshape(-1)]
+    if isinstance(action, (list, tuple)):
+        return [json_action(v, decimals) for v in action]
+    if isinstance(action, Mapping):
+        return {str(k): json_action(v, decimals) for k, v in action.items()}
+    return repr(action)
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ import numpy as np
 from vlnverse.deadline import EpisodeTimeout, within
 from vlnverse.deadline import check as check_deadline
 from vlnverse.errors import InvalidActionError, LLMBudgetExceeded, MetricsError
-from vlnverse.eval.agent import Agent, Answer, Ask, EpisodeInfo, Inconclusive
+from vlnverse.eval.agent import Agent, Answer, Ask, EpisodeInfo, Inconclusive, json_action
 from vlnverse.eval.episode_record import EpisodeRecord, MetricsConfig
 from vlnverse.eval.eqa import episode_outcome, outcome_metrics
 from vlnverse.eval.metrics import compute_episode_metrics
@@ -96,26 +96,6 @@ def _held(lock: Any, timing: EpisodeTiming) -> Iterator[None]:
     with lock:
         timing.waited += time.perf_counter() - t0
         yield
-
-
-def _json_action(action: Any) -> Any:
-    if isinstance(action, Ask):
-        return {"ask": action.question}
-    if isinstance(action, Answer):
-        return {"answer": _json_action(action.index)}
-    if isinstance(action, (bool, np.bool_)):
-        return bool(action)
-    if isinstance(action, (int, np.integer)):
-        return int(action)
-    if isinstance(action, (float, np.floating)):
-        return round(float(action), 6)
-    if isinstance(action, np.ndarray):
-        return [round(float(v), 6) for v in action.reshape(-1)]
-    if isinstance(action, (list, tuple)):
-        return [_json_action(v) for v in action]
-    if isinstance(action, Mapping):
-        return {str(k): _json_action(v) for k, v in action.items()}
-    return repr(action)
 
 
 def _env_episode(episode: Any, radius: float) -> Any:
@@ -288,7 +268,7 @@ def run_episode(
             except Exception as exc:  # noqa: BLE001 - a broken env step is this episode's error
                 fail("env", exc)
                 break
-            actions.append(_json_action(action))
+            actions.append(json_action(action))
             collisions.append(int(bool(info["collision"])))
             if info["collision"]:
                 hits[len(collisions) - 1] = sorted({str(c) for c in info.get("contact_categories") or ()})

@@ -7,6 +7,6 @@
 - :mod:`.online` fine-tunes a waypoint policy in the simulator (``vlnverse train
   waypoint_bert --online``).
 
-Everything that needs torch imports it through :func:`vlnverse.learning.torch_support.require_torch`
+Everything that needs torch imports it through :func:`vlnverse.weights.require_torch`
 (the ``train`` extra); the pre-rendering and frame reading need numpy only.
 """

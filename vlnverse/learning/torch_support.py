@@ -9,16 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from vlnverse.errors import ConfigError, DependencyNotInstalled
-
-
-def require_torch() -> Any:
-    """The ``torch`` module, or :class:`DependencyNotInstalled` naming the ``train`` extra."""
-    try:
-        import torch
-    except ImportError as exc:
-        raise DependencyNotInstalled("torch", extra="train", purpose="training and running learned agents") from exc
-    return torch
+from vlnverse.errors import ConfigError
+from vlnverse.weights import require_torch
 
 
 def resolve_device(name: str) -> Any:

@@ -82,9 +82,10 @@ from vlnverse.agents.arna.perception import Perception
 from vlnverse.agents.arna.state import ARNAState, Navigation
 from vlnverse.agents.arna.workflow import WorkflowGeneration
 from vlnverse.agents.base import LLMWaypointAgent, StepView
+from vlnverse.agents.trace import TRACE_DECIMALS
 from vlnverse.agents.waypoints import WaypointPredictor
 from vlnverse.errors import ConfigError
-from vlnverse.eval.agent import Answer, EpisodeInfo, Inconclusive
+from vlnverse.eval.agent import Answer, EpisodeInfo, Inconclusive, json_action
 
 STOP_ACTION = (0.0, 0.0, 1.0)
 
@@ -154,7 +155,7 @@ class ARNAAgent(LLMWaypointAgent):
             action = self._end(None, str(exc), reason=exc.reason)
         if state.ended is not None and state.ended["step"] < state.step:
             action = self._final_action()
-        self.record["action"] = _json_action(action)
+        self.record["action"] = json_action(action, TRACE_DECIMALS)
         state.trace.steps.append(self.record)
         state.trace.waypoints.append([round(float(pose[0]), 3), round(float(pose[1]), 3)])
         state.step += 1
@@ -251,11 +252,3 @@ def option_index(answer: str | None, options: Sequence[str]) -> int | None:
     named = {k: " ".join(o.lower().split()) for k, o in enumerate(options) if f" {' '.join(o.lower().split())} " in text}
     named = [k for k, o in named.items() if not any(o != p and f" {o} " in f" {p} " for p in named.values())]
     return named[0] if len(named) == 1 else None
-
-
-def _json_action(action: Any) -> Any:
-    if isinstance(action, Answer):
-        return {"answer": action.index}
-    if isinstance(action, Inconclusive):
-        return {"inconclusive": action.reason}
-    return [round(float(v), 4) for v in np.asarray(action).reshape(-1)]

@@ -17,22 +17,16 @@ from typing import Any
 import numpy as np
 
 from vlnverse.agents.learned_waypoints.grid import DISTANCES, HEADING_STEP, HEADINGS
-from vlnverse.errors import ConfigError, DependencyNotInstalled
+from vlnverse.errors import ConfigError
+from vlnverse.weights import require_torch
 
 VIEWS = 12
 BINS_PER_VIEW = HEADINGS // VIEWS
 
 
-def require_torch() -> Any:
-    """The ``torch`` module, or :class:`DependencyNotInstalled` saying how to do without it."""
-    try:
-        import torch
-    except ImportError as exc:
-        raise DependencyNotInstalled(
-            "torch", extra="train",
-            purpose="the learned waypoint predictor, the LLM agents' default; "
-                    "or set waypoint_predictor: depth in the agent config") from exc
-    return torch
+TORCH_PURPOSE = ("the learned waypoint predictor, the LLM agents' default; "
+                 "or set waypoint_predictor: depth in the agent config")
+"""What a missing torch stops, in :func:`vlnverse.weights.require_torch`'s error."""
 
 
 @dataclass(frozen=True)
@@ -71,7 +65,7 @@ class WaypointNetConfig:
 
 def build_net(config: WaypointNetConfig) -> Any:
     """The :class:`torch.nn.Module`: ``(B, 12, H, W)`` metric depth → ``(B, 120, 12)`` logits."""
-    torch = require_torch()
+    torch = require_torch(TORCH_PURPOSE)
     nn = torch.nn
 
     class WaypointNet(nn.Module):

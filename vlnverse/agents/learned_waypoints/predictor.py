@@ -22,17 +22,17 @@ from vlnverse.agents.candidate import Candidate
 from vlnverse.agents.config import WaypointConfig
 from vlnverse.agents.learned_waypoints.grid import distance_of, heading_of
 from vlnverse.agents.learned_waypoints.net import (
+    TORCH_PURPOSE,
     PeakConfig,
     WaypointNetConfig,
     build_net,
     pick_peaks,
-    require_torch,
 )
 from vlnverse.agents.panorama import Panorama
 from vlnverse.data import data_path
 from vlnverse.errors import ConfigError
 from vlnverse.shared_settings import TORCH_THREADS
-from vlnverse.weights import load_weights
+from vlnverse.weights import load_weights, require_torch
 
 #: The checkpoint shipped with the repository (README: how it was trained and validated).
 SHIPPED_CHECKPOINT = data_path("waypoints", "waypoint_predictor.pt")
@@ -47,7 +47,7 @@ def load_predictor_checkpoint(path: str | Path) -> tuple[Any, dict[str, Any]]:
     """
     from vlnverse.config import config_from_mapping
 
-    require_torch()
+    require_torch(TORCH_PURPOSE)
 
     with one_thread():  # no OpenMP pool in a process that eval workers are forked from
         state = load_weights(path, what="waypoint predictor checkpoint")
