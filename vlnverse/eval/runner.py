@@ -42,7 +42,7 @@ import math
 import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -170,238 +170,320 @@ def run_episode(
     Raises:
         LLMBudgetExceeded: the run's LLM budget ran out during the episode (no record).
     """
-    env_lock = env_lock if env_lock is not None else contextlib.nullcontext()
-    if usage is not None:
-        usage.reset_counts()
-    metrics = metrics or MetricsConfig()
-    objectnav = episode.task == "objectnav"
-    eqa = episode.question if episode.task == "eqa" else None
-    if task_family(episode.task).own_radius:  # e.g. ObjectNav's, EQA's: stored in the goals at generation
-        metrics = dataclasses.replace(metrics, success_distance=episode.goals[0].radius)
-    base = env.unwrapped
-    t_start = time.perf_counter()
-    timing = EpisodeTiming()
-    ep_seed = episode_seed(seed, episode.episode_id, physics)
-    legs = len(episode.goals) if episode.task == "long_horizon" else 1
-    radius = float(metrics.success_distance)
-    info_ep = EpisodeInfo(
-        episode_id=episode.episode_id, task=episode.task, split=episode.split, physics=physics,
-        scene_id=episode.scene_id, instruction=episode.instruction.text, action_space=base.action_space,
-        action_space_name=base.action_spec.name, action_spec=base.action_spec,
-        max_steps=base.max_episode_steps, seed=ep_seed,
-        subgoal_instructions=tuple(episode.instruction.subgoals) if PRIVILEGED_SUBGOALS in
-        getattr(agent, "privileged", ()) else (), reference_image=reference_image,
-        extra=({"question_budget": episode.question_budget} if episode.question_budget is not None else {})
-        | ({"object_category": episode.goals[0].category, "success_distance": radius} if objectnav else {})
-        | ({"question": eqa.text, "options": eqa.options, "question_kind": eqa.kind} if eqa else {}),
-    )
+    run = EpisodeRun(env, agent, episode, physics=physics, seed=seed, metrics=metrics or MetricsConfig(),
+                     reference_image=reference_image, env_lock=env_lock, usage=usage, timeout=timeout,
+                     on_observation=on_observation, timed_out=timed_out, trace_text_chars=trace_text_chars)
+    return run.run(), run.timing
 
-    options: dict[str, Any] = {"episode": _env_episode(episode, radius)}
-    if reference_image and "reference_image" in base.observation_space.spaces:
-        options["reference_image"] = reference_image
-    with _held(env_lock, timing):
-        t0 = time.perf_counter()
-        obs, info = env.reset(seed=ep_seed % (2**31), options=options)
-        timing.env += time.perf_counter() - t0
-    poses = [np.asarray(info["pose"], dtype=np.float64)]
-    leg_distances = [float(info["geodesic_distance"])]
-    actions: list[Any] = []
-    collisions: list[int] = []
-    hits: dict[int, list[str]] = {}  # step → categories of what a collision touched
-    stops: list[int] = []
+
+@dataclass
+class Steps:
+    """What the episode did, step by step: ``poses`` and ``leg_distances`` (the geodesic
+    distance to the active goal) start with the reset pose, the other lists have one entry
+    per step taken."""
+
+    poses: list[np.ndarray]
+    leg_distances: list[float]
+    actions: list[Any] = field(default_factory=list)
+    collisions: list[int] = field(default_factory=list)
+    hits: dict[int, list[str]] = field(default_factory=dict)  # step → categories a collision touched
+    stops: list[int] = field(default_factory=list)  # the pose index each STOP was issued at
+
+    def add(self, action: Any, info: Mapping[str, Any]) -> None:
+        """Book one step: its JSON action and what the env's ``info`` says happened."""
+        self.actions.append(json_action(action))
+        self.collisions.append(int(bool(info["collision"])))
+        if info["collision"]:
+            self.hits[len(self.collisions) - 1] = sorted({str(c) for c in info.get("contact_categories") or ()})
+        self.poses.append(np.asarray(info["pose"], dtype=np.float64))
+        self.leg_distances.append(float(info["geodesic_distance"]))
+
+    def trim(self) -> int:
+        """Drop a step interrupted between the env's answer and its bookkeeping; the steps kept."""
+        steps = min(len(self.actions), len(self.collisions), len(self.poses) - 1, len(self.leg_distances) - 1)
+        del self.actions[steps:], self.collisions[steps:], self.poses[steps + 1:], self.leg_distances[steps + 1:]
+        self.stops[:] = [s for s in self.stops if s < steps]
+        return steps
+
+
+@dataclass
+class Ending:
+    """How the episode ended: ``fail_reason`` (None while it runs), and for a failure the
+    error message and its source (agent, env, invalid_action, trace, timeout)."""
+
+    fail_reason: str | None = None
     error: str | None = None
     error_source: str | None = None
-    fail_reason: str | None = None
-    agent_reason: str | None = None
-    budget = base.max_episode_steps
-    leg = 0
+    agent_reason: str | None = None  # an Inconclusive action's reason
 
-    def fail(source: str, exc: BaseException) -> None:
-        nonlocal error, error_source, fail_reason
-        error = f"{type(exc).__name__}: {exc}"
-        error_source, fail_reason = source, "error"
+
+class EpisodeRun:
+    """One agent's run through one episode: the loop's state (:class:`Steps`, :class:`Ending`,
+    the current observation and ``info``, the active leg) and the record made from it.
+    :func:`run_episode` documents the arguments."""
+
+    def __init__(self, env: Any, agent: Agent, episode: Any, *, physics: str, seed: int, metrics: MetricsConfig,
+                 reference_image: str | None, env_lock: Any, usage: Any, timeout: float | None,
+                 on_observation: Callable[[int, Mapping[str, Any]], None] | None, timed_out: bool,
+                 trace_text_chars: int) -> None:
+        self.env, self.base, self.agent, self.episode, self.physics = env, env.unwrapped, agent, episode, physics
+        if task_family(episode.task).own_radius:  # e.g. ObjectNav's, EQA's: stored in the goals at generation
+            metrics = dataclasses.replace(metrics, success_distance=episode.goals[0].radius)
+        self.metrics, self.radius = metrics, float(metrics.success_distance)
+        self.seed = episode_seed(seed, episode.episode_id, physics)
+        self.reference_image, self.usage, self.timeout = reference_image, usage, timeout
+        self.env_lock = env_lock if env_lock is not None else contextlib.nullcontext()
+        self.on_observation, self.timed_out, self.trace_text_chars = on_observation, timed_out, trace_text_chars
+        self.legs = len(episode.goals) if episode.task == "long_horizon" else 1
+        self.timing = EpisodeTiming()
+        self.ending = Ending()
+        self.leg = 0
+        self.obs: Any = None
+        self.info: dict[str, Any] = {}
+        self.steps: Steps | None = None
+
+    def run(self) -> dict[str, Any]:
+        """Play the episode and return its JSON-ready record (the time taken is in :attr:`timing`)."""
+        if self.usage is not None:
+            self.usage.reset_counts()
+        t_start = time.perf_counter()
+        self._reset()
+        try:
+            if self.timed_out:
+                raise EpisodeTimeout
+            with within(self.timeout):
+                self._play()
+        except EpisodeTimeout:
+            self._time_out()
+        steps = self.steps.trim()
+        trace = self._trace()
+        refused = getattr(self.usage, "refused", None)
+        if refused is not None and refused.scope == "run":
+            raise refused  # the agent went on after the refusal, but the run stops here
+        llm = self._llm_usage()
+        if llm is not None and llm["calls"]:
+            tokens: Any = {"prompt": llm["prompt_tokens"], "completion": llm["completion_tokens"]}
+            cost = llm["cost_usd"]
+        else:
+            tokens = (trace or {}).get("tokens")
+            cost = (trace or {}).get("cost", (trace or {}).get("cost_usd"))
+        record, scores = self._score(trace, tokens, cost)
+        outcome = episode_outcome(self.ending.fail_reason, self.info, self.ending.agent_reason) \
+            if self.episode.task == "eqa" else None
+        if outcome is not None:
+            scores.update(outcome_metrics(outcome["outcome"]))
+        self.timing.total = time.perf_counter() - t_start
+        return self._output(record, scores, steps, trace, llm, outcome)
+
+    def _episode_info(self) -> EpisodeInfo:
+        episode, base = self.episode, self.base
+        eqa = episode.question if episode.task == "eqa" else None
+        return EpisodeInfo(
+            episode_id=episode.episode_id, task=episode.task, split=episode.split, physics=self.physics,
+            scene_id=episode.scene_id, instruction=episode.instruction.text, action_space=base.action_space,
+            action_space_name=base.action_spec.name, action_spec=base.action_spec,
+            max_steps=base.max_episode_steps, seed=self.seed,
+            subgoal_instructions=tuple(episode.instruction.subgoals) if PRIVILEGED_SUBGOALS in
+            getattr(self.agent, "privileged", ()) else (), reference_image=self.reference_image,
+            extra=({"question_budget": episode.question_budget} if episode.question_budget is not None else {})
+            | ({"object_category": episode.goals[0].category, "success_distance": self.radius}
+               if episode.task == "objectnav" else {})
+            | ({"question": eqa.text, "options": eqa.options, "question_kind": eqa.kind} if eqa else {}),
+        )
+
+    def _reset(self) -> None:
+        options: dict[str, Any] = {"episode": _env_episode(self.episode, self.radius)}
+        if self.reference_image and "reference_image" in self.base.observation_space.spaces:
+            options["reference_image"] = self.reference_image
+        with _held(self.env_lock, self.timing):
+            t0 = time.perf_counter()
+            self.obs, self.info = self.env.reset(seed=self.seed % (2**31), options=options)
+            self.timing.env += time.perf_counter() - t0
+        self.steps = Steps([np.asarray(self.info["pose"], dtype=np.float64)],
+                           [float(self.info["geodesic_distance"])])
+
+    def _fail(self, source: str, exc: BaseException) -> None:
+        """End the episode with ``exc`` from ``source`` (the run's LLM budget is re-raised)."""
+        ending = self.ending
+        ending.error = f"{type(exc).__name__}: {exc}"
+        ending.error_source, ending.fail_reason = source, "error"
         if isinstance(exc, LLMBudgetExceeded):
             if exc.scope == "run":
                 raise exc
-            fail_reason = "llm_budget"
-        logger.warning("episode %s (%s): %s error: %s", episode.episode_id, physics, source, error)
+            ending.fail_reason = "llm_budget"
+        logger.warning("episode %s (%s): %s error: %s", self.episode.episode_id, self.physics, source, ending.error)
         logger.debug("%s", traceback.format_exc())
 
-    def play() -> None:
-        nonlocal obs, info, fail_reason, leg, agent_reason
-        try:
-            t0 = time.perf_counter()
-            agent.reset(info_ep)
-            agent.observe_info(info)
-            timing.agent += time.perf_counter() - t0
-        except Exception as exc:  # noqa: BLE001 - any agent failure is recorded, not raised
-            fail("agent", exc)
+    def _time_out(self) -> None:
+        error = f"the episode ran longer than {self.timeout or 0:g} s"
+        if self.timed_out:
+            error += " (it did not stop, so its worker process was killed)"
+        self.ending.error, self.ending.error_source, self.ending.fail_reason = error, "timeout", "timeout"
+        logger.warning("episode %s (%s): %s", self.episode.episode_id, self.physics, error)
 
-        while fail_reason is None:
+    def _agent_call(self, call: Callable[..., Any], *args: Any) -> Any:
+        """``call(*args)``, its time counted as the agent's (exceptions propagate)."""
+        t0 = time.perf_counter()
+        result = call(*args)
+        self.timing.agent += time.perf_counter() - t0
+        return result
+
+    def _play(self) -> None:
+        try:
+            self._agent_call(self.agent.reset, self._episode_info())
+            self._agent_call(self.agent.observe_info, self.info)
+        except Exception as exc:  # noqa: BLE001 - any agent failure is recorded, not raised
+            self._fail("agent", exc)
+        while self.ending.fail_reason is None:
             check_deadline()  # the time limit is cooperative: it is checked between calls
-            if on_observation is not None:
-                on_observation(len(actions), obs)
+            if self.on_observation is not None:
+                self.on_observation(len(self.steps.actions), self.obs)
             try:
-                t0 = time.perf_counter()
-                action = agent.act(obs)
-                timing.agent += time.perf_counter() - t0
+                action = self._agent_call(self.agent.act, self.obs)
                 check_deadline()  # an action that came too late is not taken
             except Exception as exc:  # noqa: BLE001
-                fail("agent", exc)
+                self._fail("agent", exc)
                 break
             if isinstance(action, Inconclusive):
-                fail_reason, agent_reason = "inconclusive", action.reason
+                self.ending.fail_reason, self.ending.agent_reason = "inconclusive", action.reason
                 break
-            try:
-                with _held(env_lock, timing):
-                    t0 = time.perf_counter()
-                    if isinstance(action, Ask):
-                        obs, _, terminated, truncated, info = base.ask(action.question)
-                    elif isinstance(action, Answer):
-                        obs, _, terminated, truncated, info = base.answer(action.index)
-                    else:
-                        obs, _, terminated, truncated, info = env.step(action)
-                    timing.env += time.perf_counter() - t0
-            except InvalidActionError as exc:
-                fail("invalid_action", exc)
+            if not self._step(action):
                 break
-            except Exception as exc:  # noqa: BLE001 - a broken env step is this episode's error
-                fail("env", exc)
-                break
-            actions.append(json_action(action))
-            collisions.append(int(bool(info["collision"])))
-            if info["collision"]:
-                hits[len(collisions) - 1] = sorted({str(c) for c in info.get("contact_categories") or ()})
-            poses.append(np.asarray(info["pose"], dtype=np.float64))
-            leg_distances.append(float(info["geodesic_distance"]))
-            stopped = (terminated and info.get("fail_reason") != "collision") or bool(info.get("subgoal_stop"))
-            if stopped:
-                stops.append(len(poses) - 2)  # issued at the pose before the (motionless) STOP
-                leg += 1
-            if terminated and not stopped:
-                fail_reason = "collision"
-            elif stopped and leg >= legs:
-                fail_reason = "stop"
-            elif len(actions) >= budget or truncated:
-                fail_reason = "step_budget"
-            if fail_reason is None:
+            if self.ending.fail_reason is None:
                 try:
-                    t0 = time.perf_counter()
-                    agent.observe_info(info)
-                    timing.agent += time.perf_counter() - t0
+                    self._agent_call(self.agent.observe_info, self.info)
                 except Exception as exc:  # noqa: BLE001
-                    fail("agent", exc)
+                    self._fail("agent", exc)
 
-    try:
-        if timed_out:
-            raise EpisodeTimeout
-        with within(timeout):
-            play()
-    except EpisodeTimeout:
-        error, error_source, fail_reason = f"the episode ran longer than {timeout or 0:g} s", "timeout", "timeout"
-        if timed_out:
-            error += " (it did not stop, so its worker process was killed)"
-        logger.warning("episode %s (%s): %s", episode.episode_id, physics, error)
-    # a step interrupted between the env's answer and its bookkeeping is dropped whole
-    steps = min(len(actions), len(collisions), len(poses) - 1, len(leg_distances) - 1)
-    del actions[steps:], collisions[steps:], poses[steps + 1:], leg_distances[steps + 1:]
-    stops[:] = [s for s in stops if s < steps]
+    def _step(self, action: Any) -> bool:
+        """Take ``action`` in the env and book it; False when the env failed (the episode's error)."""
+        try:
+            with _held(self.env_lock, self.timing):
+                t0 = time.perf_counter()
+                if isinstance(action, Ask):
+                    self.obs, _, terminated, truncated, self.info = self.base.ask(action.question)
+                elif isinstance(action, Answer):
+                    self.obs, _, terminated, truncated, self.info = self.base.answer(action.index)
+                else:
+                    self.obs, _, terminated, truncated, self.info = self.env.step(action)
+                self.timing.env += time.perf_counter() - t0
+        except InvalidActionError as exc:
+            self._fail("invalid_action", exc)
+            return False
+        except Exception as exc:  # noqa: BLE001 - a broken env step is this episode's error
+            self._fail("env", exc)
+            return False
+        info, steps = self.info, self.steps
+        steps.add(action, info)
+        stopped = (terminated and info.get("fail_reason") != "collision") or bool(info.get("subgoal_stop"))
+        if stopped:
+            steps.stops.append(len(steps.poses) - 2)  # issued at the pose before the (motionless) STOP
+            self.leg += 1
+        if terminated and not stopped:
+            self.ending.fail_reason = "collision"
+        elif stopped and self.leg >= self.legs:
+            self.ending.fail_reason = "stop"
+        elif len(steps.actions) >= self.base.max_episode_steps or truncated:
+            self.ending.fail_reason = "step_budget"
+        return True
 
-    trace = None
-    try:
-        trace = None if timed_out else agent.trace()
-    except Exception as exc:  # noqa: BLE001 - a broken trace loses the trace only
-        logger.warning("episode %s: agent trace failed: %s", episode.episode_id, exc)
-    trace = dict(trace) if isinstance(trace, Mapping) else None
-    if trace is not None:
-        trace, cut = bounded(trace, trace_text_chars)
-        if cut:
-            trace["truncated"] = cut
-            logger.warning("episode %s: %d text(s) or structure(s) of the agent trace cut to fit", episode.episode_id, cut)
-    if trace is not None and (problem := unstorable(trace)) is not None:  # fails this episode, not the run
-        fail("trace", MetricsError(f"the agent trace cannot be stored: {problem}"))
+    def _trace(self) -> dict[str, Any] | None:
+        """The agent's trace, bounded and storable (a trace that cannot be stored fails the episode)."""
+        episode_id = self.episode.episode_id
         trace = None
-    refused = getattr(usage, "refused", None)
-    if refused is not None and refused.scope == "run":
-        raise refused  # the agent went on after the refusal, but the run stops here
-    llm = usage.summary() if usage is not None else None
-    if llm is not None and getattr(usage, "features_used", None):
-        llm["features"] = {k: list(v) for k, v in usage.features_used.items()}  # the worker's client so far
-    if llm is not None and llm["calls"]:
-        tokens: Any = {"prompt": llm["prompt_tokens"], "completion": llm["completion_tokens"]}
-        cost = llm["cost_usd"]
-    else:
-        tokens = (trace or {}).get("tokens")
-        cost = (trace or {}).get("cost", (trace or {}).get("cost_usd"))
+        try:
+            trace = None if self.timed_out else self.agent.trace()
+        except Exception as exc:  # noqa: BLE001 - a broken trace loses the trace only
+            logger.warning("episode %s: agent trace failed: %s", episode_id, exc)
+        trace = dict(trace) if isinstance(trace, Mapping) else None
+        if trace is not None:
+            trace, cut = bounded(trace, self.trace_text_chars)
+            if cut:
+                trace["truncated"] = cut
+                logger.warning("episode %s: %d text(s) or structure(s) of the agent trace cut to fit", episode_id, cut)
+        if trace is not None and (problem := unstorable(trace)) is not None:  # fails this episode, not the run
+            self._fail("trace", MetricsError(f"the agent trace cannot be stored: {problem}"))
+            trace = None
+        return trace
 
-    pose_arr = np.array(poses)
-    positions = pose_arr[:, :3]
-    goals = np.array([g.position for g in episode.goals], dtype=np.float64)
-    if episode.task == "long_horizon":
-        goal_distances = base.goal_distances(positions[:, :2])  # the fields the env built at reset
-    else:
-        goal_distances = np.array(leg_distances)[None, :]  # to the nearest goal when any goal counts
-        goals = goals[[int(np.argmin(base.goal_distances(positions[-1:, :2])[:, 0]))]] if len(goals) > 1 else goals
-    stop_visible = None
-    if objectnav:
-        from vlnverse.tasks.objectnav import stops_with_target_in_view
+    def _llm_usage(self) -> dict[str, Any] | None:
+        usage = self.usage
+        llm = usage.summary() if usage is not None else None
+        if llm is not None and getattr(usage, "features_used", None):
+            llm["features"] = {k: list(v) for k, v in usage.features_used.items()}  # the worker's client so far
+        return llm
 
-        stop_visible = stops_with_target_in_view(base, episode, positions, stops)
-    reference = np.array(episode.reference_path, dtype=np.float64) if episode.reference_path else None
-    record = EpisodeRecord(
-        positions=positions, goals=goals, geodesic_distance=episode.geodesic_distance,
-        actions=tuple(actions), stops=tuple(stops), collisions=np.array(collisions, dtype=np.float64),
-        reference_path=reference, goal_distances=goal_distances, fail_reason=fail_reason,
-        agent_trace=trace, tokens=tokens, cost=cost, stop_visible=stop_visible,
-        episode_id=episode.episode_id, task=episode.task, split=episode.split, physics=physics,
-    )
-    try:
-        scores = compute_episode_metrics(record, metrics).to_dict()
-    except MetricsError as exc:  # a malformed trace fails this episode, not the run
-        if trace is None:
-            raise
-        fail("trace", exc)
-        record = dataclasses.replace(record, agent_trace=None, fail_reason=fail_reason)
-        scores = compute_episode_metrics(record, metrics).to_dict()
-    for key in ("episode_id", "task", "split", "physics", "fail_reason", "geodesic"):
-        scores.pop(key, None)
-    outcome = episode_outcome(fail_reason, info, agent_reason) if eqa else None
-    if outcome is not None:
-        scores.update(outcome_metrics(outcome["outcome"]))
-    timing.total = time.perf_counter() - t_start
+    def _score(self, trace: dict[str, Any] | None, tokens: Any, cost: Any) -> tuple[EpisodeRecord, dict[str, Any]]:
+        """The episode's :class:`EpisodeRecord` and its metrics (a malformed trace fails the episode)."""
+        episode, base, steps = self.episode, self.base, self.steps
+        pose_arr = np.array(steps.poses)
+        positions = pose_arr[:, :3]
+        goals = np.array([g.position for g in episode.goals], dtype=np.float64)
+        if episode.task == "long_horizon":
+            goal_distances = base.goal_distances(positions[:, :2])  # the fields the env built at reset
+        else:
+            goal_distances = np.array(steps.leg_distances)[None, :]  # to the nearest goal when any goal counts
+            goals = goals[[int(np.argmin(base.goal_distances(positions[-1:, :2])[:, 0]))]] if len(goals) > 1 else goals
+        stop_visible = None
+        if episode.task == "objectnav":
+            from vlnverse.tasks.objectnav import stops_with_target_in_view
 
-    def rounded(points: np.ndarray) -> list[list[float]]:
-        return np.round(points, POSE_DECIMALS).tolist()
+            stop_visible = stops_with_target_in_view(base, episode, positions, steps.stops)
+        reference = np.array(episode.reference_path, dtype=np.float64) if episode.reference_path else None
+        record = EpisodeRecord(
+            positions=positions, goals=goals, geodesic_distance=episode.geodesic_distance,
+            actions=tuple(steps.actions), stops=tuple(steps.stops),
+            collisions=np.array(steps.collisions, dtype=np.float64), reference_path=reference,
+            goal_distances=goal_distances, fail_reason=self.ending.fail_reason, agent_trace=trace, tokens=tokens,
+            cost=cost, stop_visible=stop_visible, episode_id=episode.episode_id, task=episode.task,
+            split=episode.split, physics=self.physics,
+        )
+        try:
+            scores = compute_episode_metrics(record, self.metrics).to_dict()
+        except MetricsError as exc:  # a malformed trace fails this episode, not the run
+            if trace is None:
+                raise
+            self._fail("trace", exc)
+            record = dataclasses.replace(record, agent_trace=None, fail_reason=self.ending.fail_reason)
+            scores = compute_episode_metrics(record, self.metrics).to_dict()
+        for key in ("episode_id", "task", "split", "physics", "fail_reason", "geodesic"):
+            scores.pop(key, None)
+        return record, scores
 
-    out = {
-        "episode_id": episode.episode_id,
-        "task": episode.task,
-        "split": episode.split,
-        "physics": physics,
-        "scene_id": episode.scene_id,
-        "instruction": episode.instruction.text,
-        "geodesic_distance": episode.geodesic_distance,
-        "metrics": scores,
-        "trajectory": rounded(positions),
-        "headings": np.round(pose_arr[:, 3], POSE_DECIMALS).tolist(),
-        "reference_path": [list(p) for p in episode.reference_path],
-        "goals": [{"position": list(g.position), "radius": radius} for g in episode.goals],
-        "goal_distances": [[round(v, POSE_DECIMALS) if math.isfinite(v) else None for v in row]
-                           for row in goal_distances.tolist()],
-        "actions": actions,
-        "collisions": collisions,
-        "hits": {str(k): v for k, v in sorted(hits.items()) if k < steps},
-        "action_space": base.action_spec.name,
-        "stops": stops,
-        "fail_reason": fail_reason,
-        "error": error,
-        "error_source": error_source,
-        "agent_trace": trace,
-    }
-    if llm is not None:
-        out["llm"] = llm
-    if stop_visible is not None:
-        out["stop_visible"] = list(stop_visible)
-    if outcome is not None:
-        out.update(outcome)
-    return out, timing
+    def _output(self, record: EpisodeRecord, scores: dict[str, Any], steps: int, trace: dict[str, Any] | None,
+                llm: dict[str, Any] | None, outcome: dict[str, Any] | None) -> dict[str, Any]:
+        """The JSON-ready ``episodes.jsonl`` record (``trace`` kept when its metrics failed, for reading)."""
+        episode, ending = self.episode, self.ending
+        poses = np.array(self.steps.poses)
+        out = {
+            "episode_id": episode.episode_id,
+            "task": episode.task,
+            "split": episode.split,
+            "physics": self.physics,
+            "scene_id": episode.scene_id,
+            "instruction": episode.instruction.text,
+            "geodesic_distance": episode.geodesic_distance,
+            "metrics": scores,
+            "trajectory": np.round(poses[:, :3], POSE_DECIMALS).tolist(),
+            "headings": np.round(poses[:, 3], POSE_DECIMALS).tolist(),
+            "reference_path": [list(p) for p in episode.reference_path],
+            "goals": [{"position": list(g.position), "radius": self.radius} for g in episode.goals],
+            "goal_distances": [[round(v, POSE_DECIMALS) if math.isfinite(v) else None for v in row]
+                               for row in np.asarray(record.goal_distances).tolist()],
+            "actions": self.steps.actions,
+            "collisions": self.steps.collisions,
+            "hits": {str(k): v for k, v in sorted(self.steps.hits.items()) if k < steps},
+            "action_space": self.base.action_spec.name,
+            "stops": self.steps.stops,
+            "fail_reason": ending.fail_reason,
+            "error": ending.error,
+            "error_source": ending.error_source,
+            "agent_trace": trace,
+        }
+        if llm is not None:
+            out["llm"] = llm
+        if record.stop_visible is not None:
+            out["stop_visible"] = list(record.stop_visible)
+        if outcome is not None:
+            out.update(outcome)
+        return out
