@@ -147,7 +147,7 @@ def verify_run(out: str | Path, *, dataset: str | Path, scenes_dir: str | Path |
                rerun: bool = False, transcript: str | Path | None = None,
                checkpoints: Mapping[str, str | Path] | None = None, workers: int = 1,
                on_check: Callable[[str, str], None] | None = None) -> VerifyReport:
-    """Check the evaluation folder ``out`` (see the module docs).
+    """Check the evaluation folder ``out`` (see the module docs): each of :data:`CHECKS` in turn.
 
     Args:
         out: The evaluation folder (or an unpacked bundle).
@@ -176,9 +176,7 @@ def verify_run(out: str | Path, *, dataset: str | Path, scenes_dir: str | Path |
         ConfigError: invalid verifier settings, or a file ``rerun`` needs was not given.
     """
     from vlnverse.eval.harness import select_episodes
-    from vlnverse.eval.inputs import input_checksums, release_digests
     from vlnverse.tasks.dataset import EpisodeDataset
-    from vlnverse.tasks.storage import verify_dataset
 
     if selection.seed is not None and selection.seed < 0:
         raise ConfigError(f"--seed {selection.seed}: a seed is a non-negative integer")
@@ -186,13 +184,6 @@ def verify_run(out: str | Path, *, dataset: str | Path, scenes_dir: str | Path |
         raise ConfigError(f"--expect-dataset {expect_dataset!r} is not a sha256 (64 hex digits)")
     out = Path(out)
     report = VerifyReport()
-
-    def done(check: str, problems: list[str], detail: str = "") -> None:
-        report.mismatches.extend(problems)
-        report.checks[check] = f"FAIL: {problems[0]}" if problems else f"ok{detail}"
-        if on_check:
-            on_check(check, report.checks[check])
-
     run, records = read_submission(out)
     report.records = len(records)
     for name in (RUN_FILE, EPISODES_FILE):
@@ -203,90 +194,25 @@ def verify_run(out: str | Path, *, dataset: str | Path, scenes_dir: str | Path |
                        f"{run.success_distance} m · max steps {run.max_steps or 'default'} · instruction view "
                        f"{run.instruction_view} · backend {run.backend}")
     episodes = select_episodes(data, split, task, limit, seed)
-
-    if _present(out / SUMS_FILE):
-        done("sha256sums", _check_sums(out))
-    if scoring:
-        done("scoring", [f"{name}: run.json {getattr(run, name)!r}, the verifier requires {value!r}"
-                         for name, value in scoring.items() if getattr(run, name) != value])
-
-    by_id = {e.episode_id: e for e in episodes}
-    recorded_ids = {r["episode_id"] for r in records} & set(by_id)  # the scenes they replay in must be the run's
-    read = input_checksums(data, sorted({str(data.scene_file(by_id[i])) for i in recorded_ids}))
-    report.checksums.update(read)
-    problems = verify_dataset(data.root) if data.manifest else []
-    if expect_dataset is not None and read.get("dataset") != expect_dataset.lower():
-        problems.append(f"dataset: sha256 {read.get('dataset', 'none')[:12]} of your copy, {expect_dataset[:12]} "
-                        "expected")
-    if release_sums is not None:
-        published = release_digests(release_sums)
-        problems += [f"{name}: sha256 {digest[:12]} of your copy, {published.get(name, 'none')[:12]} in "
-                     f"{Path(release_sums).name}" for name, digest in sorted(read.items())
-                     if published.get(name) != digest]
-    if run.inputs is None:
-        problems.append("run.json records no input checksums: what the run read cannot be compared with your copy")
-    else:
-        problems += [f"{name}: sha256 {digest[:12]} of your copy, {str(run.inputs.get(name, 'none'))[:12]} "
-                     "when the run was made" for name, digest in sorted(read.items()) if run.inputs.get(name) != digest]
-    done("inputs", problems)
-    if report.mismatches:  # the harness refuses a dataset that does not match its manifest
-        return report
-
-    wanted = {(e.episode_id, p) for e in episodes for p in physics}
-    problems = [] if seed == run.seed else [f"run.json seed {run.seed}, the verifier requires seed {seed}"]
-    keyed: dict[tuple[str, str], dict[str, Any]] = {}
-    seen: set[tuple[str, str]] = set()
-    for record in records:
-        key = (record["episode_id"], record["physics"])
-        if key in seen:
-            problems.append(f"{record_label(record)}: recorded twice")
-        elif key in wanted:
-            found = check_against_dataset(record, by_id[key[0]])
-            problems += [found] if found else []
-            keyed[key] = record
-        elif subset:
-            report.outside += 1
-        else:
-            problems.append(f"{record_label(record)}: not in the required selection")
-        seen.add(key)
-    missing = sorted(wanted - seen)
-    outside = f"; {report.outside} outside the selection not checked" if report.outside else ""
-    detail = f" ({len(wanted) - len(missing)} of {len(wanted)} selected have a record{outside})"
-    if missing:
-        gap = f"{len(missing)} of {len(wanted)} selected episode(s) have no record (first: {missing[0][0]} " \
-              f"({missing[0][1]}))"
-        if allow_partial:
-            detail = f" (partial: {gap}; --allow-partial{outside})"
-        else:
-            problems.append(gap)
-    done("records", problems, detail)
-
-    make_config = _config_maker(run, str(dataset), str(data.scenes_dir), workers)
-    replayed = _replay(run, keyed, make_config)
-    problems = []
-    for key, record in keyed.items():
-        found = compare_records(record, replayed[key]) if key in replayed else \
-            f"{record_label(record)}: not re-simulated"
-        problems += [found] if found else []
-    done("resimulation", problems, f" ({sum(k in replayed for k in keyed)} episodes re-simulated)")
-
-    done("summary", _check_summary(out, run, records, report))
-    done("claims", claim_problems(run))
-
-    if rerun or transcript is not None:
-        from vlnverse.eval.rerun import CannotRerun, rerun_actions
-
-        try:
-            problems, count, sums = rerun_actions(
-                run, keyed, make_config, transcript=None if transcript is None else Path(transcript),
-                checkpoints={k: Path(v) for k, v in (checkpoints or {}).items()})
-        except CannotRerun as exc:
-            done("rerun", [str(exc)])
-        else:
-            report.checksums.update(sums)
-            what = "replayed: the actions follow from this transcript" if transcript is not None else \
-                f"re-run by {run.agent}: every action the same"
-            done("rerun", problems, f" ({count} episodes {what})")
+    state = Verification(
+        out=out, run=run, records=records, data=data, by_id={e.episode_id: e for e in episodes},
+        wanted={(e.episode_id, p) for e in episodes for p in physics}, seed=seed, report=report,
+        make_config=_config_maker(run, str(dataset), str(data.scenes_dir), workers),
+        options=VerifyOptions(expect_dataset=expect_dataset, release_sums=release_sums, scoring=scoring or {},
+                              allow_partial=allow_partial, subset=subset, rerun=rerun,
+                              transcript=None if transcript is None else Path(transcript),
+                              checkpoints={k: Path(v) for k, v in (checkpoints or {}).items()}))
+    for check in CHECKS:
+        result = check.run(state)
+        if result is None:  # the check does not apply to this folder or request
+            continue
+        problems, detail = result
+        report.mismatches.extend(problems)
+        report.checks[check.name] = f"FAIL: {problems[0]}" if problems else f"ok{detail}"
+        if on_check:
+            on_check(check.name, report.checks[check.name])
+        if check.gate and report.mismatches:
+            return report
     report.proven, report.reported = verdict(run, report.checks, seed_stated=selection.seed is not None,
                                              trace_pinned="trace_metrics" in (scoring or {}),
                                              transcript=transcript is not None)
@@ -295,6 +221,162 @@ def verify_run(out: str | Path, *, dataset: str | Path, scenes_dir: str | Path |
                                   f"{' nor re-run' if 'rerun' in report.checks else ''}, yet counted in the "
                                   "summaries")
     return report
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    """What the verifier asked for beyond the selection (see :func:`verify_run`)."""
+
+    expect_dataset: str | None
+    release_sums: str | Path | None
+    scoring: Mapping[str, Any]
+    allow_partial: bool
+    subset: bool
+    rerun: bool
+    transcript: Path | None
+    checkpoints: Mapping[str, Path]
+
+
+@dataclass
+class Verification:
+    """What the checks share: the folder and what it holds, the verifier's dataset and the
+    selected episodes (``by_id``; ``wanted``: each with each physics mode), the report they
+    fill, and ``keyed``, the records of the selection (set by the records check)."""
+
+    out: Path
+    run: RecordedRun
+    records: list[dict[str, Any]]
+    data: Any
+    by_id: dict[str, Any]
+    wanted: set[tuple[str, str]]
+    seed: int
+    report: VerifyReport
+    make_config: Callable[..., Any]
+    options: VerifyOptions
+    keyed: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+
+
+CheckResult = tuple[list[str], str] | None
+"""A check's problems and the detail its passing line shows; None: it does not apply."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check of :func:`verify_run`: its name in the report, the function that runs it and
+    whether a failure so far stops the verification after it (``gate``)."""
+
+    name: str
+    run: Callable[[Verification], CheckResult]
+    gate: bool = False
+
+
+def _sums_check(v: Verification) -> CheckResult:
+    return (_check_sums(v.out), "") if _present(v.out / SUMS_FILE) else None
+
+
+def _scoring_check(v: Verification) -> CheckResult:
+    if not v.options.scoring:
+        return None
+    return [f"{name}: run.json {getattr(v.run, name)!r}, the verifier requires {value!r}"
+            for name, value in v.options.scoring.items() if getattr(v.run, name) != value], ""
+
+
+def _inputs_check(v: Verification) -> CheckResult:
+    """The dataset and the scenes the records replay in have the run's (and the published) digests."""
+    from vlnverse.eval.inputs import input_checksums, release_digests
+    from vlnverse.tasks.storage import verify_dataset
+
+    options, run = v.options, v.run
+    recorded_ids = {r["episode_id"] for r in v.records} & set(v.by_id)  # the scenes they replay in must be the run's
+    read = input_checksums(v.data, sorted({str(v.data.scene_file(v.by_id[i])) for i in recorded_ids}))
+    v.report.checksums.update(read)
+    problems = verify_dataset(v.data.root) if v.data.manifest else []
+    if options.expect_dataset is not None and read.get("dataset") != options.expect_dataset.lower():
+        problems.append(f"dataset: sha256 {read.get('dataset', 'none')[:12]} of your copy, "
+                        f"{options.expect_dataset[:12]} expected")
+    if options.release_sums is not None:
+        published = release_digests(options.release_sums)
+        problems += [f"{name}: sha256 {digest[:12]} of your copy, {published.get(name, 'none')[:12]} in "
+                     f"{Path(options.release_sums).name}" for name, digest in sorted(read.items())
+                     if published.get(name) != digest]
+    if run.inputs is None:
+        problems.append("run.json records no input checksums: what the run read cannot be compared with your copy")
+    else:
+        problems += [f"{name}: sha256 {digest[:12]} of your copy, {str(run.inputs.get(name, 'none'))[:12]} "
+                     "when the run was made" for name, digest in sorted(read.items()) if run.inputs.get(name) != digest]
+    return problems, ""
+
+
+def _records_check(v: Verification) -> CheckResult:
+    """Every record is of the selection and agrees with its episode; every selected pair has one."""
+    problems = [] if v.seed == v.run.seed else [f"run.json seed {v.run.seed}, the verifier requires seed {v.seed}"]
+    seen: set[tuple[str, str]] = set()
+    for record in v.records:
+        key = (record["episode_id"], record["physics"])
+        if key in seen:
+            problems.append(f"{record_label(record)}: recorded twice")
+        elif key in v.wanted:
+            found = check_against_dataset(record, v.by_id[key[0]])
+            problems += [found] if found else []
+            v.keyed[key] = record
+        elif v.options.subset:
+            v.report.outside += 1
+        else:
+            problems.append(f"{record_label(record)}: not in the required selection")
+        seen.add(key)
+    wanted, missing = v.wanted, sorted(v.wanted - seen)
+    outside = f"; {v.report.outside} outside the selection not checked" if v.report.outside else ""
+    detail = f" ({len(wanted) - len(missing)} of {len(wanted)} selected have a record{outside})"
+    if missing:
+        gap = f"{len(missing)} of {len(wanted)} selected episode(s) have no record (first: {missing[0][0]} " \
+              f"({missing[0][1]}))"
+        if v.options.allow_partial:
+            detail = f" (partial: {gap}; --allow-partial{outside})"
+        else:
+            problems.append(gap)
+    return problems, detail
+
+
+def _resimulation_check(v: Verification) -> CheckResult:
+    """Each record's actions, replayed, give the record."""
+    replayed = _replay(v.run, v.keyed, v.make_config)
+    problems = []
+    for key, record in v.keyed.items():
+        found = compare_records(record, replayed[key]) if key in replayed else \
+            f"{record_label(record)}: not re-simulated"
+        problems += [found] if found else []
+    return problems, f" ({sum(k in replayed for k in v.keyed)} episodes re-simulated)"
+
+
+def _rerun_check(v: Verification) -> CheckResult:
+    """The agent, rebuilt from trusted parts (or its transcript), takes every recorded action."""
+    from vlnverse.eval.rerun import CannotRerun, rerun_actions
+
+    options = v.options
+    if not (options.rerun or options.transcript is not None):
+        return None
+    try:
+        problems, count, sums = rerun_actions(v.run, v.keyed, v.make_config, transcript=options.transcript,
+                                              checkpoints=options.checkpoints)
+    except CannotRerun as exc:
+        return [str(exc)], ""
+    v.report.checksums.update(sums)
+    what = "replayed: the actions follow from this transcript" if options.transcript is not None else \
+        f"re-run by {v.run.agent}: every action the same"
+    return problems, f" ({count} episodes {what})"
+
+
+CHECKS: tuple[Check, ...] = (
+    Check("sha256sums", _sums_check),
+    Check("scoring", _scoring_check),
+    Check("inputs", _inputs_check, gate=True),  # the harness refuses a dataset that does not match its manifest
+    Check("records", _records_check),
+    Check("resimulation", _resimulation_check),
+    Check("summary", lambda v: (_check_summary(v.out, v.run, v.records, v.report), "")),
+    Check("claims", lambda v: (claim_problems(v.run), "")),
+    Check("rerun", _rerun_check),
+)
+"""The checks of :func:`verify_run`, in the order they run (the module docs say what each proves)."""
 
 
 def _present(path: Path) -> bool:
