@@ -83,7 +83,7 @@ class Walker:
 def run_eval(dataset: Path, out: Path, url: str, workers: int, concurrency: int, episodes: int,
              max_steps: int, agent_config: dict) -> tuple[float, int]:
     """Episodes per minute of one eval run, and the number of episodes it evaluated."""
-    from vlnverse.eval.harness import EvalConfig, evaluate
+    from vlnverse.eval.running.harness import EvalConfig, evaluate
 
     config = EvalConfig(dataset=str(dataset), out=str(out), agent="text_history", agent_config=agent_config,
                         physics=("tel_hop",),
@@ -116,7 +116,7 @@ def bench_throughput(args: argparse.Namespace, dataset: Path, folder: Path) -> l
 def bench_step_overhead(args: argparse.Namespace, dataset: Path) -> list[str]:
     from vlnverse.envs.nav_env import NavEnv
     from vlnverse.eval.registry import make_agent
-    from vlnverse.eval.runner import run_episode
+    from vlnverse.eval.running.runner import run_episode
     from vlnverse.llm.base import LLMClient
     from vlnverse.llm.types import LLMResponse, Usage
     from vlnverse.tasks.dataset import EpisodeDataset

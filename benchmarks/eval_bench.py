@@ -3,7 +3,7 @@
 Prints human-readable lines, then one ``BENCH <name> <value> <unit> target <op> <value>``
 line per figure. Each figure is a function in ``FIGURES``; append new ones there.
 
-``eval.metric_episodes_per_s``: :func:`vlnverse.eval.metrics.compute_metrics_batch` over
+``eval.metric_episodes_per_s``: :func:`vlnverse.eval.scoring.metrics.compute_metrics_batch` over
 synthetic episodes shaped like the paper's discrete agents: up to 200 recorded poses
 (0.25 m forward moves mixed with 15-degree turns in place), a reference path of
 4-20 m, collisions, one STOP, and precomputed geodesic distances (as the harness gets
@@ -17,7 +17,7 @@ metrics) plus the durable ``episodes.jsonl`` append — minus the env's own ``re
 time and the agent's time, as a percentage of the env time. Building the envs (loading
 scenes) is done before the clock starts.
 
-``eval.scaling_2workers``: wall time of :func:`vlnverse.eval.harness.evaluate` with
+``eval.scaling_2workers``: wall time of :func:`vlnverse.eval.running.harness.evaluate` with
 ``--workers 1`` over ``--workers 2`` on the same run (``oracle``, same dataset, fresh output
 folders), process start-up and per-worker env building included, with the disk cache of
 prepared scenes warm (as on every run after the first over these scenes; a private cache
@@ -48,8 +48,8 @@ from pathlib import Path
 
 import numpy as np
 
-from vlnverse.eval.episode_record import EpisodeRecord, MetricsConfig
-from vlnverse.eval.metrics import compute_metrics_batch
+from vlnverse.eval.scoring.episode_record import EpisodeRecord, MetricsConfig
+from vlnverse.eval.scoring.metrics import compute_metrics_batch
 
 
 def synthetic_episode(rng: np.random.Generator, max_poses: int = 200) -> EpisodeRecord:
@@ -122,9 +122,9 @@ def bundled_dataset(folder: Path, per_scene: int, seed: int) -> Path:
 
 def bench_harness_overhead(args: argparse.Namespace) -> list[str]:
     """``eval.harness_overhead_pct`` (target <= 10 % of the env's step time)."""
-    from vlnverse.eval.harness import plan_items, select_episodes
-    from vlnverse.eval.store import ResultStore
-    from vlnverse.eval.worker import EvalWorker, RunSpec
+    from vlnverse.eval.running.harness import plan_items, select_episodes
+    from vlnverse.eval.running.store import ResultStore
+    from vlnverse.eval.running.worker import EvalWorker, RunSpec
     from vlnverse.tasks.dataset import EpisodeDataset
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -160,7 +160,7 @@ def bench_worker_scaling(args: argparse.Namespace) -> list[str]:
     """``eval.scaling_2workers`` (target >= 1.7 x), with the disk cache warm; the figure
     with an empty disk cache is printed too."""
     from vlnverse import cache
-    from vlnverse.eval.harness import EvalConfig, evaluate
+    from vlnverse.eval.running.harness import EvalConfig, evaluate
 
     with tempfile.TemporaryDirectory() as tmp, private_cache(Path(tmp) / "cache"):
         dataset = bundled_dataset(Path(tmp), args.per_scene, args.seed)

@@ -73,7 +73,7 @@ def cpu_seconds() -> tuple[float, float]:
 
 def run_eval(dataset: Path, out: Path, url: str, workers: int, concurrency: int, args: argparse.Namespace) -> Run:
     """One eval run: its episodes/s, and where the episodes' wall time and the CPU went."""
-    from vlnverse.eval.harness import EvalConfig, evaluate
+    from vlnverse.eval.running.harness import EvalConfig, evaluate
 
     rig = {"small": {"sensors": {"rgb": {"kind": "rgb", "width": 64, "height": 64}}}, "none": {"sensors": []},
            "default": {}}[args.rig]

@@ -266,8 +266,8 @@ def eval_rate(dataset: Path, workers: int, records: Path) -> float:
     """Episodes/s of the shipped CMA over the dataset's val_unseen split, Strict and Tel-Hop,
     on ``workers`` workers; the lines of its ``episodes.jsonl`` are written to ``records``
     (sorted: they are written as episodes end)."""
-    from vlnverse.eval.harness import EvalConfig, evaluate
     from vlnverse.eval.registry import load_agent_config
+    from vlnverse.eval.running.harness import EvalConfig, evaluate
 
     agent = load_agent_config(ROOT / "assets" / "agents" / "cma" / "agent.yaml")
     with tempfile.TemporaryDirectory() as out:

@@ -8,7 +8,7 @@ Usage::
 Each ``HOMES=FOLDER`` is an evaluation folder or a published ``.tar.gz`` bundle of one model
 trained on ``HOMES`` homes; ``--reference NAME=FOLDER`` adds a flat line (random, the shipped
 model). Success rate is pooled over fine + coarse episodes per split and physics mode, with the
-95 % bootstrap interval of :func:`vlnverse.eval.pooled.pooled_groups` (``vlnverse eval table
+95 % bootstrap interval of :func:`vlnverse.eval.scoring.pooled.pooled_groups` (``vlnverse eval table
 --pooled`` prints the same figures); the endings are the share of each ``fail_reason``. Prints the table as
 Markdown; the PNG has one panel per physics mode, homes on a log axis.
 """
@@ -21,8 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from vlnverse.eval.pooled import pooled_groups
-from vlnverse.eval.unpack import unpack_bundle
+from vlnverse.eval.scoring.pooled import pooled_groups
+from vlnverse.eval.verification.unpack import unpack_bundle
 from vlnverse.fileio import atomic_open
 
 SPLITS = ("val_unseen", "test")

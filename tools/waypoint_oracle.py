@@ -62,7 +62,7 @@ def evaluate(args: argparse.Namespace, predictor_name: str, physics: str) -> dic
     from vlnverse.agents.panorama import make_rig
     from vlnverse.agents.waypoints import predictor_named
     from vlnverse.envs.nav_env import NavEnv
-    from vlnverse.eval.runner import run_episode
+    from vlnverse.eval.running.runner import run_episode
     from vlnverse.tasks.dataset import EpisodeDataset
 
     panorama = PanoramaConfig()

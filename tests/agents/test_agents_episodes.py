@@ -18,7 +18,7 @@ from vlnverse.agents.panorama import Panorama
 from vlnverse.envs.nav_env import NavEnv
 from vlnverse.errors import ConfigError
 from vlnverse.eval.registry import make_agent
-from vlnverse.eval.runner import run_episode
+from vlnverse.eval.running.runner import run_episode
 from vlnverse.llm.transcript import RecordingClient, ReplayClient
 from vlnverse.tasks.dataset import EpisodeDataset
 
@@ -150,7 +150,7 @@ def test_configs_are_strict_and_a_model_is_required():
 def test_the_harness_runs_an_agent_and_records_privileged_perception(dataset, tmp_path):
     import json
 
-    from vlnverse.eval.harness import EvalConfig, evaluate
+    from vlnverse.eval.running.harness import EvalConfig, evaluate
 
     agent = make_agent("text_history", {"perception": "gt", **SMALL}, llm=ScriptedModel(walk_then_stop(1)))
     result = evaluate(EvalConfig(dataset=str(dataset), out=str(tmp_path), agent="text_history", task="coarse",

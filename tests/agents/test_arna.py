@@ -20,7 +20,7 @@ from vlnverse.agents.arna.plan import Interpreter, PlanRejected, StepLimit, vali
 from vlnverse.agents.arna.tools import INTERFACES, argument_problems
 from vlnverse.envs.nav_env import NavEnv
 from vlnverse.eval.registry import make_agent
-from vlnverse.eval.runner import run_episode
+from vlnverse.eval.running.runner import run_episode
 from vlnverse.llm.transcript import RecordingClient, ReplayClient
 from vlnverse.tasks.dataset import EpisodeDataset
 

@@ -14,7 +14,7 @@ from vlnverse.agents.arna.failures import FailureCounter
 from vlnverse.agents.arna.lineref import line_reference
 from vlnverse.agents.arna.preflight import check_priced, unpriced_models
 from vlnverse.errors import ConfigError
-from vlnverse.eval.harness import EvalConfig, evaluate
+from vlnverse.eval.running.harness import EvalConfig, evaluate
 from vlnverse.llm.types import LLMResponse, Usage
 
 #: The issue's forms and others a model writes for "run line 3 next".

@@ -12,7 +12,7 @@ import pytest
 
 from tests.agents.conftest import SMALL
 from tests.llm.servers import DVS, MAX_REQUESTS, PROFILES, server_answer
-from vlnverse.eval.harness import EvalConfig, evaluate
+from vlnverse.eval.running.harness import EvalConfig, evaluate
 from vlnverse.llm.loopback import LoopbackServer
 
 AGENTS = ("text_history", "map_history_cot", "dscd_nav", "discussnav", "arna")

@@ -17,7 +17,7 @@ import pytest
 
 from tests.agents.conftest import SMALL
 from tests.llm.servers import MAX_REQUESTS, SmallContext
-from vlnverse.eval.harness import EvalConfig, evaluate
+from vlnverse.eval.running.harness import EvalConfig, evaluate
 from vlnverse.llm.loopback import LoopbackServer
 
 #: Whole-episode histories and no STOP, so the prompts grow for the whole step budget.

@@ -21,7 +21,7 @@ from vlnverse.agents.discussnav import EXPERTS, NAVIGATOR_PROMPT
 from vlnverse.agents.panorama import direction_phrase
 from vlnverse.errors import ConfigError
 from vlnverse.eval.registry import make_agent
-from vlnverse.eval.viewer import render_episode_page
+from vlnverse.eval.reporting.viewer import render_episode_page
 from vlnverse.llm.base import LLMClient
 from vlnverse.llm.transcript import RecordingClient, ReplayClient
 from vlnverse.llm.types import LLMRequest, LLMResponse, Usage
@@ -169,7 +169,7 @@ def fine_dataset(tmp_path_factory):
 
 
 def test_ablations_switch_expert_groups_and_n(dataset, fine_dataset, tmp_path):
-    from vlnverse.eval.harness import EvalConfig, evaluate
+    from vlnverse.eval.running.harness import EvalConfig, evaluate
 
     plan = [lambda o: [o[0], o[1], o[1], o[0], o[1]], lambda o: ["STOP"] * 5]
     off = {"instruction_analysis": False, "vision_perception": False, "completion_estimation": False}

@@ -164,7 +164,7 @@ def test_simultaneous_rounds_send_both_stances_at_once(dataset):
 
 
 def test_dscd_nav_over_the_openai_client_on_a_loopback_server(dataset, tmp_path, monkeypatch):
-    from vlnverse.eval.harness import EvalConfig, evaluate
+    from vlnverse.eval.running.harness import EvalConfig, evaluate
     from vlnverse.llm.loopback import LoopbackServer
 
     def respond(body):

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from tests.agents.conftest import SMALL
-from vlnverse.eval.harness import EvalConfig, evaluate
+from vlnverse.eval.running.harness import EvalConfig, evaluate
 from vlnverse.llm.loopback import LoopbackServer, Reply
 
 KEY_ENV = "VLNVERSE_TEST_HOSTILE_KEY"

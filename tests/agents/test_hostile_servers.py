@@ -13,7 +13,7 @@ import pytest
 
 from tests.agents.conftest import SMALL, reply
 from tests.bundled import REPO
-from vlnverse.eval.harness import EvalConfig, evaluate
+from vlnverse.eval.running.harness import EvalConfig, evaluate
 from vlnverse.llm.loopback import LoopbackServer, Reply
 
 KEY_ENV = "VLNVERSE_TEST_HOSTILE_KEY"

@@ -11,7 +11,7 @@ import pytest
 from tests.agents.conftest import SMALL
 from vlnverse.cli import main
 from vlnverse.errors import ConfigError
-from vlnverse.eval.zeroshot import ZeroShotConfig, header, markdown, rows_of
+from vlnverse.eval.running.zeroshot import ZeroShotConfig, header, markdown, rows_of
 from vlnverse.llm.loopback import LoopbackServer
 
 KEY_ENV = "VLNVERSE_TABLE5_TEST_KEY"

@@ -15,8 +15,8 @@ from tests.agents.test_agents_episodes import episode_of, run
 from tests.agents.test_arna import answer_at_the_answer_step
 from tests.agents.test_arna import run as run_arna
 from vlnverse.eval.agent import Agent
-from vlnverse.eval.harness import EvalConfig, evaluate
 from vlnverse.eval.registry import make_agent
+from vlnverse.eval.running.harness import EvalConfig, evaluate
 
 
 def split_shown(prompt: str, subgoals) -> bool:

@@ -19,7 +19,7 @@ def bundled_dataset(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def oracle_run(bundled_dataset, tmp_path_factory):
     """The oracle over the whole dataset under Strict and Tel-Hop, 1 plot per group."""
-    from vlnverse.eval.harness import EvalConfig, evaluate
+    from vlnverse.eval.running.harness import EvalConfig, evaluate
 
     out = tmp_path_factory.mktemp("oracle_run")
     return evaluate(EvalConfig(dataset=str(bundled_dataset), out=str(out), agent="oracle", plots=1))

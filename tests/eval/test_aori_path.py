@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from vlnverse.eval.agent import Agent
-from vlnverse.eval.harness import EvalConfig, evaluate
-from vlnverse.eval.trace_metrics import AORIParams, aori
+from vlnverse.eval.running.harness import EvalConfig, evaluate
+from vlnverse.eval.scoring.trace_metrics import AORIParams, aori
 
 MOVES = [(1.0, 0.0, 0.0), (1.0, 1.5, 0.0), (1.0, 1.5, 0.0), (1.0, 1.5, 0.0), (1.0, -1.5, 0.0)]
 

@@ -14,7 +14,7 @@ import pytest
 from tests.bundled import REPO
 from tests.eval.test_llm_eval import cycling_answer
 from vlnverse.cli.eval import BUDGET_STOP_EXIT
-from vlnverse.eval.harness import EvalConfig, evaluate
+from vlnverse.eval.running.harness import EvalConfig, evaluate
 from vlnverse.llm.loopback import LoopbackServer, Reply, completion_body
 
 AGENT = "tests.eval.llm_agents_for_tests:ChatStepAgent"

@@ -105,7 +105,7 @@ def test_a_broken_dependency_inside_a_found_module_is_named(tmp_path, monkeypatc
 
 def test_a_plain_function_is_an_agent_object_for_evaluate(bundled_dataset, tmp_path):
     """``evaluate(config, agent=f)`` with a bare policy function (the README's Python example)."""
-    from vlnverse.eval.harness import EvalConfig, evaluate
+    from vlnverse.eval.running.harness import EvalConfig, evaluate
 
     result = evaluate(EvalConfig(dataset=str(bundled_dataset), out=str(tmp_path / "run"), agent="always_left",
                                  split="test", task="fine", physics=("tel_hop",), max_steps=2, plots=0,

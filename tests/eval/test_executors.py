@@ -9,9 +9,9 @@ import pytest
 
 from vlnverse.errors import ConfigError, SceneError, WorkerError
 from vlnverse.eval.agent import Agent
-from vlnverse.eval.executors import AffinityScheduler, dispatch, run_items
-from vlnverse.eval.runner import EpisodeTiming
-from vlnverse.eval.worker import RunSpec, WorkItem, WorkResult
+from vlnverse.eval.running.executors import AffinityScheduler, dispatch, run_items
+from vlnverse.eval.running.runner import EpisodeTiming
+from vlnverse.eval.running.worker import RunSpec, WorkItem, WorkResult
 
 
 def items(groups):
@@ -122,7 +122,7 @@ def test_each_lane_of_a_worker_keeps_to_one_env_key():
 @pytest.fixture(scope="module")
 def real_items(bundled_dataset):
     """Coarse test episodes of the bundled scenes under Strict."""
-    from vlnverse.eval.harness import plan_items, select_episodes
+    from vlnverse.eval.running.harness import plan_items, select_episodes
     from vlnverse.tasks.dataset import EpisodeDataset
 
     dataset = EpisodeDataset.open(str(bundled_dataset))

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from vlnverse.errors import ConfigError, DependencyNotInstalled
-from vlnverse.eval.harness import EvalConfig, evaluate
-from vlnverse.eval.store import ResultStore
+from vlnverse.eval.running.harness import EvalConfig, evaluate
+from vlnverse.eval.running.store import ResultStore
 
 from .agents_for_tests import CrashingAgent, InvalidActionAgent, ResetFailsAgent
 

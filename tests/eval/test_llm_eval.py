@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from vlnverse.eval.harness import EvalConfig, evaluate
+from vlnverse.eval.running.harness import EvalConfig, evaluate
 from vlnverse.llm.loopback import LoopbackServer, Reply
 
 AGENT = "tests.eval.llm_agents_for_tests:ChatStepAgent"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.llm.tiny_hf import build_tiny_gpt2
-from vlnverse.eval.harness import EvalConfig, evaluate
+from vlnverse.eval.running.harness import EvalConfig, evaluate
 
 
 @pytest.mark.slow

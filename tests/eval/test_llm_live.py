@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from vlnverse.eval.harness import EvalConfig, evaluate
+from vlnverse.eval.running.harness import EvalConfig, evaluate
 from vlnverse.llm import make_llm
 
 pytestmark = [

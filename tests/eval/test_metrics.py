@@ -9,8 +9,8 @@ import pytest
 
 from vlnverse.config import config_from_mapping
 from vlnverse.errors import ConfigError, MetricsError
-from vlnverse.eval.episode_record import EpisodeRecord, MetricsConfig
-from vlnverse.eval.metrics import compute_episode_metrics, compute_metrics_batch
+from vlnverse.eval.scoring.episode_record import EpisodeRecord, MetricsConfig
+from vlnverse.eval.scoring.metrics import compute_episode_metrics, compute_metrics_batch
 
 
 def euclid_fn(goals):

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from vlnverse.errors import ConfigError
-from vlnverse.eval.aggregate import aggregate_metrics, bootstrap_ratio_ci
-from vlnverse.eval.episode_record import EpisodeRecord
-from vlnverse.eval.metrics import compute_metrics_batch
+from vlnverse.eval.scoring.aggregate import aggregate_metrics, bootstrap_ratio_ci
+from vlnverse.eval.scoring.episode_record import EpisodeRecord
+from vlnverse.eval.scoring.metrics import compute_metrics_batch
 
 
 def episodes(n, physics, seed):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from vlnverse.errors import MetricsError
-from vlnverse.eval.dtw import (
+from vlnverse.eval.scoring.dtw import (
     dtw_distance,
     dtw_distance_batch,
     resample_polyline,
@@ -104,7 +104,7 @@ def test_resample_polylines_batch_matches_single_and_reports_lengths():
 def test_batch_kernel_compiles_without_a_writable_cache(monkeypatch):
     import numba
 
-    from vlnverse.eval import dtw
+    from vlnverse.eval.scoring import dtw
 
     real_njit = numba.njit
 

@@ -8,9 +8,14 @@ import numpy as np
 import pytest
 
 from vlnverse.errors import ConfigError, MetricsError
-from vlnverse.eval.episode_record import EpisodeRecord
-from vlnverse.eval.metrics import compute_episode_metrics
-from vlnverse.eval.trace_metrics import AORIParams, _disk_overlap_fraction, aori, debate_metrics
+from vlnverse.eval.scoring.episode_record import EpisodeRecord
+from vlnverse.eval.scoring.metrics import compute_episode_metrics
+from vlnverse.eval.scoring.trace_metrics import (
+    AORIParams,
+    _disk_overlap_fraction,
+    aori,
+    debate_metrics,
+)
 
 
 def test_disk_overlap_fraction_known_values():

@@ -9,7 +9,7 @@ import pytest
 
 from tests.bundled import REPO
 from vlnverse.cli import main
-from vlnverse.eval.unpack import unpack_bundle
+from vlnverse.eval.verification.unpack import unpack_bundle
 
 RESULTS = REPO / "assets" / "tracks" / "mini" / "results"
 
@@ -34,7 +34,7 @@ def test_pooled_table_of_two_published_bundles(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_the_eval_index_header_gives_the_share_of_each_ending(tmp_path):
-    from vlnverse.eval.harness import write_reports
+    from vlnverse.eval.running.harness import write_reports
 
     unpack_bundle(RESULTS / "random.tar.gz", tmp_path / "random")
     run = json.loads((tmp_path / "random" / "run.json").read_text())["run"]

@@ -17,7 +17,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_every_public_name_resolves_to_its_module_object():
-    from vlnverse.eval import agent, harness, registry, tracks
+    from vlnverse.eval import agent, registry, tracks
+    from vlnverse.eval.running import harness
 
     expected = {"Agent": agent.Agent, "EpisodeInfo": agent.EpisodeInfo, "EvalConfig": harness.EvalConfig,
                 "evaluate": harness.evaluate, "Track": tracks.Track, "register_track": tracks.register_track,

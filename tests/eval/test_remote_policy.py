@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.bundled import REPO
-from vlnverse.eval.harness import EvalConfig, evaluate
+from vlnverse.eval.running.harness import EvalConfig, evaluate
 
 SERVER = Path(__file__).with_name("remote_policy_server.py")
 pytest.importorskip("websockets")
@@ -294,8 +294,8 @@ def test_concurrent_episodes_reuse_envs_and_record_what_fresh_envs_record(bundle
     """Each lane resets the env its last episode used, given the next episode's task components
     when they differ (collisions, pushed objects, pose, RNG and pictures all start over): the
     records equal, byte for byte, those of a run where every episode builds its own env."""
-    from vlnverse.eval import worker
-    from vlnverse.eval.store import dumps_record
+    from vlnverse.eval.running import worker
+    from vlnverse.eval.running.store import dumps_record
 
     def lines(done: dict) -> dict:
         return {(r["episode_id"], r["physics"]): dumps_record(r) for r in done["records"]}
@@ -332,8 +332,8 @@ def test_bad_configs_are_one_line_and_a_url_labels_its_run(tmp_path):
 def test_a_served_agents_name_labels_its_run_and_verify_derives_it():
     from types import SimpleNamespace
 
-    from vlnverse.eval.claims import claim_problems
     from vlnverse.eval.registry import agent_label
+    from vlnverse.eval.verification.claims import claim_problems
 
     assert agent_label("remote", "TestPolicy") == agent_label("ws://127.0.0.1:1", "TestPolicy") == "TestPolicy"
     assert agent_label("remote") == "remote" and agent_label("forward", "TestPolicy") == "forward"

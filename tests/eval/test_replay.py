@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from vlnverse.errors import ConfigError, DatasetError
-from vlnverse.eval.harness import EvalConfig, evaluate
 from vlnverse.eval.replay import ReplayConfig, read_trajectory_csv, thin_positions
+from vlnverse.eval.running.harness import EvalConfig, evaluate
 
 
 def test_csv_columns_units_and_order(tmp_path):

@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 
-from vlnverse.eval.html_index import render_index
-from vlnverse.eval.report import markdown_tables, summarize, summary_markdown, table_data
+from vlnverse.eval.reporting.html_index import render_index
+from vlnverse.eval.reporting.report import markdown_tables, summarize, summary_markdown, table_data
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run"]

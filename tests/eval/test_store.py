@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from vlnverse.errors import DatasetError
-from vlnverse.eval.store import ResultStore, dumps_record, json_safe
+from vlnverse.eval.running.store import ResultStore, dumps_record, json_safe
 
 
 def rec(i, physics="strict", **extra):

@@ -11,7 +11,7 @@ import pytest
 
 from tests.bundled import REPO
 from vlnverse.errors import ConfigError
-from vlnverse.eval.harness import EvalConfig, evaluate, write_reports
+from vlnverse.eval.running.harness import EvalConfig, evaluate, write_reports
 from vlnverse.release.table3 import PAPER_COLUMN, load_runs
 
 
@@ -49,7 +49,7 @@ def test_table_of_two_runs_shows_each_cell_with_its_interval(bundled_dataset, tm
 @pytest.mark.slow
 def test_a_partial_run_on_a_track_is_labelled_partial_not_the_tracks_table_3(tmp_path, capsys):
     from vlnverse.cli import main
-    from vlnverse.eval.unpack import unpack_bundle
+    from vlnverse.eval.verification.unpack import unpack_bundle
 
     folder = tmp_path / "cma"
     unpack_bundle(REPO / "assets" / "tracks" / "mini" / "results" / "cma_dagger.tar.gz", folder)

@@ -17,8 +17,8 @@ import pytest
 from tests.bundled import BUNDLED_SCENES, REPO
 from tests.eval.verify_helpers import llm_run, verify_cli
 from tests.eval.verify_helpers import run_eval as oracle_eval
-from vlnverse.eval.untrusted import MalformedInput
-from vlnverse.eval.verify import verify_run
+from vlnverse.eval.verification.untrusted import MalformedInput
+from vlnverse.eval.verification.verify import verify_run
 
 
 def verify(folder, dataset, **options):
@@ -127,7 +127,7 @@ def test_an_llm_agent_re_run_from_its_transcript_takes_the_recorded_actions(veri
 @pytest.mark.slow
 def test_a_stated_selection_is_a_spot_check_whose_verdict_names_what_was_not_checked(
         oracle_folder, verify_dataset, tmp_path):
-    from vlnverse.eval.verify import Selection
+    from vlnverse.eval.verification.verify import Selection
 
     tel_hop = Selection(physics=("tel_hop",))
     whole = verify(oracle_folder, verify_dataset, selection=tel_hop)   # a full check: the Strict records do not belong

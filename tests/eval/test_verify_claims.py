@@ -8,9 +8,9 @@ import pytest
 
 from tests.bundled import BUNDLED_SCENES
 from tests.eval.verify_helpers import forge, llm_run, run_eval, verify_cli
-from vlnverse.eval.episode_record import MetricsConfig
-from vlnverse.eval.trace_metrics import AORIParams
-from vlnverse.eval.verify import Selection, verify_run
+from vlnverse.eval.scoring.episode_record import MetricsConfig
+from vlnverse.eval.scoring.trace_metrics import AORIParams
+from vlnverse.eval.verification.verify import Selection, verify_run
 
 
 def verify(folder, dataset, **options):

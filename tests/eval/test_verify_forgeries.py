@@ -12,7 +12,7 @@ import pytest
 
 from tests.bundled import BUNDLED_SCENES
 from tests.eval.verify_helpers import forge, llm_run, read_folder, run_eval, verify_cli, vlnverse
-from vlnverse.eval.verify import RecordedActions, verify_run
+from vlnverse.eval.verification.verify import RecordedActions, verify_run
 from vlnverse.release.table3 import load_runs
 
 EVIL_AGENT = '''import pathlib
@@ -138,7 +138,7 @@ def test_the_verifier_states_the_selection_not_the_submitter(oracle_folder, veri
     assert done.returncode == 1, done.stdout + done.stderr
     assert "stated by the verifier" in done.stdout and "selected episode(s) have no record" in done.stdout
 
-    from vlnverse.eval.verify import Selection
+    from vlnverse.eval.verification.verify import Selection
 
     complete = tmp_path / "test_split"
     run_eval(verify_dataset, complete, split="test", task="fine,coarse", episodes=None, physics=("tel_hop",))

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import re
 
-from vlnverse.eval.harness import EvalConfig, evaluate
-from vlnverse.eval.viewer import render_episode_page, strip_x
+from vlnverse.eval.reporting.viewer import render_episode_page, strip_x
+from vlnverse.eval.running.harness import EvalConfig, evaluate
 from vlnverse.llm.loopback import LoopbackServer
 
 KEY_ENV = "VLNVERSE_TEST_VIEWER_KEY"
@@ -75,7 +75,7 @@ def test_any_agent_gets_frames_the_map_and_what_it_hit(bundled_dataset, tmp_path
 def test_frames_are_the_pixels_the_agent_saw():
     import numpy as np
 
-    from vlnverse.eval.viewer import panorama_strip
+    from vlnverse.eval.reporting.viewer import panorama_strip
 
     view = np.random.default_rng(0).integers(0, 255, (224, 224, 3), dtype=np.uint8)
     assert np.array_equal(panorama_strip({"rgb": view}), view)  # the sensor's 224 px, not a thumbnail
@@ -85,7 +85,7 @@ def test_frames_are_the_pixels_the_agent_saw():
 def test_frames_stop_at_their_budget_and_the_page_says_so(tmp_path):
     import numpy as np
 
-    from vlnverse.eval.viewer import FrameRecorder
+    from vlnverse.eval.reporting.viewer import FrameRecorder
 
     rng = np.random.default_rng(0)
     recorder = FrameRecorder(tmp_path, budget=60_000)
@@ -103,7 +103,7 @@ def test_frames_stop_at_their_budget_and_the_page_says_so(tmp_path):
 def test_rendered_frames_stop_at_their_count(tmp_path):
     import numpy as np
 
-    from vlnverse.eval.viewer import FrameRecorder
+    from vlnverse.eval.reporting.viewer import FrameRecorder
 
     recorder = FrameRecorder(tmp_path, render=lambda: (np.zeros((30, 40, 3), np.uint8), 90.0), max_rendered=3)
     for step in range(6):
@@ -113,7 +113,7 @@ def test_rendered_frames_stop_at_their_count(tmp_path):
 
 
 def test_actions_in_words():
-    from vlnverse.eval.viewer import describe_action
+    from vlnverse.eval.reporting.viewer import describe_action
 
     assert [describe_action(a, "discrete") for a in (0, 1, 2, 3)] == ["STOP", "FORWARD 0.25 m", "LEFT 15°", "RIGHT 15°"]
     assert describe_action([0.98, 1.0472, 0.0], "waypoint", "C") == "C: 0.98 m at +60°"

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from vlnverse.eval.harness import plan_items, select_episodes
-from vlnverse.eval.runner import EpisodeTiming, _held
-from vlnverse.eval.viewer_map import SceneMapWriter, map_paths
-from vlnverse.eval.worker import EvalWorker, RunSpec
+from vlnverse.eval.reporting.viewer_map import SceneMapWriter, map_paths
+from vlnverse.eval.running.harness import plan_items, select_episodes
+from vlnverse.eval.running.runner import EpisodeTiming, _held
+from vlnverse.eval.running.worker import EvalWorker, RunSpec
 from vlnverse.scene.bev import BLOCKED_RGB, map_image
 from vlnverse.tasks.dataset import EpisodeDataset
 
@@ -142,7 +142,7 @@ def test_closing_the_scene_map_writer_writes_what_is_queued(env, tmp_path: Path)
 def test_a_scene_map_is_a_picture_of_the_grid_drawn_without_matplotlib(env, tmp_path: Path):
     """The map's pixels are the occupancy grid's (free floor light, walls dark, rooms tinted),
     and drawing it imports no matplotlib (each eval worker draws its scenes' maps)."""
-    script = ("import sys, pickle; from vlnverse.eval.viewer_map import write_scene_map; "
+    script = ("import sys, pickle; from vlnverse.eval.reporting.viewer_map import write_scene_map; "
               "scene, grid = pickle.load(sys.stdin.buffer); write_scene_map(sys.argv[1], 'here', scene, grid); "
               "print(sorted(m for m in sys.modules if m.startswith('matplotlib')))")
     done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], input=pickle.dumps((env.scene, env.occupancy)),

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.bundled import BUNDLED_SCENES, REPO
-from vlnverse.eval.harness import EvalConfig, evaluate, write_reports
+from vlnverse.eval.running.harness import EvalConfig, evaluate, write_reports
 
 
 def run_eval(dataset: Path, out: Path, agent_object: Any = None, **changes: Any) -> Any:

@@ -29,7 +29,7 @@ def test_importing_the_backend_imports_no_kit_module_and_no_pxr():
     """Kit must be the first to load USD: pxr imported before SimulationApp is a second runtime."""
     code = (
         "import sys, vlnverse.sim.backends.isaac, vlnverse.sim.backends.isaac_usd, vlnverse.isaac_ui.teleop;"
-        "import vlnverse.envs.nav_env, vlnverse.eval.worker, vlnverse.isaac_ui.agent_run;"
+        "import vlnverse.envs.nav_env, vlnverse.eval.running.worker, vlnverse.isaac_ui.agent_run;"
         "bad = [m for m in sys.modules if m.split('.')[0] in ('omni', 'isaacsim', 'carb', 'pxr')"
         " and not m.startswith('omni.asset_validator')];"
         "print(','.join(bad))"

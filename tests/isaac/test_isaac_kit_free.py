@@ -246,7 +246,7 @@ async def _call_on_loop(fn):
 
 
 def test_eval_worker_keeps_one_isaac_env(monkeypatch):
-    from vlnverse.eval import worker
+    from vlnverse.eval.running import worker
 
     monkeypatch.setattr("vlnverse.sim.backend.resolve_backend", lambda name: "isaac" if name != "bullet" else name)
     assert worker.env_cache_size("isaac") == 1 and worker.env_cache_size("auto") == 1

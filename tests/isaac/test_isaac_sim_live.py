@@ -64,7 +64,7 @@ def test_two_backends_in_one_process_one_at_a_time(corridor, tmp_path):
 
 
 def test_eval_worker_switches_scenes_with_one_isaac_env(corridor, tmp_path):
-    from vlnverse.eval.worker import EvalWorker, RunSpec
+    from vlnverse.eval.running.worker import EvalWorker, RunSpec
 
     room = box_room(tmp_path / "room.usda")
     worker = EvalWorker(RunSpec(agent="forward", backend="isaac"))

@@ -12,7 +12,7 @@ from pxr import Usd, UsdGeom
 from tests.bundled import BUNDLED_SCENES, bundled_dataset
 from vlnverse.errors import ConfigError, DatasetError, RegistryError, SimulationError
 from vlnverse.eval.registry import make_agent
-from vlnverse.eval.runner import run_episode
+from vlnverse.eval.running.runner import run_episode
 from vlnverse.isaac_ui import markers, teleop
 from vlnverse.isaac_ui.agent_run import (
     STOPPED_MESSAGE,

@@ -341,7 +341,7 @@ def test_training_with_an_augmentation_set_sees_its_frames_and_says_so(train_fra
     data = state["training_data"]
     assert [(a["track"], a["homes"], a["episodes"]) for a in data["augment"]] == [("mini", 1, sum(facts["episodes"].values()))]
     assert data["split"] == "train"
-    from vlnverse.eval.harness import EvalConfig, evaluate
+    from vlnverse.eval.running.harness import EvalConfig, evaluate
     from vlnverse.release.table3 import load_runs, table3_markdown
 
     evaluate(EvalConfig(dataset=str(fine_dataset), out=str(tmp_path / "eval"), agent="cma", split="val_unseen",
@@ -353,7 +353,7 @@ def test_training_with_an_augmentation_set_sees_its_frames_and_says_so(train_fra
     assert runs[0][0] == "CMA +aug"
     # verify re-runs the checkpoint and derives the '+aug' from it: a run that drops it fails
     from tests.eval.verify_helpers import forge
-    from vlnverse.eval.verify import verify_run
+    from vlnverse.eval.verification.verify import verify_run
 
     checkpoint = {"checkpoint": run.history[0].checkpoint}
     honest = verify_run(tmp_path / "eval", dataset=fine_dataset, rerun=True, checkpoints=checkpoint)

@@ -78,7 +78,7 @@ env.close()
 LearnedWaypoints().predict(Panorama.from_observation(obs, pano))
 check("panorama render and learned waypoints")
 
-from vlnverse.eval.harness import EvalConfig, evaluate
+from vlnverse.eval.running.harness import EvalConfig, evaluate
 
 evaluate(EvalConfig(dataset=dataset, out=out + "/eval", agent="oracle", split="train", task="fine",
                     physics=("strict",), episodes=1, workers=1, plots=1, bootstrap=10, episode_timeout=60))

@@ -18,8 +18,8 @@ import yaml
 pytest.importorskip("torch")
 
 from tests.bundled import REPO  # noqa: E402
-from vlnverse.eval.harness import EvalConfig, evaluate  # noqa: E402
 from vlnverse.eval.registry import load_agent_config  # noqa: E402
+from vlnverse.eval.running.harness import EvalConfig, evaluate  # noqa: E402
 from vlnverse.eval.tracks import get_track  # noqa: E402
 
 AGENT_DIR = REPO / "assets" / "agents" / "cma"

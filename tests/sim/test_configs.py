@@ -67,7 +67,7 @@ def test_defaults_follow_the_paper():
 
 @pytest.mark.parametrize("spelling", ["tel_hop", "tel-hop", "Tel-Hop", "TEL_HOP", " Tel-Hop "])
 def test_every_spelling_of_a_physics_mode_is_the_same_mode(spelling):
-    from vlnverse.eval.harness import EvalConfig
+    from vlnverse.eval.running.harness import EvalConfig
 
     assert PhysicsConfig(mode=spelling).mode == "tel_hop" and PhysicsConfig(mode=spelling).teleports
     assert EvalConfig(dataset="d", out="o", agent="oracle", physics=(spelling, "Strict")).physics == ("tel_hop", "strict")

@@ -153,7 +153,7 @@ def test_the_env_answers_with_discrete_ids_or_answer_and_rejects_bad_indices(dat
 
 
 def _evaluate(dataset, out, agent, **kwargs):
-    from vlnverse.eval.harness import EvalConfig, evaluate
+    from vlnverse.eval.running.harness import EvalConfig, evaluate
 
     return evaluate(EvalConfig(dataset=str(dataset), out=str(out), agent=agent, task="eqa", physics=("tel_hop",),
                                plots=0, bootstrap=10, **kwargs))

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from tests.bundled import bundled_dataset
-from vlnverse.eval.episode_record import EpisodeRecord
-from vlnverse.eval.metrics import compute_episode_metrics
+from vlnverse.eval.scoring.episode_record import EpisodeRecord
+from vlnverse.eval.scoring.metrics import compute_episode_metrics
 from vlnverse.tasks.dataset import EpisodeDataset
 from vlnverse.tasks.report import dataset_stats
 
@@ -46,7 +46,7 @@ def test_generation_goals_starts_and_vocabulary(dataset):
 
 
 def test_the_oracle_succeeds_and_a_stop_at_the_start_fails(dataset, tmp_path):
-    from vlnverse.eval.harness import EvalConfig, evaluate
+    from vlnverse.eval.running.harness import EvalConfig, evaluate
 
     result = evaluate(EvalConfig(dataset=str(dataset), out=str(tmp_path / "o"), agent="oracle", task="objectnav",
                                  physics=("tel_hop",), plots=0, bootstrap=10))

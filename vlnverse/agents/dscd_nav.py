@@ -35,7 +35,7 @@ Ablations (Table 3): ``rounds``; ``tsu_only`` / ``sib_only`` (one stance decides
 ``nca: false`` (no judge: the agreed id, else TSU's final preference); ``micro_probing:
 false``; ``perception: vlm|gt``. The trace's ``debate`` (one entry per step: rounds,
 judge, override, consensus, mode, probe, stop verification) and ``debate_max_rounds``
-give DR, JOR and MPTR (:mod:`vlnverse.eval.trace_metrics`); AORI comes from the recorded path.
+give DR, JOR and MPTR (:mod:`vlnverse.eval.scoring.trace_metrics`); AORI comes from the recorded path.
 
 Within the model's context window (:mod:`vlnverse.agents.fitting`): each stance's ``why`` and
 ``evidence`` are capped (``answer_tokens``) before the other stance and the judge read them;

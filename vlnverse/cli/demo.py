@@ -78,8 +78,8 @@ def _demo(args: argparse.Namespace) -> int:
 
     from vlnverse.cli.eval import print_summary
     from vlnverse.cli.output import print_json
-    from vlnverse.eval.harness import EvalConfig, evaluate
-    from vlnverse.eval.progress import RunProgress
+    from vlnverse.eval.running.harness import EvalConfig, evaluate
+    from vlnverse.eval.running.progress import RunProgress
     from vlnverse.scene.inspect import prepare_scene, write_inspection
     from vlnverse.tasks.corpus import discover_scenes
     from vlnverse.tasks.datagen import DatagenConfig, run_datagen
@@ -157,7 +157,7 @@ def _demo(args: argparse.Namespace) -> int:
 def held_out_summary(records: list, run: dict, seed: int) -> dict:
     """The summary of a run's held-out episodes: a trained agent's first numbers leave its training
     episodes out."""
-    from vlnverse.eval.report import summarize
+    from vlnverse.eval.reporting.report import summarize
 
     return summarize([r for r in records if r["split"] in HELD_OUT], run, seed=seed)
 
@@ -201,7 +201,7 @@ def cli_command() -> str:
 
 def write_demo_report(out: Path, runs: list, scenes: list[dict]) -> Path:
     """``report.md``: scenes, the combined Tables 5 and 6, and links to every run's pages."""
-    from vlnverse.eval.report import markdown_tables
+    from vlnverse.eval.reporting.report import markdown_tables
     from vlnverse.fileio import write_text_atomic
 
     lines = ["# VLNVerse demo report", "",

@@ -200,8 +200,8 @@ VERIFY_MISMATCH_EXIT = 1
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from vlnverse.eval.untrusted import MalformedInput
-    from vlnverse.eval.verify import Selection, verify_run
+    from vlnverse.eval.verification.untrusted import MalformedInput
+    from vlnverse.eval.verification.verify import Selection, verify_run
 
     def show(check: str, outcome: str) -> None:
         if not args.json:
@@ -213,7 +213,7 @@ def _verify(args: argparse.Namespace) -> int:
                                 args.episodes and f"episodes {args.episodes}") if text]
     release_sums = args.release_sums
     if args.track:
-        from vlnverse.eval.episode_record import MetricsConfig, trace_metric_settings
+        from vlnverse.eval.scoring.episode_record import MetricsConfig, trace_metric_settings
         from vlnverse.eval.tracks import get_track
 
         track = get_track(args.track)
@@ -303,7 +303,7 @@ def _checkpoints(values: list[str]) -> dict[str, Path]:
 
 
 def _bundle(args: argparse.Namespace) -> int:
-    from vlnverse.eval.bundle import write_bundle
+    from vlnverse.eval.verification.bundle import write_bundle
 
     members = write_bundle(args.folder, args.to, transcript=args.transcript)
     if args.json:
@@ -314,7 +314,7 @@ def _bundle(args: argparse.Namespace) -> int:
 
 
 def _unpack(args: argparse.Namespace) -> int:
-    from vlnverse.eval.unpack import unpack_bundle
+    from vlnverse.eval.verification.unpack import unpack_bundle
 
     members = unpack_bundle(args.archive, args.to)
     if args.json:
@@ -339,11 +339,11 @@ def _modes(text: str) -> tuple[str, ...]:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from vlnverse.eval.harness import EvalConfig, evaluate
-    from vlnverse.eval.health import health_line
-    from vlnverse.eval.progress import RunProgress
     from vlnverse.eval.registry import agent_label, load_agent_config
-    from vlnverse.eval.timings import timing_line
+    from vlnverse.eval.reporting.health import health_line
+    from vlnverse.eval.running.harness import EvalConfig, evaluate
+    from vlnverse.eval.running.progress import RunProgress
+    from vlnverse.eval.running.timings import timing_line
 
     missing = [f"--{name}" for name in ("dataset", "agent", "out") if getattr(args, name) is None]
     if missing:
@@ -416,8 +416,8 @@ def trace_metrics_config(aori: list[str], debate_max_rounds: int) -> Any:
     """The metrics settings of ``--aori NAME=VALUE`` and ``--debate-max-rounds``."""
     import dataclasses
 
-    from vlnverse.eval.episode_record import MetricsConfig
-    from vlnverse.eval.trace_metrics import AORIParams
+    from vlnverse.eval.scoring.episode_record import MetricsConfig
+    from vlnverse.eval.scoring.trace_metrics import AORIParams
 
     kinds = {f.name: f.type for f in dataclasses.fields(AORIParams)}
     values: dict[str, Any] = {}
@@ -441,7 +441,7 @@ def print_summary(runs: list) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from vlnverse.eval.report import table_data, table_title, tasks_in
+    from vlnverse.eval.reporting.report import table_data, table_title, tasks_in
 
     tasks = tasks_in(runs)
     if not tasks:

@@ -53,7 +53,7 @@ def _table(args: argparse.Namespace) -> int:
 def _unpacked(folders: list[str], tmp: Path) -> tuple[list[str], list[str | None]]:
     """``[LABEL=]FOLDER`` specs with each bundle unpacked under ``tmp``, and each bundle's sha256."""
     from vlnverse.eval.tracks import sha256_of
-    from vlnverse.eval.unpack import unpack_bundle
+    from vlnverse.eval.verification.unpack import unpack_bundle
 
     specs, digests = [], []
     for index, spec in enumerate(folders):
@@ -91,7 +91,7 @@ def _tabulate(args: argparse.Namespace, specs: list[str], digests: list[str | No
         partial = partial_label(runs, track)
     pooled = _pooled_runs(runs, specs) if args.pooled or args.leaderboard or args.figure else []
     if args.pooled:
-        from vlnverse.eval.pooled import pooled_markdown
+        from vlnverse.eval.scoring.pooled import pooled_markdown
 
         heading = f"{track.label}, {partial or 'tasks pooled'}" if track else ""
         text = (f"### {heading}\n\n" if heading else "") + pooled_markdown(pooled)
@@ -114,8 +114,8 @@ def _tabulate(args: argparse.Namespace, specs: list[str], digests: list[str | No
 
 def _pooled_runs(runs: list, specs: list[str]) -> list:
     """``(label, pooled groups)`` of each ``[LABEL=]FOLDER``, from its records."""
-    from vlnverse.eval.pooled import pooled_groups
-    from vlnverse.eval.untrusted import read_json_lines
+    from vlnverse.eval.scoring.pooled import pooled_groups
+    from vlnverse.eval.verification.untrusted import read_json_lines
 
     out = []
     for (label, _, _), spec in zip(runs, specs, strict=True):

@@ -25,7 +25,7 @@ DESCRIPTIONS = {
 
 def register(tools) -> None:
     """Add ``table5`` and ``table6`` to ``vlnverse eval``'s tools."""
-    from vlnverse.eval.zeroshot import TABLES
+    from vlnverse.eval.running.zeroshot import TABLES
 
     for name, (summary, description) in DESCRIPTIONS.items():
         spec = TABLES[name]
@@ -69,7 +69,7 @@ def _names(text: str) -> tuple[str, ...]:
 
 def _run_table(args: argparse.Namespace) -> int:
     from vlnverse.eval.registry import load_agent_config
-    from vlnverse.eval.zeroshot import ZeroShotConfig, markdown, run_zeroshot
+    from vlnverse.eval.running.zeroshot import ZeroShotConfig, markdown, run_zeroshot
 
     config = ZeroShotConfig(
         dataset=str(args.dataset), out=str(args.out), llm=args.llm, record=str(args.record) if args.record else None,

@@ -27,7 +27,7 @@ import numpy as np
 
 from vlnverse.errors import ConfigError, SimulationError
 from vlnverse.eval.agent import Agent, Answer, EpisodeInfo
-from vlnverse.eval.episode_record import is_stop_action
+from vlnverse.eval.scoring.episode_record import is_stop_action
 from vlnverse.tasks.episode import OPTION_COUNT
 
 

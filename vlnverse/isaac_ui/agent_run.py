@@ -1,7 +1,7 @@
 """The window's "Run agent" and "Score recording": one agent action per UI tick, live metrics.
 
 :class:`AgentRun` runs the evaluation harness's own episode loop
-(:func:`vlnverse.eval.runner.run_episode`) with the agent on a helper thread and every
+(:func:`vlnverse.eval.running.runner.run_episode`) with the agent on a helper thread and every
 env call (``reset``/``step``) handed to the thread that calls :meth:`AgentRun.tick`: the
 extension ticks once per Kit frame, so each frame executes exactly one agent action on
 the Isaac stage (Kit's stage is only touched from Kit's main thread) and a slow agent
@@ -34,7 +34,7 @@ import numpy as np
 
 from vlnverse.errors import ConfigError, SimulationError
 from vlnverse.eval.agent import Agent
-from vlnverse.eval.episode_record import MetricsConfig
+from vlnverse.eval.scoring.episode_record import MetricsConfig
 from vlnverse.tasks.episode import Episode
 
 logger = logging.getLogger(__name__)
@@ -183,7 +183,7 @@ class AgentRun:
     # -- the agent's thread ----------------------------------------------------------------
 
     def _work(self, seed: int) -> None:
-        from vlnverse.eval.runner import run_episode
+        from vlnverse.eval.running.runner import run_episode
 
         try:
             if self._make_env is not None:
@@ -374,7 +374,7 @@ def open_agent_run(
         ConfigError: bad agent config, physics mode or backend.
     """
     from vlnverse.envs.nav_env import NavEnv
-    from vlnverse.eval.worker import RunSpec, build_agent
+    from vlnverse.eval.running.worker import RunSpec, build_agent
 
     built = build_agent(RunSpec(agent=agent, agent_config=dict(agent_config or {})))
 

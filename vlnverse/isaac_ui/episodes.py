@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vlnverse.errors import DatasetError
-from vlnverse.eval.episode_record import MetricsConfig
+from vlnverse.eval.scoring.episode_record import MetricsConfig
 from vlnverse.isaac_ui.markers import EpisodeMarkers, path_length
 from vlnverse.tasks.dataset import EpisodeDataset
 from vlnverse.tasks.episode import SPLITS, TASKS, Episode

@@ -496,7 +496,7 @@ def teacher_forced_logits(runner: Any, batch: dict[str, Any]) -> Any:
 
 def validate(config: ImitationConfig, checkpoint: Path, epoch: int) -> tuple[float, float]:
     """SR and SPL of ``checkpoint`` on the validation split, through the eval harness."""
-    from vlnverse.eval.harness import EvalConfig, evaluate
+    from vlnverse.eval.running.harness import EvalConfig, evaluate
 
     result = evaluate(EvalConfig(
         dataset=config.dataset, out=str(Path(config.out) / "val" / f"epoch_{epoch:03d}"), agent=config.kind,

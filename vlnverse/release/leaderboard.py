@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vlnverse.eval.pooled import PooledGroup, ending_shares
-from vlnverse.eval.report import is_percent
+from vlnverse.eval.reporting.report import is_percent
+from vlnverse.eval.scoring.pooled import PooledGroup, ending_shares
 from vlnverse.eval.tracks import Track, sha256_of
 
 POOLED = "pooled"
@@ -30,7 +30,7 @@ class Entry:
     Attributes:
         label: The agent's row name (``+aug`` when its model trained on augmentation homes).
         summary: Its ``summary.json`` (whose ``run`` section is ``run.json``'s).
-        pooled: Its records pooled over tasks (:func:`vlnverse.eval.pooled.pooled_groups`).
+        pooled: Its records pooled over tasks (:func:`vlnverse.eval.scoring.pooled.pooled_groups`).
         source: The folder or bundle, as the user named it.
         bundle_sha256: The bundle's sha256 (``None`` for a folder).
     """

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vlnverse.eval.report import PHYSICS_TITLES
+from vlnverse.eval.reporting.report import PHYSICS_TITLES
 from vlnverse.release.leaderboard import POOLED
 
 COLOURS = {"tel_hop": "#1f77b4", "strict": "#d62728"}

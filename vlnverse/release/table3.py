@@ -15,7 +15,7 @@ from typing import Any
 
 from vlnverse.errors import ConfigError
 from vlnverse.eval.registry import augmented_label
-from vlnverse.eval.report import ARROWS, COLUMNS, PHYSICS_TITLES, TASK_TITLES, is_percent
+from vlnverse.eval.reporting.report import ARROWS, COLUMNS, PHYSICS_TITLES, TASK_TITLES, is_percent
 from vlnverse.eval.tracks import Track
 
 TASKS = ("fine", "coarse")
@@ -45,7 +45,7 @@ def load_runs(specs: Sequence[str]) -> list[tuple[str, str, Mapping[str, Any]]]:
     Raises:
         ConfigError: a folder without ``summary.json`` or ``run.json``, or whose two disagree.
     """
-    from vlnverse.eval.untrusted import read_json
+    from vlnverse.eval.verification.untrusted import read_json
 
     runs = []
     for spec in specs:

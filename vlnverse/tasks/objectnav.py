@@ -6,7 +6,7 @@ Its goals are the category's instances, one goal per instance at the instance's
 :meth:`~vlnverse.tasks.context.SceneContext.viewpoints`, in the object's room when it has
 such cells) nearest the object's centre.
 
-Success (judged by :mod:`vlnverse.eval.runner`): STOP within ``success_distance``
+Success (judged by :mod:`vlnverse.eval.running.runner`): STOP within ``success_distance``
 (1.0 m, stored as the goals' radius) geodesic of the viewpoint of any instance, **with
 that instance visible**: one of the rays from the agent's eye to points of the instance's
 box hits the instance first (:func:`instance_visible`). SPL's ``L`` is the geodesic

@@ -5,7 +5,7 @@ Long-horizon (paper §3.3.1 task 4, §3.4 SR_n): the agent declares each arrival
 or not the agent was within the goal radius (SR_n scores that later); the STOP on the
 last sub-goal ends the episode. The agent reads the whole chained instruction throughout
 (the paper's task); ``view="leg"`` shows the active leg's sub-instruction instead. The
-stop positions are what :mod:`vlnverse.eval.metrics` needs to compute SR_1..SR_n / SR_All.
+stop positions are what :mod:`vlnverse.eval.scoring.metrics` needs to compute SR_1..SR_n / SR_All.
 
 Dialogue (task 5): :class:`DialogueSession` answers ``ask`` actions through an oracle
 until the per-episode question budget is spent; the answer is delivered in the next

@@ -257,7 +257,7 @@ def train_online(config: OnlineConfig, *, progress: Callable[[int, int], None] |
 
 def table7(config: OnlineConfig, checkpoints: dict[str, Path]) -> dict[str, Any]:
     """Evaluate each checkpoint through the eval harness; write ``table7.md``/``.json``."""
-    from vlnverse.eval.harness import EvalConfig, evaluate
+    from vlnverse.eval.running.harness import EvalConfig, evaluate
 
     rows: dict[str, dict[str, float]] = {}
     for label, checkpoint in checkpoints.items():

@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from vlnverse.eval.report import PHYSICS_TITLES, is_percent
-from vlnverse.eval.viewer_map import MAPS_DIR, read_scene_map
+from vlnverse.eval.reporting.report import PHYSICS_TITLES, is_percent
+from vlnverse.eval.reporting.viewer_map import MAPS_DIR, read_scene_map
 from vlnverse.fileio import write_bytes_atomic, write_text_atomic
 
 VIEWER_DIR = "viewer"

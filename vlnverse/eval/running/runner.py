@@ -2,7 +2,7 @@
 
 The runner records the pose after every step (the physics-visible result of each action),
 the actions, per-action collision events and the STOPs, then scores the episode with
-:func:`vlnverse.eval.metrics.compute_episode_metrics`.
+:func:`vlnverse.eval.scoring.metrics.compute_episode_metrics`.
 
 Long-horizon episodes are played by the env as one sequential episode: the agent's
 ``k``-th STOP ends leg ``k`` and the env makes the next sub-goal and sub-instruction
@@ -16,7 +16,7 @@ an episode that runs past its time limit ends with ``fail_reason = "timeout"``. 
 scored on what it did so far (no STOP, so SR = 0). The limit is cooperative: model calls see
 it as their deadline (:mod:`vlnverse.deadline`) and the runner checks it between the agent's
 calls; nothing is raised into the agent's thread. An agent that does not return is stopped by
-killing its worker process (:func:`vlnverse.eval.worker.hard_limit`). A malformed agent trace
+killing its worker process (:func:`vlnverse.eval.running.worker.hard_limit`). A malformed agent trace
 (its trace metrics cannot be computed) fails that episode the same way
 (``error_source = "trace"``).
 
@@ -30,7 +30,7 @@ run resumes. An :class:`~vlnverse.eval.agent.Ask` action asks the dialogue oracl
 EQA: an :class:`~vlnverse.eval.agent.Answer` action answers (``env.unwrapped.answer``); an
 :class:`~vlnverse.eval.agent.Inconclusive` action ends any episode without a step
 (``fail_reason = "inconclusive"``). EQA records get ``outcome``, ``outcome_reason``,
-``answer`` and ``answer_correct`` (:mod:`vlnverse.eval.eqa`).
+``answer`` and ``answer_correct`` (:mod:`vlnverse.eval.scoring.eqa`).
 """
 
 from __future__ import annotations
@@ -51,10 +51,10 @@ from vlnverse.deadline import EpisodeTimeout, within
 from vlnverse.deadline import check as check_deadline
 from vlnverse.errors import InvalidActionError, LLMBudgetExceeded, MetricsError
 from vlnverse.eval.agent import Agent, Answer, Ask, EpisodeInfo, Inconclusive, json_action
-from vlnverse.eval.episode_record import EpisodeRecord, MetricsConfig
-from vlnverse.eval.eqa import episode_outcome, outcome_metrics
-from vlnverse.eval.metrics import compute_episode_metrics
-from vlnverse.eval.store import TRACE_TEXT_CHARS, bounded, unstorable
+from vlnverse.eval.running.store import TRACE_TEXT_CHARS, bounded, unstorable
+from vlnverse.eval.scoring.episode_record import EpisodeRecord, MetricsConfig
+from vlnverse.eval.scoring.eqa import episode_outcome, outcome_metrics
+from vlnverse.eval.scoring.metrics import compute_episode_metrics
 from vlnverse.tasks.registry import task_family
 
 logger = logging.getLogger(__name__)
@@ -162,10 +162,10 @@ def run_episode(
             was killed for it: record it as timed out from its start, without the agent.
         trace_text_chars: The most characters kept of one text of the agent's trace (a
             model's reply); longer ones are cut and counted (``truncated``), as are
-            structures nested too deeply (:func:`vlnverse.eval.store.bounded`).
+            structures nested too deeply (:func:`vlnverse.eval.running.store.bounded`).
 
     Returns:
-        ``(record, timing)``; the record is JSON-ready (see :mod:`vlnverse.eval.store`).
+        ``(record, timing)``; the record is JSON-ready (see :mod:`vlnverse.eval.running.store`).
 
     Raises:
         LLMBudgetExceeded: the run's LLM budget ran out during the episode (no record).

@@ -153,7 +153,7 @@ class ZeroShotConfig:
 
 def run_zeroshot(config: ZeroShotConfig, *, on_run: Callable[[str, str], None] | None = None) -> dict[str, Any]:
     """Evaluate every agent on every task; write ``table.md`` / ``table.json``; the table object."""
-    from vlnverse.eval.harness import EvalConfig, evaluate
+    from vlnverse.eval.running.harness import EvalConfig, evaluate
 
     out = Path(config.out)
     runs: list[dict[str, Any]] = []

@@ -1,10 +1,10 @@
 """``vlnverse eval unpack``: a results archive someone sent, unpacked within its members' caps.
 
-A bundle (:mod:`vlnverse.eval.bundle`) holds a few regular files of known names. Unpacking
+A bundle (:mod:`vlnverse.eval.verification.bundle`) holds a few regular files of known names. Unpacking
 accepts exactly those: each member must be a regular file named as a bundle member
-(:data:`~vlnverse.eval.verify.BUNDLE_MEMBERS` or ``SHA256SUMS``), given once, and its declared
+(:data:`~vlnverse.eval.verification.verify.BUNDLE_MEMBERS` or ``SHA256SUMS``), given once, and its declared
 size (``TarInfo.size``) within the cap ``eval verify`` reads it with
-(:data:`~vlnverse.eval.untrusted.FILE_CAPS`), checked before a byte of it is read. The
+(:data:`~vlnverse.eval.verification.untrusted.FILE_CAPS`), checked before a byte of it is read. The
 archive is read as a stream whose decompressed size may not run past the members accepted so
 far (plus their headers), so neither a member nor a header can make it inflate without bound.
 """
@@ -19,8 +19,14 @@ import zlib
 from pathlib import Path
 
 from vlnverse.errors import OutputError
-from vlnverse.eval.untrusted import DEFAULT_CAP, FILE_CAPS, MalformedInput, MiB, regular_file
-from vlnverse.eval.verify import BUNDLE_MEMBERS, SUMS_FILE
+from vlnverse.eval.verification.untrusted import (
+    DEFAULT_CAP,
+    FILE_CAPS,
+    MalformedInput,
+    MiB,
+    regular_file,
+)
+from vlnverse.eval.verification.verify import BUNDLE_MEMBERS, SUMS_FILE
 from vlnverse.fileio import atomic_open
 
 HEADER_ALLOWANCE = 64 << 10

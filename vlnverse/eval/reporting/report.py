@@ -22,14 +22,14 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from vlnverse.eval.aggregate import aggregate_metrics
-from vlnverse.eval.health import DEFAULT_FALLBACK_WARNING, health_markdown, run_health
-from vlnverse.eval.llm_report import (
+from vlnverse.eval.reporting.health import DEFAULT_FALLBACK_WARNING, health_markdown, run_health
+from vlnverse.eval.reporting.llm_report import (
     budget_markdown,
     llm_totals,
     trace_metrics_markdown,
     usage_markdown,
 )
+from vlnverse.eval.scoring.aggregate import aggregate_metrics
 
 TABLE5_TASKS = ("fine", "coarse")
 TABLE6_TASKS = ("visual_reference", "dialogue", "long_horizon")
@@ -81,7 +81,7 @@ def summarize(records: Iterable[Mapping[str, Any]], run: Mapping[str, Any], *, n
     Returns:
         ``{"run", "episodes", "errors", "groups", "overall", "health"}``: ``groups`` per
         (task, split, physics), ``overall`` per (task, physics) over all splits, ``health``
-        whether the run measured the agent (:func:`vlnverse.eval.health.run_health`).
+        whether the run measured the agent (:func:`vlnverse.eval.reporting.health.run_health`).
     """
     rows = sort_records(records)
     groups = aggregate_metrics(rows, group_by=("task", "split", "physics"), n_boot=n_boot, seed=seed)

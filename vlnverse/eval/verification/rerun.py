@@ -7,7 +7,7 @@ re-run, each built by its registered name (never a name or path the folder gives
   episode's randomness is derived from the run seed, the episode and the physics mode);
 - checkpoint agents (``seq2seq``, ``cma``, ``gama``, ``waypoint_bert``): from the
   verifier's copy of each weights file, whose sha256 must equal the one ``run.json``
-  recorded (:func:`vlnverse.eval.inputs.checkpoint_checksums`);
+  recorded (:func:`vlnverse.eval.running.inputs.checkpoint_checksums`);
 - LLM agents: with their model replaced by the run's transcript (``replay:FILE``).
 
 Any other agent (``module:attr``, a file, ``replay``) cannot be re-run: the check fails and
@@ -29,15 +29,15 @@ from pathlib import Path
 from typing import Any
 
 from vlnverse.errors import ConfigError
-from vlnverse.eval.inputs import is_checkpoint_key
-from vlnverse.eval.submission import RUN_FILE, RecordedRun
-from vlnverse.eval.untrusted import FILE_CAPS, read_json, read_json_lines, regular_file
-from vlnverse.eval.verify_records import (
+from vlnverse.eval.running.inputs import is_checkpoint_key
+from vlnverse.eval.verification.records import (
     METRIC_TOLERANCE,
     first_difference,
     record_label,
     replay_groups,
 )
+from vlnverse.eval.verification.submission import RUN_FILE, RecordedRun
+from vlnverse.eval.verification.untrusted import FILE_CAPS, read_json, read_json_lines, regular_file
 from vlnverse.tasks.storage import sha256_file
 
 SEEDED_AGENTS = ("random", "forward", "oracle")
@@ -149,11 +149,11 @@ def rerun_actions(run: RecordedRun, records: Mapping[tuple[str, str], Mapping[st
                   checkpoints: Mapping[str, Path]) -> tuple[list[str], int, dict[str, str]]:
     """Re-run ``run``'s agent on the episodes of ``records`` and compare every action.
 
-    ``make_config(out, physics, episode_ids)`` is the :class:`~vlnverse.eval.harness.EvalConfig`
+    ``make_config(out, physics, episode_ids)`` is the :class:`~vlnverse.eval.running.harness.EvalConfig`
     that replays those episodes with the run's settings. Returns the mismatches (one per
     differing record), how many records were re-run and the checksums of the files read.
     """
-    from vlnverse.eval.harness import evaluate
+    from vlnverse.eval.running.harness import evaluate
 
     config_mapping, llm, read = rerun_settings(run, transcript=transcript, checkpoints=checkpoints)
     rerun: dict[tuple[str, str], dict[str, Any]] = {}

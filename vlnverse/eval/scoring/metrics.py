@@ -39,9 +39,9 @@ Definitions (``d_s`` = ``MetricsConfig.success_distance``, 3.0 m by default):
   ``k`` for all ``k``), so ``mean(SR_Ordered) = SR_1 * SR_2 * ... * SR_G``; reported
   beside SR_All, never in its place.
 - **steps**: actions taken, STOP included (habitat-lab ``StepsTaken``).
-- **AORI**: see :mod:`vlnverse.eval.trace_metrics`; from the recorded positions, for
+- **AORI**: see :mod:`vlnverse.eval.scoring.trace_metrics`; from the recorded positions, for
   every agent (what an agent reports does not enter it).
-- **DR/JOR/MPTR**: see :mod:`vlnverse.eval.trace_metrics`; computed when the agent's
+- **DR/JOR/MPTR**: see :mod:`vlnverse.eval.scoring.trace_metrics`; computed when the agent's
   trace holds a ``debate`` (``R_max`` is the trace's own ``debate_max_rounds`` when it
   states one). **tokens**, **cost**: passed through.
 
@@ -85,15 +85,15 @@ from typing import Any
 import numpy as np
 
 from vlnverse.errors import MetricsError
-from vlnverse.eval.dtw import (
+from vlnverse.eval.scoring.dtw import (
     dtw_distance,
     dtw_packed,
     resample_packed,
     resample_polyline,
     resample_polylines,
 )
-from vlnverse.eval.episode_record import EpisodeRecord, MetricsConfig
-from vlnverse.eval.trace_metrics import aori, debate_metrics
+from vlnverse.eval.scoring.episode_record import EpisodeRecord, MetricsConfig
+from vlnverse.eval.scoring.trace_metrics import aori, debate_metrics
 
 
 @dataclass(slots=True)
@@ -359,7 +359,7 @@ def compute_metrics_batch(
     (up to float rounding in the last digits).
 
     Resampling runs vectorized across episodes and DTW in one compiled call
-    (:func:`vlnverse.eval.dtw.resample_packed`, :func:`vlnverse.eval.dtw.dtw_packed`).
+    (:func:`vlnverse.eval.scoring.dtw.resample_packed`, :func:`vlnverse.eval.scoring.dtw.dtw_packed`).
     """
     config = config or MetricsConfig()
     recs = [_as_record(r, config) for r in records]

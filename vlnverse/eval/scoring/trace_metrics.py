@@ -27,7 +27,7 @@ some quantities open; the choices made here are:
 - A path with a single location has no pairs, so ``r_overlap = 0``.
 
 DR / JOR / MPTR (Eqs. 20-23) are returned with their numerators and denominators so
-that :mod:`vlnverse.eval.aggregate` can pool them over episodes exactly as the paper
+that :mod:`vlnverse.eval.scoring.aggregate` can pool them over episodes exactly as the paper
 sums over all steps (``sum of numerators / sum of denominators``).
 """
 

@@ -26,7 +26,13 @@ from pathlib import Path
 
 from vlnverse import __version__
 from vlnverse.errors import DatasetError
-from vlnverse.eval.untrusted import DEFAULT_CAP, FILE_CAPS, MalformedInput, read_bytes, read_json
+from vlnverse.eval.verification.untrusted import (
+    DEFAULT_CAP,
+    FILE_CAPS,
+    MalformedInput,
+    read_bytes,
+    read_json,
+)
 from vlnverse.fileio import write_bytes_atomic
 
 RUN_FILES = ("run.json", "episodes.jsonl", "summary.json", "summary.md")

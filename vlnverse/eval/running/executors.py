@@ -1,6 +1,6 @@
 """Where work items run: in this process, in local worker processes, or on Ray actors.
 
-Every executor streams :class:`~vlnverse.eval.worker.WorkResult` objects back to the
+Every executor streams :class:`~vlnverse.eval.running.worker.WorkResult` objects back to the
 caller's ``on_result`` one episode at a time as they finish (the caller writes them to
 ``episodes.jsonl``). Every executor hands out single items on demand through an
 :class:`AffinityScheduler`, one lane at a time: a worker running K episodes at once has K
@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vlnverse.errors import WorkerError
-from vlnverse.eval.store import record_key
-from vlnverse.eval.worker import (
+from vlnverse.eval.running.store import record_key
+from vlnverse.eval.running.worker import (
     EvalWorker,
     RunSpec,
     WorkItem,
@@ -53,7 +53,7 @@ STOP_TIMEOUT_S = 5.0
 
 OnResult = Callable[[WorkResult], None]
 Group = tuple[str, str]
-"""Items that share an env: :attr:`~vlnverse.eval.worker.WorkItem.env_key` (scene file, physics mode)."""
+"""Items that share an env: :attr:`~vlnverse.eval.running.worker.WorkItem.env_key` (scene file, physics mode)."""
 
 
 class AffinityScheduler:
@@ -190,7 +190,7 @@ def _start_forkserver(context: Any) -> None:
 
     server = multiprocessing.forkserver._forkserver  # the process's one server (no public getter)
     previous = list(getattr(server, "_preload_modules", ["__main__"]))
-    context.set_forkserver_preload([*previous, "vlnverse.eval.worker"])
+    context.set_forkserver_preload([*previous, "vlnverse.eval.running.worker"])
     try:
         server.ensure_running()
     finally:
@@ -202,7 +202,7 @@ class ProcessPool:
 
     Each process has its own inbox and its own result connection, so results come back one
     episode at a time and a process killed mid-message leaves no shared lock held. An
-    episode still running :func:`~vlnverse.eval.worker.hard_limit` seconds after it started
+    episode still running :func:`~vlnverse.eval.running.worker.hard_limit` seconds after it started
     has its process killed and replaced: the new process records it (and any other episode
     of the old one past its time limit) as timed out, without the agent, and runs the other
     items the old one held again. Processes are forked on Linux (no
@@ -351,7 +351,7 @@ def run_ray(spec: RunSpec, items: Sequence[WorkItem], on_result: OnResult, worke
     """Run items on ``workers`` Ray actors (one agent and env cache each), fed by :func:`dispatch`.
 
     With an episode time limit each actor holds only the items it runs, and one still
-    running :func:`~vlnverse.eval.worker.hard_limit` seconds after it was sent has its actor
+    running :func:`~vlnverse.eval.running.worker.hard_limit` seconds after it was sent has its actor
     killed and replaced (as in :class:`ProcessPool`).
 
     Args:

@@ -7,7 +7,7 @@ next episode of its key instead of building another (giving it the episode's tas
 components first when they differ: :meth:`~vlnverse.envs.nav_env.NavEnv.set_task`), so a
 worker loads each scene once while it works through that scene's episodes; the executors
 hand each of its concurrent episodes ("lanes") items of one key in a row
-(:mod:`vlnverse.eval.executors`).
+(:mod:`vlnverse.eval.running.executors`).
 
 LLM agents: the worker builds the run's model client (``RunSpec.llm``: a
 :func:`vlnverse.llm.make_llm` spec, with the cache and transcript wrappers) — in the
@@ -34,10 +34,10 @@ from typing import Any
 
 from vlnverse.errors import ConfigError, LLMBudgetExceeded, VLNVerseError, WorkerError
 from vlnverse.eval.agent import Agent, as_agent
-from vlnverse.eval.episode_record import MetricsConfig
-from vlnverse.eval.runner import EpisodeTiming, run_episode
-from vlnverse.eval.store import TRACE_TEXT_CHARS, error_record
-from vlnverse.eval.viewer_map import SceneMapWriter
+from vlnverse.eval.reporting.viewer_map import SceneMapWriter
+from vlnverse.eval.running.runner import EpisodeTiming, run_episode
+from vlnverse.eval.running.store import TRACE_TEXT_CHARS, error_record
+from vlnverse.eval.scoring.episode_record import MetricsConfig
 from vlnverse.processes import exit_with_parent
 
 logger = logging.getLogger(__name__)
@@ -54,7 +54,7 @@ def hard_limit(timeout: float | None) -> float | None:
     its worker process (None: no limit): ``timeout`` plus a grace of a quarter of it,
     within :data:`HARD_LIMIT_GRACE_S`. Before that, the limit is cooperative: model calls
     end at ``timeout`` and the runner checks it between the agent's calls
-    (:mod:`vlnverse.eval.runner`), which stops no agent that never returns."""
+    (:mod:`vlnverse.eval.running.runner`), which stops no agent that never returns."""
     if timeout is None:
         return None
     low, high = HARD_LIMIT_GRACE_S
@@ -392,7 +392,7 @@ class EvalWorker:
         agent's own RGB views, or a view rendered from its pose when it has no RGB camera."""
         if not (item.plot and self.spec.plots_dir):
             return None
-        from vlnverse.eval.viewer import (
+        from vlnverse.eval.reporting.viewer import (
             VIEW_CAMERA,
             VIEWER_DIR,
             FrameRecorder,
@@ -424,7 +424,7 @@ class EvalWorker:
         return capture
 
     def _plot(self, env: Any, record: dict[str, Any]) -> str | None:
-        from vlnverse.eval.plots import plot_filename, save_episode_plot
+        from vlnverse.eval.reporting.plots import plot_filename, save_episode_plot
 
         name = plot_filename(record)
         try:

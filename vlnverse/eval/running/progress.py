@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from vlnverse.eval.report import PHYSICS_TITLES
+from vlnverse.eval.reporting.report import PHYSICS_TITLES
 
 
 class RunningStats:

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from vlnverse.eval.report import PHYSICS_TITLES, sort_records
+from vlnverse.eval.reporting.report import PHYSICS_TITLES, sort_records
 from vlnverse.fileio import write_text_atomic
 
 METRIC_COLUMNS = ("SR", "OSR", "SPL", "NE", "TL", "nDTW", "CR", "steps")

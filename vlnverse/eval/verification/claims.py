@@ -15,7 +15,7 @@ from typing import Any
 
 from vlnverse.config import config_from_mapping
 from vlnverse.errors import ConfigError
-from vlnverse.eval.submission import RUN_FILE, RecordedRun
+from vlnverse.eval.verification.submission import RUN_FILE, RecordedRun
 
 
 def claim_problems(run: RecordedRun) -> list[str]:
@@ -54,8 +54,8 @@ def verdict(run: RecordedRun, checks: Mapping[str, str], *, seed_stated: bool, t
             transcript: bool) -> tuple[list[str], list[str]]:
     """``(proven, reported only)``: what a passed verification of ``run`` shows, and what it takes
     on ``run.json``'s word."""
-    from vlnverse.eval.episode_record import MetricsConfig, trace_metric_settings
     from vlnverse.eval.registry import AGENTS
+    from vlnverse.eval.scoring.episode_record import MetricsConfig, trace_metric_settings
 
     config = _shown_config(run.agent_config)
     privileged = json.dumps(run.raw.get("privileged"))

@@ -1,6 +1,6 @@
 """What the metrics are computed from: an episode's record (:class:`EpisodeRecord`, read from
 ``episodes.jsonl`` or built by the harness) and the settings of the scoring
-(:class:`MetricsConfig`); the metrics themselves are :mod:`vlnverse.eval.metrics`."""
+(:class:`MetricsConfig`); the metrics themselves are :mod:`vlnverse.eval.scoring.metrics`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from vlnverse.errors import ConfigError, MetricsError
-from vlnverse.eval.trace_metrics import AORIParams
+from vlnverse.eval.scoring.trace_metrics import AORIParams
 
 GeodesicFn = Callable[[np.ndarray], np.ndarray]
 """``geodesic_fn(points (K, 3)) -> (K,)`` or ``(K, G)`` geodesic distances to the goal(s)."""

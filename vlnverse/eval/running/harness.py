@@ -3,13 +3,13 @@
 The output folder holds:
 
 - ``episodes.jsonl`` — one record per (episode, physics mode), appended as episodes finish
-  (:mod:`vlnverse.eval.store`); a re-run with the same settings skips finished ones;
+  (:mod:`vlnverse.eval.running.store`); a re-run with the same settings skips finished ones;
 - ``run.json`` — the settings that decide the results (a re-run with other settings into
   the same folder is refused, so records of two runs never mix) and, after an LLM run,
   ``llm_features``: how the endpoint served each capability (structured output, JSON
   mode, tools, ``n``, images; see :mod:`vlnverse.llm.negotiate`) and the context windows
   the agents fitted their prompts to (from the spec, or learned from the server);
-- ``summary.json`` / ``summary.md`` — Tables 5 and 6 (:mod:`vlnverse.eval.report`), with the
+- ``summary.json`` / ``summary.md`` — Tables 5 and 6 (:mod:`vlnverse.eval.reporting.report`), with the
   run's LLM usage and trace metrics when there are any;
 - ``llm_budget.json`` — what the run has billed in this folder, over every invocation (a
   run that spends its token/USD budget stops cleanly; re-running the command with a larger
@@ -17,8 +17,8 @@ The output folder holds:
 - ``llm_cache/`` — with a budget and no ``llm_cache`` of the user's: every answered call, so
   that the episode a budget interrupted replays its calls for free when it resumes;
 - ``plots/*.png`` and ``index.html`` — trajectory pictures of a sample of episodes and a
-  sortable page listing every episode (:mod:`vlnverse.eval.html_index`), each linked to its
-  step-by-step page in ``viewer/`` (:mod:`vlnverse.eval.viewer`).
+  sortable page listing every episode (:mod:`vlnverse.eval.reporting.html_index`), each linked to its
+  step-by-step page in ``viewer/`` (:mod:`vlnverse.eval.reporting.viewer`).
 """
 
 from __future__ import annotations
@@ -38,18 +38,24 @@ import numpy as np
 from vlnverse import __version__
 from vlnverse.envs.episode import INSTRUCTION_VIEWS
 from vlnverse.errors import ConfigError
-from vlnverse.eval.episode_record import MetricsConfig, trace_metric_settings
-from vlnverse.eval.executors import run_items
-from vlnverse.eval.health import DEFAULT_FALLBACK_WARNING
-from vlnverse.eval.html_index import write_index
-from vlnverse.eval.inputs import checkpoint_checksums, input_checksums
-from vlnverse.eval.pooled import endings_by_physics
 from vlnverse.eval.registry import agent_factory, agent_label, augmented_label, takes_llm
-from vlnverse.eval.report import summarize, summary_markdown
-from vlnverse.eval.store import TRACE_TEXT_CHARS, ResultStore, error_record, json_safe, record_key
-from vlnverse.eval.timings import append_timing, timing_row
-from vlnverse.eval.viewer import VIEWER_DIR, write_episode_pages
-from vlnverse.eval.worker import RunSpec, WorkItem, WorkResult, build_agent
+from vlnverse.eval.reporting.health import DEFAULT_FALLBACK_WARNING
+from vlnverse.eval.reporting.html_index import write_index
+from vlnverse.eval.reporting.report import summarize, summary_markdown
+from vlnverse.eval.reporting.viewer import VIEWER_DIR, write_episode_pages
+from vlnverse.eval.running.executors import run_items
+from vlnverse.eval.running.inputs import checkpoint_checksums, input_checksums
+from vlnverse.eval.running.store import (
+    TRACE_TEXT_CHARS,
+    ResultStore,
+    error_record,
+    json_safe,
+    record_key,
+)
+from vlnverse.eval.running.timings import append_timing, timing_row
+from vlnverse.eval.running.worker import RunSpec, WorkItem, WorkResult, build_agent
+from vlnverse.eval.scoring.episode_record import MetricsConfig, trace_metric_settings
+from vlnverse.eval.scoring.pooled import endings_by_physics
 from vlnverse.fileio import (
     OutputLock,
     prepare_output_dir,
@@ -117,11 +123,11 @@ class EvalConfig:
         episode_timeout: Wall-clock limit of one episode in seconds (``None``: none); an
             episode past it ends with ``fail_reason = "timeout"`` and the run goes on. One
             that does not stop (blocked in native code) is stopped by killing its worker
-            process (:func:`vlnverse.eval.worker.hard_limit`).
+            process (:func:`vlnverse.eval.running.worker.hard_limit`).
         trace_text_chars: The most characters of one text of an agent trace kept in the
             record (a model's reply; longer ones are cut, with their length and hash).
         fallback_warning: Share of the agent's steps decided by its fallback move above
-            which the run is flagged (:mod:`vlnverse.eval.health`).
+            which the run is flagged (:mod:`vlnverse.eval.reporting.health`).
         retry_errors: Run again the selection's episodes whose record ended in ``error``
             (their records are replaced; every other record is kept).
         label: The agent's name in tables and pages (default: ``agent_label(agent)``, a file's agent by its class).
@@ -264,7 +270,7 @@ class EvalResult:
         retried: Error records of an earlier call taken out to run again (``retry_errors``).
         timings: Per evaluated record, its ``timings.jsonl`` line: ``episode_id``, ``physics``,
             ``{"env", "agent", "total", "harness", "waited", "build"}`` seconds and ``built``
-            (see :mod:`vlnverse.eval.timings`).
+            (see :mod:`vlnverse.eval.running.timings`).
         stopped: Why the run stopped before finishing its selection (its LLM budget is
             spent), or None.
     """

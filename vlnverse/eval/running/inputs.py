@@ -1,7 +1,7 @@
 """The checksums of what an evaluation read: its dataset, scene files and agent checkpoints.
 
-``run.json`` records them when a run is made (:func:`vlnverse.eval.harness.evaluate`) and
-``eval verify`` compares them with the verifier's own copies (:mod:`vlnverse.eval.verify`).
+``run.json`` records them when a run is made (:func:`vlnverse.eval.running.harness.evaluate`) and
+``eval verify`` compares them with the verifier's own copies (:mod:`vlnverse.eval.verification.verify`).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def release_digests(sums_file: str | Path) -> dict[str, str]:
         DatasetError: the file cannot be read or lists no dataset manifest.
     """
     from vlnverse.errors import DatasetError
-    from vlnverse.eval.untrusted import MalformedInput, read_text
+    from vlnverse.eval.verification.untrusted import MalformedInput, read_text
 
     try:
         lines = read_text(sums_file).splitlines()

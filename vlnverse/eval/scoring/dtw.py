@@ -11,7 +11,7 @@ them against each other and against a plain double loop.
   episode finishes, with no compile or import cost in its worker processes.
 - :func:`dtw_packed` / :func:`dtw_distance_batch` (many pairs, compiled with numba on
   first use, then cached on disk): one call scores a whole batch, which makes ~10^4
-  episodes per second possible (:func:`vlnverse.eval.metrics.compute_metrics_batch`).
+  episodes per second possible (:func:`vlnverse.eval.scoring.metrics.compute_metrics_batch`).
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vlnverse.eval.aggregate import MetricSummary, aggregate_metrics
-from vlnverse.eval.report import PHYSICS_ORDER, PHYSICS_TITLES, is_percent
+from vlnverse.eval.reporting.report import PHYSICS_ORDER, PHYSICS_TITLES, is_percent
+from vlnverse.eval.scoring.aggregate import MetricSummary, aggregate_metrics
 from vlnverse.tasks.episode import SPLITS
 
 POOLED_COLUMNS = ("SR", "SPL", "OSR", "NE")

@@ -3,7 +3,7 @@ folder (a line per episode run, appended as records are; a re-run episode adds a
 one line of means for the terminal.
 
 A line holds ``episode_id``, ``physics`` and the seconds of
-:class:`~vlnverse.eval.runner.EpisodeTiming`: ``build`` (getting the env) and ``built``
+:class:`~vlnverse.eval.running.runner.EpisodeTiming`: ``build`` (getting the env) and ``built``
 (whether one was built), ``agent`` (the agent, a served policy's replies included), ``env``
 (the simulator), ``waited`` (for the env lock), ``harness`` and ``total``. Timings differ
 from run to run, so they stay out of ``episodes.jsonl``, whose records are reproducible.

@@ -1,7 +1,7 @@
 """``vlnverse eval verify``: check an evaluation folder someone else made, against your own data.
 
 The folder is data, never code: nothing it names is imported or run, and it is read only
-through :mod:`vlnverse.eval.untrusted` (regular files, size and depth caps, strict JSON).
+through :mod:`vlnverse.eval.verification.untrusted` (regular files, size and depth caps, strict JSON).
 The verifier supplies the trusted parts: the dataset (and its scenes), optionally its
 published digest, the episode selection results are required for, and for ``--rerun`` the
 agent's weights or transcript. The checks, in order:
@@ -19,22 +19,22 @@ agent's weights or transcript. The checks, in order:
    of the run), records outside the selection are counted, left unchecked, and named in the
    report (:attr:`VerifyReport.outside`) instead of failing.
 4. **resimulation**: each record's actions are replayed through the harness with
-   :class:`~vlnverse.eval.verify_records.RecordedActions` (same env, physics, seeds and
+   :class:`~vlnverse.eval.verification.records.RecordedActions` (same env, physics, seeds and
    scoring); trajectory, collisions, STOPs, goal distances, ending and every metric must equal
    the record's. The replay agent is built from the recorded action space alone, which must
    be one of the simulator's.
 5. **summary**: ``summary.json`` (required) is recomputed from the records, its ``run``
    section must be ``run.json``'s, and ``summary.md`` must be its rendering.
 6. **claims**: ``run.json``'s label is the agent's name and its privileged inputs those the
-   agent reads with its recorded config (:mod:`vlnverse.eval.claims`).
+   agent reads with its recorded config (:mod:`vlnverse.eval.verification.claims`).
 7. **rerun** (``rerun=True`` or a transcript): the agent is rebuilt from trusted parts and
    re-run, and must take every recorded action and give the same trace, usage and metrics
-   (:mod:`vlnverse.eval.rerun`).
+   (:mod:`vlnverse.eval.verification.rerun`).
 
 Without the re-run, a verified folder is *consistent*: its results are what its actions give on
 the verifier's data. Only the re-run shows that the named agent took those actions, and for an
 LLM agent only that they follow from the transcript. The report lists what was proven and
-what was only reported (:func:`vlnverse.eval.claims.verdict`).
+what was only reported (:func:`vlnverse.eval.verification.claims.verdict`).
 """
 
 from __future__ import annotations
@@ -48,10 +48,8 @@ from pathlib import Path
 from typing import Any
 
 from vlnverse.errors import ConfigError
-from vlnverse.eval.claims import claim_problems, verdict
-from vlnverse.eval.submission import EPISODES_FILE, RUN_FILE, SHA256, RecordedRun, read_submission
-from vlnverse.eval.untrusted import MalformedInput, read_json, read_text, sha256_of
-from vlnverse.eval.verify_records import (
+from vlnverse.eval.verification.claims import claim_problems, verdict
+from vlnverse.eval.verification.records import (
     RecordedActions,
     check_against_dataset,
     compare_records,
@@ -59,12 +57,20 @@ from vlnverse.eval.verify_records import (
     record_label,
     replay_groups,
 )
+from vlnverse.eval.verification.submission import (
+    EPISODES_FILE,
+    RUN_FILE,
+    SHA256,
+    RecordedRun,
+    read_submission,
+)
+from vlnverse.eval.verification.untrusted import MalformedInput, read_json, read_text, sha256_of
 
 SUMMARY_FILE = "summary.json"
 SUMMARY_MD = "summary.md"
 SUMS_FILE = "SHA256SUMS"
 BUNDLE_MEMBERS = (RUN_FILE, EPISODES_FILE, SUMMARY_FILE, SUMMARY_MD, "transcript.jsonl", "environment.json")
-"""The files a bundle's ``SHA256SUMS`` may list (:mod:`vlnverse.eval.bundle`)."""
+"""The files a bundle's ``SHA256SUMS`` may list (:mod:`vlnverse.eval.verification.bundle`)."""
 UNCHECKED_SUMMARY = ("run", "timing", "budget")
 """Parts of ``summary.json`` not recomputed from the records (``run`` is compared with ``run.json``;
 the LLM budget is the folder's spend, which no record holds)."""
@@ -175,7 +181,7 @@ def verify_run(out: str | Path, *, dataset: str | Path, scenes_dir: str | Path |
         DatasetError: no evaluation folder, or the dataset or a scene cannot be read.
         ConfigError: invalid verifier settings, or a file ``rerun`` needs was not given.
     """
-    from vlnverse.eval.harness import select_episodes
+    from vlnverse.eval.running.harness import select_episodes
     from vlnverse.tasks.dataset import EpisodeDataset
 
     if selection.seed is not None and selection.seed < 0:
@@ -283,7 +289,7 @@ def _scoring_check(v: Verification) -> CheckResult:
 
 def _inputs_check(v: Verification) -> CheckResult:
     """The dataset and the scenes the records replay in have the run's (and the published) digests."""
-    from vlnverse.eval.inputs import input_checksums, release_digests
+    from vlnverse.eval.running.inputs import input_checksums, release_digests
     from vlnverse.tasks.storage import verify_dataset
 
     options, run = v.options, v.run
@@ -350,7 +356,7 @@ def _resimulation_check(v: Verification) -> CheckResult:
 
 def _rerun_check(v: Verification) -> CheckResult:
     """The agent, rebuilt from trusted parts (or its transcript), takes every recorded action."""
-    from vlnverse.eval.rerun import CannotRerun, rerun_actions
+    from vlnverse.eval.verification.rerun import CannotRerun, rerun_actions
 
     options = v.options
     if not (options.rerun or options.transcript is not None):
@@ -405,7 +411,7 @@ def _check_sums(out: Path) -> list[str]:
 
 def _check_summary(out: Path, run: RecordedRun, records: list[dict[str, Any]], report: VerifyReport) -> list[str]:
     """Where ``summary.json`` / ``summary.md`` differ from what the records and ``run.json`` give."""
-    from vlnverse.eval.report import summarize, summary_markdown
+    from vlnverse.eval.reporting.report import summarize, summary_markdown
 
     missing = [name for name in (SUMMARY_FILE, SUMMARY_MD) if not _present(out / name)]
     if missing:
@@ -443,7 +449,7 @@ def _comparable(summary: Mapping[str, Any]) -> dict[str, Any]:
 def _config_maker(run: RecordedRun, dataset: str, scenes_dir: str, workers: int) -> Callable[..., Any]:
     """``make(out, physics, episode_ids)``: the :class:`EvalConfig` that re-runs those episodes of
     ``run`` (its seeds and scoring) on the verifier's dataset."""
-    from vlnverse.eval.harness import EvalConfig
+    from vlnverse.eval.running.harness import EvalConfig
 
     def make(out: Path, physics: tuple[str, ...], episode_ids: tuple[str, ...]) -> Any:
         return EvalConfig(dataset=dataset, out=str(out), agent="recorded_actions", split="all", task="all",
@@ -458,7 +464,7 @@ def _config_maker(run: RecordedRun, dataset: str, scenes_dir: str, workers: int)
 def _replay(run: RecordedRun, records: Mapping[tuple[str, str], Mapping[str, Any]],
             make_config: Callable[..., Any]) -> dict[tuple[str, str], dict[str, Any]]:
     """Re-simulate exactly ``records`` through the harness with :class:`RecordedActions`."""
-    from vlnverse.eval.harness import evaluate
+    from vlnverse.eval.running.harness import evaluate
 
     agent = RecordedActions(records, run.action_space)
     replayed: dict[tuple[str, str], dict[str, Any]] = {}

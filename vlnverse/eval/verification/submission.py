@@ -1,7 +1,7 @@
 """An evaluation folder as ``eval verify`` reads it: data to check, never code to run.
 
 :func:`read_submission` reads ``run.json`` and ``episodes.jsonl`` through
-:mod:`vlnverse.eval.untrusted` and checks every ``run.json`` field verify uses for its kind
+:mod:`vlnverse.eval.verification.untrusted` and checks every ``run.json`` field verify uses for its kind
 and range (:class:`RecordedRun`). Nothing it reads is imported or opened as a path: the
 action space must be one of the simulator's (:data:`vlnverse.sim.actions.ACTION_SPACES`),
 the backend and physics modes registered names, the scoring settings numbers. A field the
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from vlnverse.errors import ConfigError, DatasetError
-from vlnverse.eval.untrusted import MalformedInput, read_json, read_json_lines
+from vlnverse.eval.verification.untrusted import MalformedInput, read_json, read_json_lines
 
 RUN_FILE = "run.json"
 EPISODES_FILE = "episodes.jsonl"
@@ -82,10 +82,10 @@ class RecordedRun:
     checkpoints: dict[str, str]
 
     def metrics_config(self) -> Any:
-        """The :class:`~vlnverse.eval.metrics.MetricsConfig` of ``trace_metrics`` (AORI, ``R_max``)."""
+        """The :class:`~vlnverse.eval.scoring.metrics.MetricsConfig` of ``trace_metrics`` (AORI, ``R_max``)."""
         from vlnverse.config import config_from_mapping
-        from vlnverse.eval.episode_record import MetricsConfig
-        from vlnverse.eval.trace_metrics import AORIParams
+        from vlnverse.eval.scoring.episode_record import MetricsConfig
+        from vlnverse.eval.scoring.trace_metrics import AORIParams
 
         aori = {k.split(".", 1)[1]: v for k, v in self.trace_metrics.items() if k.startswith("aori.")}
         rounds = self.trace_metrics.get("debate_max_rounds", MetricsConfig().debate_max_rounds)

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from vlnverse.errors import ConfigError, MetricsError
-from vlnverse.eval.metrics import EpisodeMetrics
+from vlnverse.eval.scoring.metrics import EpisodeMetrics
 
 POOLED: dict[str, tuple[str, str]] = {
     "CR": ("collision_count", "nav_steps"),

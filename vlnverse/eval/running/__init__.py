@@ -1,0 +1,1 @@
+"""Running agents over episodes: the harness (``evaluate``), one episode's run, workers and executors (local, Ray), the run folder's stores, progress and timings, the inputs' checksums, and the paper's zero-shot runs."""
