@@ -172,9 +172,9 @@ def bench_predictor(args: argparse.Namespace) -> list[str]:
     import numpy as np
 
     from vlnverse.agents.config import PanoramaConfig, WaypointConfig
-    from vlnverse.agents.learned_waypoints.predictor import LearnedWaypoints
     from vlnverse.agents.panorama import Panorama, make_rig
-    from vlnverse.agents.waypoints import DepthWaypoints
+    from vlnverse.agents.waypoints.depth import DepthWaypoints
+    from vlnverse.agents.waypoints.learned.predictor import LearnedWaypoints
     from vlnverse.scene.loading import scene_with_occupancy
     from vlnverse.sim.simulator import Simulator
     from vlnverse.sim.types import Pose

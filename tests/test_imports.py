@@ -121,7 +121,7 @@ def _circles() -> list[list[str]]:
 
 
 def test_the_checker_sees_imports_inside_functions_and_relative_ones():
-    assert "vlnverse.agents.learned_waypoints.predictor" in GRAPH["vlnverse.agents.waypoints"]  # inside a function
+    assert "vlnverse.agents.waypoints.learned.predictor" in GRAPH["vlnverse.agents.waypoints.predictor"]  # inside a function
     assert "vlnverse.sim.camera" in GRAPH["vlnverse.sim.gl.renderer"]
 
 

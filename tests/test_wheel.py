@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 import vlnverse
-from vlnverse.agents.learned_waypoints.predictor import SHIPPED_CHECKPOINT
+from vlnverse.agents.waypoints.learned.predictor import SHIPPED_CHECKPOINT
 from vlnverse.cli.demo import default_scenes, shipped_agent
 from vlnverse.release.build import ReleaseConfig
 from vlnverse.tasks.datagen import DatagenConfig, run_datagen

@@ -24,8 +24,8 @@ import numpy as np
 
 def make_oracle(predictor: Any, panorama: Any, env: Any, stop_distance: float) -> Any:
     """The nearest-to-goal agent over ``predictor``'s candidates in ``env``."""
-    from vlnverse.agents.candidate import Candidate
     from vlnverse.agents.panorama import Panorama, make_rig
+    from vlnverse.agents.waypoints.candidate import Candidate
     from vlnverse.eval.agent import Agent
     from vlnverse.learning.waypoints.targets import to_world
 
@@ -60,7 +60,7 @@ def make_oracle(predictor: Any, panorama: Any, env: Any, stop_distance: float) -
 def evaluate(args: argparse.Namespace, predictor_name: str, physics: str) -> dict[str, float]:
     from vlnverse.agents.config import PanoramaConfig, WaypointConfig
     from vlnverse.agents.panorama import make_rig
-    from vlnverse.agents.waypoints import predictor_named
+    from vlnverse.agents.waypoints.predictor import predictor_named
     from vlnverse.envs.nav_env import NavEnv
     from vlnverse.eval.running.runner import run_episode
     from vlnverse.tasks.dataset import EpisodeDataset

@@ -191,8 +191,7 @@ def test_a_thin_multi_call_agent_builds_on_consult_and_choose(dataset):
 
 def test_the_fallback_keeps_moving_and_turns_when_boxed_in():
     from vlnverse.agents.base import _fallback
-    from vlnverse.agents.candidate import Candidate
-    from vlnverse.agents.waypoints import turn_options
+    from vlnverse.agents.waypoints.candidate import Candidate, turn_options
 
     ahead = [Candidate("C", 1.0, 2.0, 2), Candidate("A", 0.0, 0.8, 0), Candidate("L", -0.5, 3.0, 11)]
     assert _fallback(ahead).tolist() == pytest.approx([0.8, 0.0, 0.0])
@@ -233,7 +232,7 @@ class ForwardOnly:
         self.config = config
 
     def predict(self, panorama):
-        from vlnverse.agents.candidate import Candidate
+        from vlnverse.agents.waypoints.candidate import Candidate
 
         return [Candidate("A", 0.0, self.config.min_distance, 0)]
 

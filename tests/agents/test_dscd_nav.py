@@ -21,7 +21,8 @@ from vlnverse.agents.config import WaypointConfig
 from vlnverse.agents.dscd_nav import Round, soft_compromise
 from vlnverse.agents.gt_perception import ViewObjects
 from vlnverse.agents.parsing import Decision
-from vlnverse.agents.waypoints import Candidate, DepthWaypoints
+from vlnverse.agents.waypoints.candidate import Candidate
+from vlnverse.agents.waypoints.depth import DepthWaypoints
 from vlnverse.errors import ConfigError
 from vlnverse.eval.agent import EpisodeInfo
 from vlnverse.eval.registry import make_agent

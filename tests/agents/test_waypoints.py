@@ -11,7 +11,7 @@ from vlnverse.agents.config import PanoramaConfig, WaypointConfig
 from vlnverse.agents.gt_perception import visible_objects
 from vlnverse.agents.localmap import OBSTACLE, build_local_map
 from vlnverse.agents.panorama import Panorama, direction_phrase, free_distances
-from vlnverse.agents.waypoints import DepthWaypoints
+from vlnverse.agents.waypoints.depth import DepthWaypoints
 from vlnverse.errors import ConfigError
 
 RIG = PanoramaConfig(views=4, image_size=32, depth_stride=1)

@@ -68,7 +68,7 @@ env.close()
 check("make/reset/step")
 
 from vlnverse.agents.config import PanoramaConfig
-from vlnverse.agents.learned_waypoints.predictor import LearnedWaypoints
+from vlnverse.agents.waypoints.learned.predictor import LearnedWaypoints
 from vlnverse.agents.panorama import Panorama, make_rig
 
 pano = PanoramaConfig(image_size=32)

@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from vlnverse.agents.learned_waypoints.predictor import (  # noqa: E402
+from vlnverse.agents.waypoints.learned.predictor import (  # noqa: E402
     SHIPPED_CHECKPOINT,
     load_predictor_checkpoint,
 )

@@ -63,7 +63,7 @@ def test_targets_on_a_scene_are_navigable_and_seen_over_free_floor():
 
 def test_the_network_turns_with_the_panorama_and_peaks_are_suppressed():
     torch = pytest.importorskip("torch")
-    from vlnverse.agents.learned_waypoints.net import WaypointNetConfig, build_net, pick_peaks
+    from vlnverse.agents.waypoints.learned.net import WaypointNetConfig, build_net, pick_peaks
 
     torch.manual_seed(0)
     net = build_net(WaypointNetConfig()).eval()
@@ -80,8 +80,8 @@ def test_the_network_turns_with_the_panorama_and_peaks_are_suppressed():
 
 def test_the_shipped_predictor_gives_letter_ids_within_the_caps():
     pytest.importorskip("torch")
-    from vlnverse.agents.learned_waypoints.predictor import LearnedWaypoints
     from vlnverse.agents.panorama import Panorama
+    from vlnverse.agents.waypoints.learned.predictor import LearnedWaypoints
 
     panorama = _panoramas(1, size=64)[0]
     capped = LearnedWaypoints(WaypointConfig(max_candidates=2)).predict(panorama)
@@ -96,8 +96,8 @@ def test_the_shipped_predictor_gives_letter_ids_within_the_caps():
 
 def test_the_shipped_checkpoint_keeps_its_published_recall_on_an_unseen_scene(tmp_path):
     pytest.importorskip("torch")
-    from vlnverse.agents.learned_waypoints.net import PeakConfig
-    from vlnverse.agents.learned_waypoints.predictor import load_predictor_checkpoint
+    from vlnverse.agents.waypoints.learned.net import PeakConfig
+    from vlnverse.agents.waypoints.learned.predictor import load_predictor_checkpoint
     from vlnverse.learning.waypoints.samples import load_samples, render_scene
     from vlnverse.learning.waypoints.trainer import predict_probabilities, score
 
@@ -113,7 +113,7 @@ def test_the_shipped_checkpoint_keeps_its_published_recall_on_an_unseen_scene(tm
 
 
 def test_without_torch_the_default_predictor_names_the_extra_and_the_depth_option(monkeypatch):
-    from vlnverse.agents.learned_waypoints.predictor import LearnedWaypoints
+    from vlnverse.agents.waypoints.learned.predictor import LearnedWaypoints
 
     monkeypatch.setitem(sys.modules, "torch", None)
     with pytest.raises(DependencyNotInstalled, match=r"waypoint_predictor: depth.*vlnverse\[train\]"):
@@ -147,7 +147,7 @@ def test_train_waypoints_writes_its_outputs_and_resumes(fine_dataset, tmp_path):
 
     agent = yaml.safe_load((out / "agent.yaml").read_text())
     assert agent["waypoint_predictor"] == "learned"
-    from vlnverse.agents.learned_waypoints.predictor import LearnedWaypoints
+    from vlnverse.agents.waypoints.learned.predictor import LearnedWaypoints
 
     LearnedWaypoints(WaypointConfig(), agent["waypoint_checkpoint"]).predict(_panoramas(1, size=32)[0])
 

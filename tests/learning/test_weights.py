@@ -41,7 +41,7 @@ def booby_trapped(tmp_path, base):
 
 
 def test_a_checkpoint_that_would_run_code_is_refused_by_every_loader(tmp_path):
-    from vlnverse.agents.learned_waypoints.predictor import load_predictor_checkpoint
+    from vlnverse.agents.waypoints.learned.predictor import load_predictor_checkpoint
     from vlnverse.learning.online.agent import WaypointBertAgent
 
     path, marker = booby_trapped(tmp_path, REPO / "assets" / "agents" / "cma" / "cma.pt")

@@ -4,8 +4,8 @@ One step of :class:`LLMWaypointAgent`:
 
 1. **Perceive** from the agent's own sensors: the panorama (depth; RGB in ``vlm`` mode,
    semantics in ``gt`` mode), the bump flag, the dialogue answer, the instruction leg.
-2. **Propose** candidate waypoints (:class:`~vlnverse.agents.waypoints.WaypointPredictor`);
-   with none, turning in place 90° either way (:func:`~vlnverse.agents.waypoints.turn_options`),
+2. **Propose** candidate waypoints (:class:`~vlnverse.agents.waypoints.predictor.WaypointPredictor`);
+   with none, turning in place 90° either way (:func:`~vlnverse.agents.waypoints.candidate.turn_options`),
    never STOP alone.
 3. **Prompt**: the subclass fills a :class:`~vlnverse.agents.prompts.Prompt` from a
    :class:`StepView`; the base adds the reply format for the valid options.
@@ -66,12 +66,11 @@ from vlnverse.agents.prompts import (
     view_label,
 )
 from vlnverse.agents.trace import TOO_LONG, TRACE_DECIMALS, AgentTrace
-from vlnverse.agents.waypoints import (
-    Candidate,
+from vlnverse.agents.waypoints.candidate import Candidate, turn_options
+from vlnverse.agents.waypoints.predictor import (
     WaypointPredictor,
     describe_predictor,
     predictor_named,
-    turn_options,
 )
 from vlnverse.config import config_from_mapping
 from vlnverse.deadline import run_all

@@ -148,10 +148,10 @@ class LLMAgentConfig:
         waypoints: Candidate waypoint settings.
         waypoint_predictor: ``learned`` (the trained predictor of
             :mod:`vlnverse.learning.waypoints`, as the paper's agents use; needs torch),
-            ``depth`` (:class:`~vlnverse.agents.waypoints.DepthWaypoints`: free space minus
+            ``depth`` (:class:`~vlnverse.agents.waypoints.depth.DepthWaypoints`: free space minus
             a safety margin, embodiment-aware, not the paper's setting) or a ``module:attr``
             factory called with the ``waypoints`` settings that returns a
-            :class:`~vlnverse.agents.waypoints.WaypointPredictor`.
+            :class:`~vlnverse.agents.waypoints.predictor.WaypointPredictor`.
         waypoint_checkpoint: The ``learned`` predictor's checkpoint (``None``: the one
             shipped in ``vlnverse/data/waypoints/``).
         panorama: Camera rig settings.

@@ -59,7 +59,7 @@ from vlnverse.agents.panorama import direction_phrase
 from vlnverse.agents.parsing import Decision, ReplyError, parse_reply, reply_fields
 from vlnverse.agents.prompts import ASK, STOP, Prompt, history_text, output_format
 from vlnverse.agents.trace import TOO_LONG
-from vlnverse.agents.waypoints import DepthWaypoints
+from vlnverse.agents.waypoints.depth import DepthWaypoints
 from vlnverse.errors import ConfigError
 from vlnverse.llm.context import repair_echo
 from vlnverse.llm.types import ChatMessage

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vlnverse.agents.candidate import Candidate
 from vlnverse.agents.config import WaypointConfig
 from vlnverse.agents.panorama import Panorama
+from vlnverse.agents.waypoints.candidate import Candidate
 
 UNKNOWN, FREE, OBSTACLE = 0, 1, 2
 MAP_RADIUS = 4.0        # metres shown on each side of the agent

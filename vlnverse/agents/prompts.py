@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from vlnverse.agents.candidate import Candidate
 from vlnverse.agents.gt_perception import ViewObjects
+from vlnverse.agents.waypoints.candidate import Candidate
 from vlnverse.llm.images import ImagePart
 from vlnverse.llm.types import ChatMessage
 

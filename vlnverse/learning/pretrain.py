@@ -240,7 +240,7 @@ def _write(config: EncoderPretrainConfig, trunk: Any, sizes: dict[str, Any], his
     state = {f"rgb_encoder.trunk.{key}": value for key, value in trunk.state_dict().items()}
     depth_source = None
     if config.depth_trunk == "waypoints":
-        from vlnverse.agents.learned_waypoints.predictor import SHIPPED_CHECKPOINT
+        from vlnverse.agents.waypoints.learned.predictor import SHIPPED_CHECKPOINT
         from vlnverse.learning.models.trunks import waypoint_trunk_weights
         from vlnverse.weights import load_weights
 

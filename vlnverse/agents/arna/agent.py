@@ -83,7 +83,7 @@ from vlnverse.agents.arna.state import ARNAState, Navigation
 from vlnverse.agents.arna.workflow import WorkflowGeneration
 from vlnverse.agents.base import LLMWaypointAgent, StepView
 from vlnverse.agents.trace import TRACE_DECIMALS
-from vlnverse.agents.waypoints import WaypointPredictor
+from vlnverse.agents.waypoints.predictor import WaypointPredictor
 from vlnverse.errors import ConfigError
 from vlnverse.eval.agent import Answer, EpisodeInfo, Inconclusive, json_action
 

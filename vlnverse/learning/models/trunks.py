@@ -45,7 +45,7 @@ def waypoint_trunk(config: Any, in_channels: int) -> Any:
     Our depth frames and the predictor's input share a scale (clipped at 10 m, divided by
     10), so the frame is only pooled to the predictor's input side before its layers.
     """
-    from vlnverse.agents.learned_waypoints.net import WaypointNetConfig
+    from vlnverse.agents.waypoints.learned.net import WaypointNetConfig
 
     if in_channels != 1:
         raise ConfigError("the 'waypoints' trunk reads depth (one channel); use it as depth_encoder only")
@@ -88,7 +88,7 @@ def build_trunk(name: str, config: Any, in_channels: int) -> Any:
 
 def waypoint_trunk_weights(state: dict[str, Any], where: str) -> dict[str, Any]:
     """The ``depth_encoder.trunk.*`` weights in a waypoint predictor checkpoint's contents."""
-    from vlnverse.agents.learned_waypoints.net import WaypointNetConfig
+    from vlnverse.agents.waypoints.learned.net import WaypointNetConfig
     from vlnverse.config import config_from_mapping
 
     net = config_from_mapping(WaypointNetConfig, state.get("net_config", {}), where=where)

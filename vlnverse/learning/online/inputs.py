@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from vlnverse.agents.candidate import Candidate
 from vlnverse.agents.config import PanoramaConfig, WaypointConfig
 from vlnverse.agents.panorama import Panorama, make_rig, view_name
-from vlnverse.agents.waypoints import predictor_named
+from vlnverse.agents.waypoints.candidate import Candidate
+from vlnverse.agents.waypoints.predictor import predictor_named
 from vlnverse.tasks.formats.vocab import encode
 
 #: What the waypoint action does when no candidate is free: turn 90° in place (the LLM agents' fallback).

@@ -1,6 +1,6 @@
 """The predictor's polar grid and its training targets, read from the scene's navigable map.
 
-The grid (:mod:`vlnverse.agents.learned_waypoints.grid`) has :data:`HEADINGS` headings (3° apart, bin ``h`` at ``h * 3°`` counter-clockwise
+The grid (:mod:`vlnverse.agents.waypoints.learned.grid`) has :data:`HEADINGS` headings (3° apart, bin ``h`` at ``h * 3°`` counter-clockwise
 from straight ahead) × :data:`DISTANCES` distances (0.25 m to 3.0 m, 0.25 m apart), the
 layout of the discrete-to-continuous waypoint predictor of Hong et al. (CVPR 2022).
 
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vlnverse.agents.learned_waypoints.grid import (
+from vlnverse.agents.waypoints.learned.grid import (
     DISTANCE_STEP,
     DISTANCES,
     HEADING_STEP,

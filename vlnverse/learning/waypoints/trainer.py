@@ -27,14 +27,14 @@ import numpy as np
 import yaml
 
 from vlnverse.agents.config import PanoramaConfig
-from vlnverse.agents.learned_waypoints.grid import (
+from vlnverse.agents.waypoints.learned.grid import (
     DISTANCE_STEP,
     HEADING_STEP,
     HEADINGS,
     distance_of,
     heading_of,
 )
-from vlnverse.agents.learned_waypoints.net import (
+from vlnverse.agents.waypoints.learned.net import (
     BINS_PER_VIEW,
     VIEWS,
     PeakConfig,

@@ -2,7 +2,7 @@
 
 :class:`LearnedWaypoints` runs a checkpoint of ``vlnverse train waypoints`` (by default the
 one shipped in the package, ``vlnverse/data/waypoints/``) on the panorama's depth and turns
-the heatmap's peaks into :class:`~vlnverse.agents.waypoints.Candidate` objects. Ids keep the
+the heatmap's peaks into :class:`~vlnverse.agents.waypoints.candidate.Candidate` objects. Ids keep the
 depth predictor's convention (the letter of the ``spacing_deg`` heading slot, ``A`` straight ahead, then
 counter-clockwise); of two peaks in one slot the stronger is kept.
 """
@@ -18,17 +18,17 @@ from typing import Any
 
 import numpy as np
 
-from vlnverse.agents.candidate import Candidate
 from vlnverse.agents.config import WaypointConfig
-from vlnverse.agents.learned_waypoints.grid import distance_of, heading_of
-from vlnverse.agents.learned_waypoints.net import (
+from vlnverse.agents.panorama import Panorama
+from vlnverse.agents.waypoints.candidate import Candidate
+from vlnverse.agents.waypoints.learned.grid import distance_of, heading_of
+from vlnverse.agents.waypoints.learned.net import (
     TORCH_PURPOSE,
     PeakConfig,
     WaypointNetConfig,
     build_net,
     pick_peaks,
 )
-from vlnverse.agents.panorama import Panorama
 from vlnverse.data import data_path
 from vlnverse.errors import ConfigError
 from vlnverse.shared_settings import TORCH_THREADS

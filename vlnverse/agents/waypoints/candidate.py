@@ -1,6 +1,9 @@
 """A candidate waypoint: one place around the agent it could drive to next, as every
-predictor (:mod:`vlnverse.agents.waypoints`, :mod:`vlnverse.agents.learned_waypoints`)
-proposes it and the agents' prompts and maps show it."""
+predictor (:mod:`vlnverse.agents.waypoints.depth`, :mod:`vlnverse.agents.waypoints.learned`)
+proposes it and the agents' prompts and maps show it; and the turning options offered when a
+predictor proposes no place to move to (:func:`turn_options`: ``L`` and ``R``, 90 degrees each
+way), so a model that follows its options can look elsewhere rather than being left with STOP
+alone."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vlnverse.agents.panorama import direction_phrase
+from vlnverse.agents.panorama import Panorama, direction_phrase
 
 
 @dataclass(frozen=True)
@@ -53,3 +56,14 @@ class Candidate:
         """The JSON form in traces."""
         return {"id": self.id, "heading_deg": self.heading_deg, "distance_m": round(self.distance, 2),
                 "phrase": self.phrase}
+
+
+TURN_IDS = ("L", "R")
+TURN_DEG = 90.0
+
+
+def turn_options(panorama: Panorama) -> list[Candidate]:
+    """Turning in place, ``L`` (90 degrees left) and ``R`` (90 degrees right): the options
+    offered when the predictor proposes no place to move to."""
+    headings = (math.radians(TURN_DEG), -math.radians(TURN_DEG))
+    return [Candidate(i, h, 0.0, panorama.view_toward(h)) for i, h in zip(TURN_IDS, headings, strict=True)]

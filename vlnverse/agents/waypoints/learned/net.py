@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from vlnverse.agents.learned_waypoints.grid import DISTANCES, HEADING_STEP, HEADINGS
+from vlnverse.agents.waypoints.learned.grid import DISTANCES, HEADING_STEP, HEADINGS
 from vlnverse.errors import ConfigError
 from vlnverse.weights import require_torch
 

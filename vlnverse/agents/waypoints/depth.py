@@ -1,38 +1,25 @@
-"""Candidate waypoints: where the agent could drive next, from its own panoramic depth.
+"""The non-learned waypoint predictor: candidates from the agent's own panoramic depth.
 
-:class:`DepthWaypoints` is the non-learned predictor: headings at a fixed spacing, each
-as far as the free space goes minus a safety margin (capped to ``[min, max]`` metres),
-near-duplicates merged, at most N. Anything with ``predict(panorama) -> [Candidate]``
-(:class:`WaypointPredictor`) can replace it; the LLM agents' default is the trained one of
-:mod:`vlnverse.agents.learned_waypoints.predictor`. Unlike that one, this predictor keeps the
-body clear of what it sees (embodiment-aware), which is not the paper's setting.
+:class:`DepthWaypoints` takes headings at a fixed spacing, each as far as the free space goes
+minus a safety margin (capped to ``[min, max]`` metres), merges near-duplicates and keeps at
+most N. Unlike the trained predictor (:mod:`vlnverse.agents.waypoints.learned`, the LLM
+agents' default), it keeps the body clear of what it sees (embodiment-aware), which is not the
+paper's setting.
 
 Ids are letters fixed by the heading slot (``A`` straight ahead, then counter-clockwise),
 so the same free space always gets the same id and an id never names two candidates.
-
-When a predictor proposes no place to move to, the agents are offered turning in place
-instead (:func:`turn_options`: ``L`` and ``R``, 90 degrees each way), so a model that follows
-its options can look elsewhere rather than being left with STOP alone.
 """
 
 from __future__ import annotations
 
 import math
 import string
-from typing import Protocol
 
 import numpy as np
 
-from vlnverse.agents.candidate import Candidate
 from vlnverse.agents.config import WaypointConfig
 from vlnverse.agents.panorama import Panorama, free_distances
-
-
-class WaypointPredictor(Protocol):
-    """Anything that proposes candidates from a panorama."""
-
-    def predict(self, panorama: Panorama) -> list[Candidate]:
-        """The candidates of this step, in id order."""
+from vlnverse.agents.waypoints.candidate import Candidate
 
 
 class DepthWaypoints:
@@ -84,34 +71,3 @@ class DepthWaypoints:
     def _end(self, slot: int, distance: float) -> np.ndarray:
         h = self.headings[slot]
         return distance * np.array([math.cos(h), math.sin(h)])
-
-
-TURN_IDS = ("L", "R")
-TURN_DEG = 90.0
-
-
-def turn_options(panorama: Panorama) -> list[Candidate]:
-    """Turning in place, ``L`` (90 degrees left) and ``R`` (90 degrees right): the options
-    offered when the predictor proposes no place to move to."""
-    headings = (math.radians(TURN_DEG), -math.radians(TURN_DEG))
-    return [Candidate(i, h, 0.0, panorama.view_toward(h)) for i, h in zip(TURN_IDS, headings, strict=True)]
-
-
-def predictor_named(name: str, config: WaypointConfig, checkpoint: str | None = None) -> WaypointPredictor:
-    """The predictor ``name`` names: ``learned`` (``checkpoint``, default the shipped one;
-    needs torch), ``depth`` or a ``module:attr`` factory called with ``config``."""
-    if name == "depth":
-        return DepthWaypoints(config)
-    if name == "learned":
-        from vlnverse.agents.learned_waypoints.predictor import LearnedWaypoints
-
-        return LearnedWaypoints(config, checkpoint)
-    from vlnverse.registry import load_entry_point
-
-    return load_entry_point(name)(config)
-
-
-def describe_predictor(predictor: WaypointPredictor, name: str) -> dict[str, object]:
-    """What ``run.json`` records of a predictor (its own ``describe()`` when it has one)."""
-    describe = getattr(predictor, "describe", None)
-    return dict(describe()) if callable(describe) else {"name": name}
