@@ -33,7 +33,7 @@ def make(
     protocol: str | None = None,
     **kwargs: Any,
 ) -> gymnasium.Env:
-    """Create ``VLNVerse/Nav-v0`` (see :class:`vlnverse.envs.nav_env.NavEnv` for every option).
+    """Create ``VLNVerse/Nav-v0`` (every option: :class:`vlnverse.envs.config.NavEnvConfig`).
 
     ``start`` is ``(x, y, yaw)`` and ``goal`` ``(x, y)``; either defaults to a random
     navigable point drawn from the reset seed. With ``dataset`` (a dataset directory or

@@ -38,13 +38,14 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from vlnverse.envs.config import NavEnvConfig
 from vlnverse.envs.episode import Goal, NavEpisode, goal_from
 from vlnverse.envs.oracle import Oracle
 from vlnverse.envs.player import EpisodePlayer, open_dataset, parse_start, start_pose
 from vlnverse.envs.reward import RewardConfig, coerce, physics_config
 from vlnverse.envs.tasks import TaskComponent, TaskSet
 from vlnverse.envs.tasks.base import INSTRUCTION_CHARSET, INSTRUCTION_MAX_LENGTH
-from vlnverse.envs.tasks.dialogue import DEFAULT_QUESTION, DEFAULT_QUESTION_BUDGET
+from vlnverse.envs.tasks.dialogue import DEFAULT_QUESTION
 from vlnverse.envs.tasks.eqa import check_index
 from vlnverse.errors import ConfigError, InvalidActionError, SimulationError
 from vlnverse.scene.navigation import DistanceField
@@ -52,8 +53,6 @@ from vlnverse.scene.types import Scene
 from vlnverse.sim.actions import make_action_space
 from vlnverse.sim.agent import AgentSpec
 from vlnverse.sim.backend import resolve_backend
-from vlnverse.sim.gl.context import RENDERERS
-from vlnverse.sim.gl.panorama import PANORAMA_MODES
 from vlnverse.sim.rig import SensorRig
 from vlnverse.sim.sensors import RGBSensor, SensorSpec, pose_space
 from vlnverse.sim.simulator import Simulator
@@ -68,40 +67,15 @@ class NavEnv(gym.Env):
     Args:
         scene: Path to a USD scene (or a loaded :class:`Scene`); optional with a dataset
             or with episodes that name their scene.
-        backend: ``"bullet"`` (default), ``"isaac"`` or ``"auto"``.
-        physics: ``"strict"``, ``"slide"``, ``"tel_hop"`` or a :class:`PhysicsConfig`.
-        action_space: ``"discrete"``, ``"velocity"``, ``"waypoint"`` or an action-space spec.
-        sensors: Sensor names, a mapping of name → spec, or a :class:`SensorRig`.
-        start: Start ``(x, y, yaw)``; random navigable (from the reset seed) when ``None``.
-        goal: Goal ``(x, y)``; random reachable (from the reset seed) when ``None``.
-        instruction: Instruction text of the single-episode form.
-        goal_radius: Success radius in metres of the single-episode form's goals.
-        episodes: Episodes to cycle through (overrides start/goal/instruction).
+        config: The env's settings (:class:`~vlnverse.envs.config.NavEnvConfig`; default:
+            the defaults).
+        episodes: Episodes to cycle through (overrides the config's start/goal/instruction).
         dataset: A dataset directory, a ``.jsonl(.gz)`` file or an
             :class:`~vlnverse.tasks.dataset.EpisodeDataset` whose episodes to play.
         split: Dataset split (None: all).
-        task: Task name (:mod:`vlnverse.tasks.registry`): selects the dataset's episodes and
-            the task components the env has by default.
         scenes_dir: Where the dataset's scene paths are relative to (default: its manifest's).
-        dialogue: Enable the ask action (default: ``task == "dialogue"``).
-        question_budget: Questions per episode when the episode does not say (default 3).
-        oracle_llm: LLM oracle: a :func:`vlnverse.llm.make_llm` spec or a client (None: template oracle).
-        reference_image: Observe the goal's reference image (default: ``task == "visual_reference"``).
-        reference_image_size: ``(height, width)`` of the ``reference_image`` observation.
-        eqa: Observe the question and options and allow answers (default: ``task == "eqa"``).
-        agent: The agent body.
-        max_episode_steps: Step budget (default by action space: 500 discrete/velocity, 50 waypoint).
-        reward: Dense reward weights.
-        oracle_stop_distance: Geodesic distance at which the oracle says STOP (capped by the goal radius).
-        min_goal_distance: Minimum geodesic start–goal distance of random episodes.
-        occupancy_resolution: Grid resolution of the navigation map (metres).
-        renderer: Camera renderer of the embedded backend: ``auto``, ``gl`` or ``tiny`` (see
-            :class:`vlnverse.sim.Simulator`).
-        panorama: How the GL renderer draws the 12-view panorama: ``one_pass`` (default) or
-            ``direct`` (see :class:`vlnverse.sim.Simulator`).
-        render_mode: ``None`` or ``"rgb_array"``.
-        instruction_view: Long-horizon: ``"full"`` (default, the paper's) observes the
-            whole chained instruction, ``"leg"`` the active leg's sub-instruction.
+        **settings: Fields of :class:`~vlnverse.envs.config.NavEnvConfig`, in place of the
+            config's (``physics="tel_hop"``, ``task="eqa"``, ...).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
@@ -110,76 +84,29 @@ class NavEnv(gym.Env):
         self,
         scene: str | Path | Scene | None = None,
         *,
-        backend: str = "bullet",
-        renderer: str = "auto",
-        panorama: str = "one_pass",
-        physics: Any = "strict",
-        action_space: Any = "discrete",
-        sensors: Any = ("rgb", "depth"),
-        start: Sequence[float] | None = None,
-        goal: Sequence[float] | None = None,
-        instruction: str = "",
-        goal_radius: float = 3.0,
+        config: NavEnvConfig | None = None,
         episodes: Sequence[NavEpisode | Mapping] | None = None,
-        agent: AgentSpec | Mapping | None = None,
-        max_episode_steps: int | None = None,
-        reward: RewardConfig | Mapping | None = None,
-        oracle_stop_distance: float = 0.5,
-        min_goal_distance: float = 1.0,
-        occupancy_resolution: float = 0.05,
-        render_mode: str | None = None,
         dataset: Any = None,
         split: str | None = None,
-        task: str | None = None,
         scenes_dir: str | Path | None = None,
-        dialogue: bool | None = None,
-        question_budget: int = DEFAULT_QUESTION_BUDGET,
-        oracle_llm: Any = None,
-        reference_image: bool | None = None,
-        reference_image_size: Sequence[int] = (224, 224),
-        instruction_view: str = "full",
-        eqa: bool | None = None,
+        **settings: Any,
     ) -> None:
         # Validate everything cheap before loading anything.
-        self.physics = physics_config(physics)
-        self.agent_spec = coerce(AgentSpec, agent, "agent")
-        self.reward_config = coerce(RewardConfig, reward, "reward")
-        self.action_spec = make_action_space(action_space)
-        rig = SensorRig.from_spec(sensors)
-        backend = resolve_backend(backend)
-        if renderer not in RENDERERS:
-            raise ConfigError(f"unknown renderer {renderer!r}; valid: {', '.join(RENDERERS)}")
-        self._renderer = renderer
-        if panorama not in PANORAMA_MODES:
-            raise ConfigError(f"unknown panorama mode {panorama!r}; valid: {', '.join(PANORAMA_MODES)}")
-        self._panorama = panorama
-        if render_mode not in (None, "rgb_array"):
-            raise ConfigError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
-        self.render_mode = render_mode
-        if max_episode_steps is None:
-            max_episode_steps = self.action_spec.default_max_steps
-        if not isinstance(max_episode_steps, int) or max_episode_steps < 1:
-            raise ConfigError(f"max_episode_steps must be a positive integer, got {max_episode_steps!r}")
-        self.max_episode_steps = max_episode_steps
-        for name, value in (("oracle_stop_distance", oracle_stop_distance),
-                            ("min_goal_distance", min_goal_distance),
-                            ("occupancy_resolution", occupancy_resolution)):
-            if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0 or (
-                    name == "occupancy_resolution" and value == 0):
-                raise ConfigError(f"{name} must be a {'positive' if name == 'occupancy_resolution' else 'non-negative'} number, got {value!r}")
-        self.oracle_stop_distance = float(oracle_stop_distance)
-        self.min_goal_distance = float(min_goal_distance)
-        fixed_start = parse_start(start)
-        if not isinstance(goal_radius, (int, float)) or not goal_radius > 0:
-            raise ConfigError(f"goal_radius must be positive, got {goal_radius!r}")
-        self.goal_radius = float(goal_radius)
-        fixed_goal = goal_from(goal, self.goal_radius) if goal is not None else None
-        if not isinstance(instruction, str):
-            raise ConfigError(f"instruction must be a string, got {instruction!r}")
-        self._task_settings = {
-            "dialogue": dialogue, "question_budget": question_budget, "oracle_llm": oracle_llm, "eqa": eqa,
-            "reference_image": reference_image, "reference_image_size": reference_image_size,
-            "instruction_view": instruction_view}
+        self.config = config = NavEnvConfig.build(config, **settings)
+        self.physics = physics_config(config.physics)
+        self.agent_spec = coerce(AgentSpec, config.agent, "agent")
+        self.reward_config = coerce(RewardConfig, config.reward, "reward")
+        self.action_spec = make_action_space(config.action_space)
+        rig = SensorRig.from_spec(config.sensors)
+        self._backend_name = resolve_backend(config.backend)
+        self.render_mode = config.render_mode
+        self.max_episode_steps = config.max_episode_steps or self.action_spec.default_max_steps
+        self.oracle_stop_distance = float(config.oracle_stop_distance)
+        self.min_goal_distance = float(config.min_goal_distance)
+        fixed_start = parse_start(config.start)
+        self.goal_radius = float(config.goal_radius)
+        fixed_goal = goal_from(config.goal, self.goal_radius) if config.goal is not None else None
+        task, self._task_settings = config.task, config.task_settings()
         self.components = TaskSet(self, task, dict(self._task_settings))
         self.episodes = tuple(e if isinstance(e, NavEpisode) else NavEpisode.from_mapping(e) for e in (episodes or ()))
         self.task = task
@@ -189,9 +116,7 @@ class NavEnv(gym.Env):
             self.episodes = (*self.episodes, *dataset_episodes)
         elif split is not None or scenes_dir is not None:
             raise ConfigError("split and scenes_dir need a dataset")
-        self._player = EpisodePlayer(self, fixed_start, fixed_goal, instruction)
-        self._backend_name = backend
-        self._occupancy_resolution = float(occupancy_resolution)
+        self._player = EpisodePlayer(self, fixed_start, fixed_goal, config.instruction)
         if scene is None:
             scene = next((e.scene for e in self.episodes if e.scene is not None), None)
             if scene is None:
@@ -199,7 +124,6 @@ class NavEnv(gym.Env):
         self.sim: Simulator | None = None
         self._scene_key: str | None = None
         self._load_scene(scene, rig)
-        self._instruction = instruction
         self._compose()
         self.episode: NavEpisode | None = None
         self._steps, self._done, self._bump, self._path_length, self._start_snap = 0, True, 0, 0.0, 0.0
@@ -214,7 +138,7 @@ class NavEnv(gym.Env):
         dialogue_part = self.components.component("dialogue")
         #: The discrete action id that asks the dialogue oracle (None without one).
         self.ask_action: int | None = dialogue_part.first_action if dialogue_part is not None else None
-        texts = [self._instruction, *(e.instruction for e in self.episodes), *self.components.texts(self.episodes)]
+        texts = [self.config.instruction, *(e.instruction for e in self.episodes), *self.components.texts(self.episodes)]
         self._charset = INSTRUCTION_CHARSET | frozenset("".join(texts))
         self._max_text = max(INSTRUCTION_MAX_LENGTH, *(len(t) for t in texts))
         self._update_observation_space()
@@ -246,7 +170,7 @@ class NavEnv(gym.Env):
             return
         spec = self.agent_spec
         dims = {"agent_radius": spec.radius, "agent_height": spec.height, "step_height": spec.step_height,
-                "resolution": self._occupancy_resolution}
+                "resolution": float(self.config.occupancy_resolution)}
         if isinstance(scene, Scene):
             loaded, occupancy = scene, build_occupancy(scene, **dims)
         else:
@@ -256,7 +180,7 @@ class NavEnv(gym.Env):
             self.sim.close()
             self.sim = None
         sim = Simulator(loaded, agent=spec, sensors=rig, physics=self.physics, backend=self._backend_name,
-                        renderer=self._renderer, panorama=self._panorama, occupancy=occupancy, pose=Pose(*occupancy.sample_navigable(np.random.default_rng(0), 1)[0], 0.0))
+                        renderer=self.config.renderer, panorama=self.config.panorama, occupancy=occupancy, pose=Pose(*occupancy.sample_navigable(np.random.default_rng(0), 1)[0], 0.0))
         if self.sim is not None:
             self.sim.close()
             logger.info("switched scene to %s", key)
