@@ -24,46 +24,50 @@ def register(subparsers) -> None:
         "eval", help="evaluate an agent on a dataset (per-episode JSONL, Tables 5/6, plots, HTML index)",
         description="Run an agent over a dataset's episodes under each physics mode. Re-running the "
                     "same command continues where it stopped.")
-    parser.add_argument("--dataset", type=Path, help="dataset folder (or one .jsonl(.gz) file) (required)")
-    parser.add_argument("--split", default="all", help="split name or 'all' (default: all)")
-    parser.add_argument("--task", default="all", help="task name or 'all' (default: all)")
-    parser.add_argument("--agent",
-                        help="(required) agent name (random, forward, oracle, replay, ...), module:attr (a module on "
-                             "PYTHONPATH or in the current folder) or path/to/file.py:attr")
-    parser.add_argument("--label", default=None,
-                        help="the agent's name in tables and pages (default: its name; a file.py:Class agent by "
-                             "its class)")
-    parser.add_argument("--agent-config", type=Path, default=None, help="agent settings (YAML or JSON)")
-    parser.add_argument("--physics", default="strict,tel_hop", type=_modes,
-                        help="comma-separated physics modes: strict, slide, tel_hop (any case; "
-                             "Tel-Hop and tel-hop work too; default: strict,tel_hop)")
-    parser.add_argument("--episodes", type=int, default=None, help="evaluate a seeded sample of N episodes")
-    parser.add_argument("--workers", type=int, default=1, help="parallel workers (default: 1)")
-    parser.add_argument("--executor", choices=("local", "ray"), default="local",
-                        help="local process pool or a Ray cluster (needs the 'ray' extra)")
-    parser.add_argument("--ray-address", default=None,
-                        help="Ray cluster address (default: start a local Ray instance)")
-    parser.add_argument("--backend", choices=("auto", "bullet", "isaac"), default="bullet",
-                        help="simulator backend: bullet (embedded, default), isaac (Isaac Sim) or "
-                             "auto (Isaac Sim where installed, else bullet)")
-    parser.add_argument("--out", type=Path, help="output folder (required)")
-    parser.add_argument("--seed", type=int, default=0, help="run seed (default: 0)")
-    parser.add_argument("--max-steps", type=int, default=None,
-                        help="step budget per episode (default: 500 discrete steps)")
-    parser.add_argument("--episode-timeout", type=float, default=None, metavar="SECONDS",
-                        help="wall-clock limit per episode; past it the episode fails with reason "
-                             "'timeout' and the run goes on (default: 900; 0: no limit)")
-    parser.add_argument("--success-distance", type=float, default=3.0,
-                        help="success radius in metres (SR needs distance < it; default: 3.0; "
-                             "objectnav uses its episodes' own radius)")
-    parser.add_argument("--instruction-view", choices=("full", "leg"), default="full",
-                        help="long-horizon: the whole chained instruction (full, the paper's; default) "
-                             "or only the active leg's (leg); recorded in run.json")
-    parser.add_argument("--plots", type=int, default=6,
-                        help="episodes per task and physics mode that get a trajectory picture and "
-                             "per-step frames in the episode viewer (default: 6; 0: no pictures)")
-    parser.add_argument("--scenes-dir", type=Path, default=None,
-                        help="folder the dataset's scene paths are relative to (default: from the manifest)")
+    what = parser.add_argument_group("what to run")
+    what.add_argument("--dataset", type=Path, help="dataset folder (or one .jsonl(.gz) file) (required)")
+    what.add_argument("--split", default="all", help="split name or 'all' (default: all)")
+    what.add_argument("--task", default="all", help="task name or 'all' (default: all)")
+    what.add_argument("--agent",
+                      help="(required) agent name (random, forward, oracle, replay, ...), module:attr (a module on "
+                           "PYTHONPATH or in the current folder) or path/to/file.py:attr")
+    what.add_argument("--label", default=None,
+                      help="the agent's name in tables and pages (default: its name; a file.py:Class agent by "
+                           "its class)")
+    what.add_argument("--agent-config", type=Path, default=None, help="agent settings (YAML or JSON)")
+    what.add_argument("--episodes", type=int, default=None, help="evaluate a seeded sample of N episodes")
+    what.add_argument("--seed", type=int, default=0, help="run seed (default: 0)")
+    what.add_argument("--scenes-dir", type=Path, default=None,
+                      help="folder the dataset's scene paths are relative to (default: from the manifest)")
+    scoring = parser.add_argument_group("how it is scored")
+    scoring.add_argument("--physics", default="strict,tel_hop", type=_modes,
+                         help="comma-separated physics modes: strict, slide, tel_hop (any case; "
+                              "Tel-Hop and tel-hop work too; default: strict,tel_hop)")
+    scoring.add_argument("--max-steps", type=int, default=None,
+                         help="step budget per episode (default: 500 discrete steps)")
+    scoring.add_argument("--success-distance", type=float, default=3.0,
+                         help="success radius in metres (SR needs distance < it; default: 3.0; "
+                              "objectnav uses its episodes' own radius)")
+    scoring.add_argument("--instruction-view", choices=("full", "leg"), default="full",
+                         help="long-horizon: the whole chained instruction (full, the paper's; default) "
+                              "or only the active leg's (leg); recorded in run.json")
+    scoring.add_argument("--episode-timeout", type=float, default=None, metavar="SECONDS",
+                         help="wall-clock limit per episode; past it the episode fails with reason "
+                              "'timeout' and the run goes on (default: 900; 0: no limit)")
+    where = parser.add_argument_group("where it runs")
+    where.add_argument("--workers", type=int, default=1, help="parallel workers (default: 1)")
+    where.add_argument("--executor", choices=("local", "ray"), default="local",
+                       help="local process pool or a Ray cluster (needs the 'ray' extra)")
+    where.add_argument("--ray-address", default=None,
+                       help="Ray cluster address (default: start a local Ray instance)")
+    where.add_argument("--backend", choices=("auto", "bullet", "isaac"), default="bullet",
+                       help="simulator backend: bullet (embedded, default), isaac (Isaac Sim) or "
+                            "auto (Isaac Sim where installed, else bullet)")
+    out = parser.add_argument_group("what it writes")
+    out.add_argument("--out", type=Path, help="output folder (required)")
+    out.add_argument("--plots", type=int, default=6,
+                     help="episodes per task and physics mode that get a trajectory picture and "
+                          "per-step frames in the episode viewer (default: 6; 0: no pictures)")
     llm = parser.add_argument_group("LLM agents")
     llm.add_argument("--llm", default=None, metavar="SPEC",
                      help="the agent's model: openai:MODEL[?base_url=...&api_key_env=...], hf:PATH or "
@@ -90,14 +94,14 @@ def register(subparsers) -> None:
     trace.add_argument("--debate-max-rounds", type=int, default=3, metavar="R",
                        help="R_max of the debate metrics DR/JOR/MPTR (default: 3; an agent whose trace "
                             "states debate_max_rounds, e.g. dscd_nav, uses its own)")
-    parser.add_argument("--retry-errors", action="store_true",
+    out.add_argument("--retry-errors", action="store_true",
                         help="run again the episodes whose record ended in an error (agent exception, "
                              "worker death, unreachable server); every other record is kept")
-    parser.add_argument("--fallback-warning", type=float, default=None, metavar="SHARE",
+    out.add_argument("--fallback-warning", type=float, default=None, metavar="SHARE",
                         help="warn when more than this share of the agent's steps were fallback moves "
                              "(default: 0.5)")
-    parser.add_argument("--no-progress", action="store_true", help="do not draw the progress bar")
-    parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    out.add_argument("--no-progress", action="store_true", help="do not draw the progress bar")
+    out.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.set_defaults(handler=_eval, eval_parser=parser)
     tools = parser.add_subparsers(dest="eval_tool", metavar="{verify,bundle,unpack,table,table5,table6}",
                                   help="check, package or tabulate evaluation folders, or run the paper's zero-shot "
