@@ -15,7 +15,7 @@ DEMO_OUT ?= demo_out
 # are root with apt-get, else renderer "auto" falls back to PyBullet's TinyRenderer.
 EGL_PACKAGES := libegl1 libegl-mesa0 libgl1 libgl1-mesa-dri
 
-.PHONY: demo test test-fast bench docs install clean egl
+.PHONY: demo test test-fast bench docs install clean egl browser
 
 install: $(STAMP)
 
@@ -23,6 +23,14 @@ egl:
 	@if ! ldconfig -p | grep -q libEGL_mesa && command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = "0" ]; then \
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(EGL_PACKAGES) >/dev/null; } \
 		|| echo "Mesa EGL could not be installed; renderer 'auto' will use PyBullet's TinyRenderer" >&2; fi
+
+# Headless Chromium, for the test that opens the HTML index in a browser (tests/eval/test_report_html.py);
+# installed for `make test` when we are root with apt-get, else that test skips and says so.
+browser:
+	@if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = "0" ]; then \
+		{ DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1 \
+		  || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }; } \
+		|| echo "Chromium could not be installed; the browser check of the HTML index will skip" >&2; fi
 
 $(STAMP): pyproject.toml Makefile
 	@$(MAKE) --no-print-directory egl
@@ -35,7 +43,7 @@ demo: $(STAMP)
 	$(BIN)/python -m vlnverse demo --out $(DEMO_OUT)
 
 # Every test, then the 25 slowest; `make test-fast` leaves out those marked slow (3 s or more).
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/python -m pytest -q --durations=25
 
 test-fast: $(STAMP)
