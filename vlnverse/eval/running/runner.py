@@ -198,12 +198,12 @@ class Steps:
         self.poses.append(np.asarray(info["pose"], dtype=np.float64))
         self.leg_distances.append(float(info["geodesic_distance"]))
 
-    def trim(self) -> int:
-        """Drop a step interrupted between the env's answer and its bookkeeping; the steps kept."""
+    def trim(self) -> None:
+        """Drop a step interrupted between the env's answer and its bookkeeping."""
         steps = min(len(self.actions), len(self.collisions), len(self.poses) - 1, len(self.leg_distances) - 1)
         del self.actions[steps:], self.collisions[steps:], self.poses[steps + 1:], self.leg_distances[steps + 1:]
         self.stops[:] = [s for s in self.stops if s < steps]
-        return steps
+        self.hits = {k: v for k, v in self.hits.items() if k < steps}
 
 
 @dataclass
@@ -255,7 +255,8 @@ class EpisodeRun:
                 self._play()
         except EpisodeTimeout:
             self._time_out()
-        steps = self.steps.trim()
+        self.steps.trim()
+        poses = np.array(self.steps.poses)  # (steps + 1, 4): x, y, z, yaw
         trace = self._trace()
         refused = getattr(self.usage, "refused", None)
         if refused is not None and refused.scope == "run":
@@ -267,13 +268,13 @@ class EpisodeRun:
         else:
             tokens = (trace or {}).get("tokens")
             cost = (trace or {}).get("cost", (trace or {}).get("cost_usd"))
-        record, scores = self._score(trace, tokens, cost)
+        record, scores = self._score(poses[:, :3], trace, tokens, cost)
         outcome = episode_outcome(self.ending.fail_reason, self.info, self.ending.agent_reason) \
             if self.episode.task == "eqa" else None
         if outcome is not None:
             scores.update(outcome_metrics(outcome["outcome"]))
         self.timing.total = time.perf_counter() - t_start
-        return self._output(record, scores, steps, trace, llm, outcome)
+        return self._output(record, scores, poses, trace, llm, outcome)
 
     def _episode_info(self) -> EpisodeInfo:
         episode, base = self.episode, self.base
@@ -413,11 +414,10 @@ class EpisodeRun:
             llm["features"] = {k: list(v) for k, v in usage.features_used.items()}  # the worker's client so far
         return llm
 
-    def _score(self, trace: dict[str, Any] | None, tokens: Any, cost: Any) -> tuple[EpisodeRecord, dict[str, Any]]:
+    def _score(self, positions: np.ndarray, trace: dict[str, Any] | None, tokens: Any,
+               cost: Any) -> tuple[EpisodeRecord, dict[str, Any]]:
         """The episode's :class:`EpisodeRecord` and its metrics (a malformed trace fails the episode)."""
         episode, base, steps = self.episode, self.base, self.steps
-        pose_arr = np.array(steps.poses)
-        positions = pose_arr[:, :3]
         goals = np.array([g.position for g in episode.goals], dtype=np.float64)
         if episode.task == "long_horizon":
             goal_distances = base.goal_distances(positions[:, :2])  # the fields the env built at reset
@@ -450,11 +450,10 @@ class EpisodeRun:
             scores.pop(key, None)
         return record, scores
 
-    def _output(self, record: EpisodeRecord, scores: dict[str, Any], steps: int, trace: dict[str, Any] | None,
+    def _output(self, record: EpisodeRecord, scores: dict[str, Any], poses: np.ndarray, trace: dict[str, Any] | None,
                 llm: dict[str, Any] | None, outcome: dict[str, Any] | None) -> dict[str, Any]:
         """The JSON-ready ``episodes.jsonl`` record (``trace`` kept when its metrics failed, for reading)."""
         episode, ending = self.episode, self.ending
-        poses = np.array(self.steps.poses)
         out = {
             "episode_id": episode.episode_id,
             "task": episode.task,
@@ -472,7 +471,7 @@ class EpisodeRun:
                                for row in np.asarray(record.goal_distances).tolist()],
             "actions": self.steps.actions,
             "collisions": self.steps.collisions,
-            "hits": {str(k): v for k, v in sorted(self.steps.hits.items()) if k < steps},
+            "hits": {str(k): v for k, v in sorted(self.steps.hits.items())},
             "action_space": self.base.action_spec.name,
             "stops": self.steps.stops,
             "fail_reason": ending.fail_reason,
