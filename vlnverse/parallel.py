@@ -4,15 +4,17 @@ Procedural scene generation and dataset generation both write one scene per unit
 unit's output depends only on its arguments, so the executor changes where the work runs,
 never the bytes. :func:`run_units` yields each unit's result as it finishes with the peak
 resident memory of the process that ran it, so a build can report memory per worker.
-Ray retries a unit whose worker process died (:data:`RAY_RETRIES` times); the local pool
-raises :class:`~vlnverse.errors.WorkerError` (finished units are kept by the caller and
-a re-run resumes).
+A unit whose worker process died (a native library's crash, the kernel's OOM killer) runs
+again, at most :data:`WORKER_RETRIES` times: Ray reruns the task, a local pool is replaced by a
+fresh one for the units it left unfinished (:func:`pooled`). After that the local pool raises
+:class:`~vlnverse.errors.WorkerError` (finished units are kept by the caller and a re-run resumes).
 """
 
 from __future__ import annotations
 
 import concurrent.futures as futures
 import contextlib
+import functools
 import logging
 import multiprocessing
 import os
@@ -31,8 +33,8 @@ log = logging.getLogger(__name__)
 EXECUTORS = ("local", "ray")
 RAY_USAGE_STATS_ENV = "RAY_USAGE_STATS_ENABLED"
 """Ray's documented switch for its usage statistics ("0" off, "1" on)."""
-RAY_RETRIES = 3
-"""How often Ray reruns a unit whose worker died (its system failures, not exceptions)."""
+WORKER_RETRIES = 3
+"""How often a unit whose worker process died runs again (system failures, not exceptions)."""
 
 
 @dataclass(frozen=True)
@@ -112,19 +114,51 @@ def _run_pool(fn, args: Sequence[Any], workers: int, describe: Callable[[Any], s
     indexed = list(enumerate(args))
     batch = len(indexed) if not units_per_process else workers * units_per_process
     for first in range(0, len(indexed), batch):
-        chunk = indexed[first:first + batch]
-        with futures.ProcessPoolExecutor(max_workers=min(workers, len(chunk)), mp_context=context,
-                                         initializer=exit_with_parent, initargs=(os.getpid(),)) as pool:
-            pending = {pool.submit(_measured, fn, index, arg): index for index, arg in chunk}
-            for future in futures.as_completed(pending):
-                try:
+        yield from pooled(functools.partial(_measured_unit, fn), indexed[first:first + batch], workers=workers,
+                          context=context, initializer=exit_with_parent, initargs=(os.getpid(),),
+                          describe=lambda unit: describe(unit[1]))
+
+
+def _measured_unit(fn: Callable[[Any], Any], unit: tuple[int, Any]) -> UnitResult:
+    return _measured(fn, *unit)
+
+
+def pooled(fn: Callable[[Any], Any], args: Sequence[Any], *, workers: int, context: Any,
+           initializer: Callable[..., None] | None = None, initargs: tuple[Any, ...] = (),
+           describe: Callable[[Any], str] = str) -> Iterator[Any]:
+    """``fn(arg)`` for every ``arg`` on a process pool of ``context``, yielding results in the
+    order they finish. When a worker process dies, the units the pool left unfinished run
+    again in a fresh pool, at most :data:`WORKER_RETRIES` times (an exception a unit raises is
+    raised at once).
+
+    Raises:
+        WorkerError: workers died more often than that (the unfinished units are named).
+    """
+    todo = list(args)
+    for attempt in range(WORKER_RETRIES + 1):
+        with futures.ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=context,
+                                         initializer=initializer, initargs=initargs) as pool:
+            pending = {pool.submit(fn, arg): arg for arg in todo}
+            yielded = set()
+            try:
+                for future in futures.as_completed(pending):
                     result = future.result()
-                except BrokenProcessPool:
-                    unfinished = sorted(describe(args[i]) for f, i in pending.items() if not f.done() or f.exception())
-                    raise WorkerError(f"a worker process died while running {', '.join(unfinished[:5])}"
-                                      f"{' and more' if len(unfinished) > 5 else ''}; finished work is kept, "
-                                      "re-run the command to resume") from None
-                yield result
+                    yielded.add(future)
+                    yield result
+                return
+            except BrokenProcessPool:
+                pass
+        for future in pending:  # finished before the pool broke, not yet handed out
+            if future not in yielded and future.done() and future.exception() is None:
+                yield future.result()
+        todo = [arg for future, arg in pending.items() if future.exception() is not None]
+        names = sorted(describe(arg) for arg in todo)
+        listed = f"{', '.join(names[:5])}{' and more' if len(names) > 5 else ''}"
+        if attempt == WORKER_RETRIES:
+            raise WorkerError(f"a worker process died while running {listed} ({WORKER_RETRIES + 1} tries); "
+                              "finished work is kept, re-run the command to resume")
+        log.warning("a worker process died while running %s; running them again in a fresh pool (retry %d of %d)",
+                    listed, attempt + 1, WORKER_RETRIES)
 
 
 def import_ray() -> Any:
@@ -174,7 +208,7 @@ def _run_ray(fn, args: Sequence[Any], workers: int, address: str | None,
              units_per_process: int | None) -> Iterator[UnitResult]:
     """Ray tasks, ``workers`` in flight; Ray reruns a task whose worker process died."""
     with ray_session(workers, address) as ray:
-        task = ray.remote(num_cpus=1, max_retries=RAY_RETRIES, max_calls=units_per_process or 0)(_measured)
+        task = ray.remote(num_cpus=1, max_retries=WORKER_RETRIES, max_calls=units_per_process or 0)(_measured)
         queue = list(enumerate(args))[::-1]
         pending: list[Any] = []
         while queue or pending:

@@ -99,7 +99,7 @@ def test_gama_routes_top2_and_fits_actions_and_residuals():
     runner = TeacherForced(model)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     for _ in range(150):
-        logits, residual = runner(data["tokens"], data["rgb"], data["depth"], data["prev_actions"])
+        logits, residual, _ = runner(data["tokens"], data["rgb"], data["depth"], data["prev_actions"])
         loss = (torch.nn.functional.cross_entropy(logits.flatten(0, 1), data["actions"].flatten())
                 + (residual - targets).pow(2).sum(-1).mean())
         optimizer.zero_grad()

@@ -58,6 +58,9 @@ def register(subparsers) -> None:
                         help="start the visual encoders from this file: `vlnverse train encoders`' encoders.pt, or a "
                              "waypoint predictor checkpoint (its depth CNN); results are labelled +aug")
     parser.add_argument("--freeze-encoders", action="store_true", help="keep the --encoders weights fixed")
+    parser.add_argument("--progress-monitor", type=float, default=0.0, metavar="WEIGHT",
+                        help="train a progress head beside the actions, its loss weighted by WEIGHT (VLN-CE: 1.0; "
+                             "default 0: none; seq2seq and cma)")
     parser.add_argument("--dagger", type=int, default=0, metavar="ROUNDS",
                         help="DAgger rounds after teacher forcing (each: collect with the policy, train --epochs)")
     parser.add_argument("--workers", type=int, default=1, help="processes for pre-rendering and validation")
@@ -105,6 +108,7 @@ def build_config(args: argparse.Namespace):
     data.update(kind=args.model, dataset=str(args.dataset), out=str(args.out), split=args.split, task=args.task,
                 device=args.device, amp=args.amp, workers=args.workers, loader_workers=args.loader_workers,
                 seed=args.seed, inflection_weighting=not args.no_inflection, dagger_rounds=args.dagger,
+                progress_weight=args.progress_monitor,
                 val_split=_val_split(args, data.get("val_split", "val_unseen")),
                 augment=[str(folder) for folder in args.augment],
                 encoders=str(args.encoders) if args.encoders else None)

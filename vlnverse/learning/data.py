@@ -45,18 +45,34 @@ def motion(poses: np.ndarray) -> np.ndarray:
     return out
 
 
-class EpisodeTensors(torch.utils.data.Dataset):
-    """Episode ``i`` of a :class:`FrameStore` as tensors (frames, actions, instruction tokens)."""
+def route_progress(poses: np.ndarray) -> np.ndarray:
+    """The share of an oracle walk's route behind each step's pose (L,) float32 in [0, 1]: the
+    distance walked so far over the whole walk's length (1 everywhere for a walk that never
+    moves). The oracle follows the shortest path, so this is the geodesic progress towards
+    where it stops, the progress monitor's target."""
+    xy = np.asarray(poses, dtype=np.float64).reshape(-1, 4)[:, :2]
+    walked = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(xy, axis=0), axis=1))])
+    if walked[-1] <= 0.0:
+        return np.ones(len(xy), dtype=np.float32)
+    return (walked / walked[-1]).astype(np.float32)
 
-    def __init__(self, store: FrameStore, vocab: dict[str, Any], max_tokens: int) -> None:
-        self.store, self.vocab, self.max_tokens = store, vocab, max_tokens
+
+class EpisodeTensors(torch.utils.data.Dataset):
+    """Episode ``i`` of a :class:`FrameStore` as tensors (frames, actions, instruction tokens,
+    and the progress target: :func:`route_progress` of an ``oracle_walks`` store, NaN, no
+    target, for walks the oracle did not lead, as DAgger's)."""
+
+    def __init__(self, store: FrameStore, vocab: dict[str, Any], max_tokens: int, *, oracle_walks: bool = True) -> None:
+        self.store, self.vocab, self.max_tokens, self.oracle_walks = store, vocab, max_tokens, oracle_walks
 
     def __len__(self) -> int:
         return len(self.store)
 
     def __getitem__(self, index: int) -> dict[str, Any]:
         ep = self.store.episode(index)
+        progress = route_progress(ep["poses"]) if self.oracle_walks else np.full(len(ep["actions"]), np.nan, np.float32)
         return {"rgb": torch.from_numpy(np.ascontiguousarray(ep["rgb"])), "motion": torch.from_numpy(motion(ep["poses"])),
+                "progress": torch.from_numpy(progress),
                 "depth": torch.from_numpy(np.asarray(ep["depth"], dtype=np.float32)),
                 "actions": torch.from_numpy(np.asarray(ep["actions"], dtype=np.int64)),
                 "tokens": torch.tensor(encode(ep["instruction"], self.vocab, self.max_tokens), dtype=torch.int64)}
@@ -100,5 +116,6 @@ def collate(items: Sequence[dict[str, Any]], inflection: float = 1.0) -> dict[st
     prev = torch.cat([torch.full((batch, 1), START_ACTION, dtype=torch.int64), actions[:, :-1]], dim=1)
     weights = torch.where(actions != prev, torch.tensor(inflection), torch.tensor(1.0)) * mask
     weights[[i for i, item in enumerate(items) if item.get("ghost")]] = 0.0
-    return {"rgb": pad("rgb"), "depth": pad("depth"), "motion": pad("motion"), "actions": actions, "prev_actions": prev, "mask": mask,
-            "weights": weights, "tokens": torch.stack([item["tokens"] for item in items])}
+    return {"rgb": pad("rgb"), "depth": pad("depth"), "motion": pad("motion"), "progress": pad("progress"),
+            "actions": actions, "prev_actions": prev, "mask": mask, "weights": weights,
+            "tokens": torch.stack([item["tokens"] for item in items])}

@@ -75,6 +75,11 @@ class ImitationConfig:
             (oracle with probability ``dagger_p ** k``), labels every step with the oracle's
             action, adds those walks to the training set and trains ``epochs`` more epochs.
         dagger_p: DAgger's oracle probability base (VLN-CE: 0.75).
+        progress_weight: Weight of the progress monitor's loss (VLN-CE's ``alpha``, 1.0 there;
+            ``0``: no monitor): the model gets a progress head (``model.progress_monitor``),
+            whose squared error against the share of the oracle's route behind each step
+            (:func:`~vlnverse.learning.data.route_progress`) joins each step's loss, weighted as
+            the step. DAgger's walks carry no target (the oracle did not lead them).
         seed: Seeds initialization, data order and evaluation.
         device: ``cpu``, ``cuda[:N]`` or ``auto``.
         threads: Torch CPU threads for training, per process (``None``: torch's setting when
@@ -117,6 +122,7 @@ class ImitationConfig:
     inflection_weighting: bool = True
     dagger_rounds: int = 0
     dagger_p: float = 0.75
+    progress_weight: float = 0.0
     seed: int = 0
     device: str = "cpu"
     threads: int | None = None
@@ -154,6 +160,10 @@ class ImitationConfig:
         if not isinstance(self.dagger_rounds, int) or self.dagger_rounds < 0 or not 0.0 <= self.dagger_p <= 1.0:
             raise ConfigError(f"need dagger_rounds >= 0 and dagger_p in [0, 1], got {self.dagger_rounds!r}, "
                               f"{self.dagger_p!r}")
+        if not self.progress_weight >= 0:
+            raise ConfigError(f"progress_weight must be >= 0, got {self.progress_weight!r}")
+        if self.progress_weight and self.kind == "gama":
+            raise ConfigError("the progress monitor (progress_weight) is for seq2seq and cma, not gama")
 
     @property
     def augment_frames(self) -> list[Path]:
@@ -185,6 +195,9 @@ class ImitationConfig:
             data["encoders"] = hashlib.sha256(Path(self.encoders).read_bytes()).hexdigest()
         else:
             del data["encoders"]
+        data["model"].pop("progress_monitor")  # set by progress_weight
+        if not self.progress_weight:
+            del data["progress_weight"]  # the fingerprints of runs without the monitor stay
         data["dagger_rounds"] = min(self.dagger_rounds, 1)  # 0 or 1: the fingerprints of one-round runs stay
         if not self.dagger_rounds:
             data.pop("epochs")
@@ -301,7 +314,8 @@ def _train(config: ImitationConfig, group: Any, device: Any, progress: Callable[
     stores = [store, *augmentation_stores(config, frames)]
     vocab = vocabulary(*stores)
     model_config = dataclasses.replace(pretrained_model(config, frames), kind=config.kind, vocab_size=len(vocab["word_list"]),
-                                       rgb_size=frames["rgb_size"], depth_size=frames["depth_size"])
+                                       rgb_size=frames["rgb_size"], depth_size=frames["depth_size"],
+                                       progress_monitor=config.progress_weight > 0)
     seed_everything(config.seed)
     model = build_model(model_config).to(device)
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=config.lr,
@@ -331,7 +345,8 @@ def _train(config: ImitationConfig, group: Any, device: Any, progress: Callable[
             dagger_round = (epoch - 1) // config.epochs
             while len(rounds) <= dagger_round:  # DAgger: aggregate the current policy's walks
                 collected = collect_dagger(config, len(rounds), Path(history[-1].checkpoint), frames, group)
-                rounds.append([EpisodeTensors(part, vocab, model_config.max_instruction_tokens) for part in collected])
+                rounds.append([EpisodeTensors(part, vocab, model_config.max_instruction_tokens, oracle_walks=False)
+                               for part in collected])
             datasets = [part for parts in rounds for part in parts]
             dataset = WithGhosts(torch.utils.data.ConcatDataset(datasets))
             lengths = [e.length for part in datasets for e in part.store.episodes]
@@ -339,7 +354,7 @@ def _train(config: ImitationConfig, group: Any, device: Any, progress: Callable[
             loader = torch.utils.data.DataLoader(dataset, batch_sampler=batches, num_workers=config.loader_workers,
                                                  collate_fn=functools.partial(collate, inflection=inflection))
             total = len(batches)
-            stats = _train_epoch(runner, loader, optimizer, precision, device, epoch, group,
+            stats = _train_epoch(runner, loader, optimizer, precision, device, epoch, group, config.progress_weight,
                                  (lambda done, n=total: progress("train", done, n)) if progress else None)
             path = out / CHECKPOINTS / f"epoch_{epoch:03d}.pt"
             stats.checkpoint = str(path.resolve())
@@ -453,7 +468,7 @@ def augmentation_stores(config: ImitationConfig, frames: dict[str, Any]) -> list
 
 
 def _train_epoch(model: Any, loader: Any, optimizer: Any, precision: Any, device: Any, epoch: int,
-                 group: Any, progress: Callable[[int], None] | None) -> EpochStats:
+                 group: Any, progress_weight: float, progress: Callable[[int], None] | None) -> EpochStats:
     from vlnverse.learning.torch_support import require_torch
 
     torch = require_torch()
@@ -463,15 +478,17 @@ def _train_epoch(model: Any, loader: Any, optimizer: Any, precision: Any, device
     for done, batch in enumerate(loader, start=1):
         batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
         with precision.autocast():
-            outputs = teacher_forced_logits(model, batch)
-            logits, residual = outputs if isinstance(outputs, tuple) else (outputs, None)
+            outputs = teacher_forced(model, batch)
+            logits = outputs.logits
             losses = torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), batch["actions"].flatten(),
                                                        reduction="none")
-            if residual is not None:  # GAMA: the residual's squared error, weighted as the steps
+            if outputs.residual is not None:  # GAMA: the residual's squared error, weighted as the steps
                 from vlnverse.learning.models.gama import RESIDUAL_WEIGHT, residual_targets
 
-                error = (residual.float() - residual_targets(batch["actions"], batch["motion"])).pow(2).sum(-1)
+                error = (outputs.residual.float() - residual_targets(batch["actions"], batch["motion"])).pow(2).sum(-1)
                 losses = losses + RESIDUAL_WEIGHT * error.flatten()
+            if outputs.progress is not None:  # the progress monitor's squared error, weighted as the steps
+                losses = losses + progress_weight * progress_errors(outputs.progress, batch["progress"]).flatten()
             weights = batch["weights"].flatten()
             # the global batch's weighted mean (DDP averages the processes' gradients)
             loss = (losses * weights).sum() * (group.world / group.sum([float(weights.sum())])[0])
@@ -488,10 +505,20 @@ def _train_epoch(model: Any, loader: Any, optimizer: Any, precision: Any, device
                       time.perf_counter() - started)
 
 
-def teacher_forced_logits(runner: Any, batch: dict[str, Any]) -> Any:
-    """Action logits (B, T, 4) (GAMA: and residuals) of whole padded episodes under teacher forcing (``runner``: a
-    :class:`~vlnverse.learning.models.encoders.TeacherForced`, possibly in ``DataParallel`` or DDP)."""
+def teacher_forced(runner: Any, batch: dict[str, Any]) -> Any:
+    """The :class:`~vlnverse.learning.models.encoders.Decoded` outputs of whole padded episodes under teacher
+    forcing (``runner``: a :class:`~vlnverse.learning.models.encoders.TeacherForced`, possibly in
+    ``DataParallel`` or DDP)."""
     return runner(batch["tokens"], batch["rgb"], batch["depth"], batch["prev_actions"], batch["mask"])
+
+
+def progress_errors(estimate: Any, target: Any) -> Any:
+    """Squared error (B, T) of progress estimates against their targets; 0 where a step has no target (NaN)."""
+    from vlnverse.learning.torch_support import require_torch
+
+    torch = require_torch()
+    known = ~torch.isnan(target)
+    return torch.where(known, estimate.float() - torch.nan_to_num(target), torch.zeros_like(target)).pow(2)
 
 
 def validate(config: ImitationConfig, checkpoint: Path, epoch: int) -> tuple[float, float]:

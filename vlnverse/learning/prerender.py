@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import concurrent.futures as futures
 import contextlib
+import functools
 import hashlib
 import io
 import json
@@ -50,6 +51,7 @@ from vlnverse import __version__
 from vlnverse.config import config_to_dict
 from vlnverse.errors import ConfigError, DatasetError
 from vlnverse.fileio import atomic_open, write_bytes_atomic, write_json_atomic
+from vlnverse.parallel import pooled
 from vlnverse.shared_settings import SWITCH_INTERVAL
 from vlnverse.sim.gl.context import start_method, worker_setup
 from vlnverse.sim.physics import PhysicsConfig
@@ -474,11 +476,9 @@ def _execute(jobs: list[tuple[str, str, list[Any]]], config: PrerenderConfig) ->
         for job in jobs:
             yield _run_job(job, config)
         return
-    context = multiprocessing.get_context(start_method())
-    with futures.ProcessPoolExecutor(max_workers=min(config.workers, len(jobs)), mp_context=context,
-                                     initializer=worker_setup) as pool:
-        for future in futures.as_completed([pool.submit(_run_job, job, config) for job in jobs]):
-            yield future.result()
+    yield from pooled(functools.partial(_run_job, config=config), jobs, workers=config.workers,
+                      context=multiprocessing.get_context(start_method()), initializer=worker_setup,
+                      describe=lambda job: f"scene {job[0]}")
 
 
 def prerender(config: PrerenderConfig, progress: Callable[[SceneFrames], None] | None = None) -> PrerenderSummary:

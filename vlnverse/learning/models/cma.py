@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from vlnverse.learning.models.config import NUM_ACTIONS, ModelConfig
-from vlnverse.learning.models.encoders import RecurrentPolicy, prepare_encoders
+from vlnverse.learning.models.encoders import RecurrentPolicy, finish_policy
 from vlnverse.learning.torch_support import require_torch
 
 torch = require_torch()
@@ -53,7 +53,7 @@ class CMAPolicy(RecurrentPolicy):
         size = text + self.rgb_encoder.channels + self.depth_encoder.channels + config.action_embedding + hidden
         self.decision_gru = nn.GRU(size, hidden, batch_first=True)
         self.action_head = nn.Linear(hidden, NUM_ACTIONS)
-        prepare_encoders(self, config)
+        finish_policy(self, config)
 
     def encode_instruction(self, tokens: Any) -> tuple[Any, Any]:
         """The instruction's token features and mask, computed once per episode."""
@@ -63,10 +63,10 @@ class CMAPolicy(RecurrentPolicy):
     def initial_state(self, batch: int, device: Any = None) -> Any:
         return torch.zeros(2, batch, self.config.hidden, device=device)
 
-    def forward(self, instruction: tuple[Any, Any], rgb: Any, depth: Any, prev_actions: Any,
-                state: Any, mask: Any = None) -> tuple[Any, Any]:
-        """Action logits (B, T, 4) of ``T`` steps and the next state (both GRUs' states stacked);
-        ``mask``: the real steps of padded episodes (see ``encode_frames``)."""
+    def decide(self, instruction: tuple[Any, Any], rgb: Any, depth: Any, prev_actions: Any,
+               state: Any, mask: Any = None) -> tuple[Any, Any]:
+        """The decision GRU's features (B, T, hidden) of ``T`` steps and the next state (both GRUs'
+        states stacked); ``mask``: the real steps of padded episodes (see ``encode_frames``)."""
         rgb_cells, visual, depth_cells, ranged = self.encode_frames(rgb, depth, mask)
         action = self.prev_action(prev_actions)
         h1, state1 = self.state_gru(torch.cat([visual, ranged, action], dim=-1), state[:1].contiguous())
@@ -74,4 +74,4 @@ class CMAPolicy(RecurrentPolicy):
         attended = [self.text_attention(h1, tokens, mask), self.rgb_attention(h1, rgb_cells),
                     self.depth_attention(h1, depth_cells)]
         h2, state2 = self.decision_gru(torch.cat([*attended, action, h1], dim=-1), state[1:].contiguous())
-        return self.action_head(h2), torch.cat([state1, state2], dim=0)
+        return h2, torch.cat([state1, state2], dim=0)

@@ -38,6 +38,10 @@ class ModelConfig:
             vocabulary order) to start the word embeddings from.
         max_instruction_tokens: Instructions are cut to this many tokens.
         experts: GAMA's experts per SAME layer (top-2 of them act at each step).
+        progress_monitor: A progress head beside the action head (Seq2Seq and CMA): from the
+            decision state it estimates how much of the route is behind the agent (VLN-CE's
+            progress monitor, after the self-monitoring agent of Ma et al. 2019); trained as an
+            auxiliary target (``ImitationConfig.progress_weight`` sets it), unused when acting.
     """
 
     kind: str = "seq2seq"
@@ -59,12 +63,15 @@ class ModelConfig:
     word_embeddings: str | None = None
     max_instruction_tokens: int = 200
     experts: int = 4
+    progress_monitor: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in ("seq2seq", "cma", "gama"):
             raise ConfigError(f"unknown model {self.kind!r}; valid: seq2seq, cma, gama")
         if not isinstance(self.experts, int) or self.experts < 2:
             raise ConfigError(f"model experts must be an integer >= 2 (top-2 routing), got {self.experts!r}")
+        if self.progress_monitor and self.kind == "gama":
+            raise ConfigError("the progress monitor is for seq2seq and cma, not gama")
         for name in ("vocab_size", "embedding_dim", "instruction_hidden", "rgb_dim", "depth_dim", "hidden",
                      "action_embedding", "attention_dim", "rgb_size", "depth_size", "max_instruction_tokens"):
             value = getattr(self, name)

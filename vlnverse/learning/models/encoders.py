@@ -8,7 +8,7 @@ to small CNNs trained from scratch; ``rgb_encoder``/``depth_encoder`` name anoth
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from vlnverse.errors import ConfigError
 from vlnverse.learning.models.config import ModelConfig
@@ -91,7 +91,9 @@ class VisualEncoder(nn.Module):
 
 
 class RecurrentPolicy(nn.Module):
-    """What Seq2Seq and CMA share: the three encoders and per-step visual features."""
+    """What the policies share: the three encoders and per-step visual features; for a policy
+    with ``decide`` (features of each step) and an ``action_head``, the action logits and, with
+    ``config.progress_monitor``, the progress estimate."""
 
     def __init__(self, config: ModelConfig, *, bidirectional: bool) -> None:
         super().__init__()
@@ -99,6 +101,16 @@ class RecurrentPolicy(nn.Module):
         self.instruction_encoder = InstructionEncoder(config, bidirectional=bidirectional)
         self.rgb_encoder = VisualEncoder(config, "rgb", config.rgb_dim)
         self.depth_encoder = VisualEncoder(config, "depth", config.depth_dim)
+
+    def forward(self, instruction: Any, rgb: Any, depth: Any, prev_actions: Any, state: Any,
+                mask: Any = None) -> tuple[Any, Any]:
+        """Action logits (B, T, 4) of ``T`` steps and the next state (``mask``: see ``encode_frames``)."""
+        features, state = self.decide(instruction, rgb, depth, prev_actions, state, mask)
+        return self.action_head(features), state
+
+    def estimate_progress(self, features: Any) -> Any:
+        """The progress head's estimate (B, T) in (-1, 1) from ``decide``'s features (VLN-CE: tanh)."""
+        return torch.tanh(self.progress_head(features)).squeeze(-1)
 
     def encode_frames(self, rgb: Any, depth: Any, mask: Any = None) -> tuple[Any, Any, Any, Any]:
         """(B, T, H, W, C) frames → RGB cells (B, T, K, C), RGB vector (B, T, D), and the same for depth.
@@ -119,6 +131,15 @@ class RecurrentPolicy(nn.Module):
         return tuple(features)
 
 
+class Decoded(NamedTuple):
+    """Whole padded episodes through a policy: action logits (B, T, 4), GAMA's residuals
+    (B, T, 2) and the progress monitor's estimates (B, T), each ``None`` where the policy has none."""
+
+    logits: Any
+    residual: Any = None
+    progress: Any = None
+
+
 class TeacherForced(nn.Module):
     """Whole padded episodes through a policy in one ``forward`` (the module that
     ``DataParallel`` splits along the batch)."""
@@ -127,14 +148,15 @@ class TeacherForced(nn.Module):
         super().__init__()
         self.policy = policy
 
-    def forward(self, tokens: Any, rgb: Any, depth: Any, prev_actions: Any, mask: Any = None) -> Any:
-        """Action logits (B, T, 4); ``(logits, residuals)`` for a policy that regresses residuals (GAMA).
-        ``mask`` (B, T): the real steps (padding frames are not encoded)."""
+    def forward(self, tokens: Any, rgb: Any, depth: Any, prev_actions: Any, mask: Any = None) -> Decoded:
+        """The policy's outputs for every step (``mask`` (B, T): the real steps; padding frames are not encoded)."""
         instruction = self.policy.encode_instruction(tokens)
         state = self.policy.initial_state(tokens.shape[0], tokens.device)
         if getattr(self.policy, "regresses_residual", False):
-            return self.policy.decode(instruction, rgb, depth, prev_actions, state, mask)[:2]
-        return self.policy(instruction, rgb, depth, prev_actions, state, mask)[0]
+            return Decoded(*self.policy.decode(instruction, rgb, depth, prev_actions, state, mask)[:2])
+        features, _ = self.policy.decide(instruction, rgb, depth, prev_actions, state, mask)
+        progress = self.policy.estimate_progress(features) if self.policy.config.progress_monitor else None
+        return Decoded(self.policy.action_head(features), progress=progress)
 
 
 def load_encoder_weights(model: Any, path: str) -> None:
@@ -155,8 +177,11 @@ def load_encoder_weights(model: Any, path: str) -> None:
         raise ConfigError(f"encoder checkpoint {path}: unexpected keys {missing.unexpected_keys[:3]}")
 
 
-def prepare_encoders(model: Any, config: ModelConfig) -> None:
-    """Apply ``encoder_checkpoint`` and ``freeze_encoders``."""
+def finish_policy(model: Any, config: ModelConfig) -> None:
+    """What a policy's constructor does last: add the progress head (``progress_monitor``; last, so
+    every other weight starts as it would without it), apply ``encoder_checkpoint`` and ``freeze_encoders``."""
+    if config.progress_monitor:
+        model.progress_head = nn.Linear(config.hidden, 1)
     if config.encoder_checkpoint:
         load_encoder_weights(model, config.encoder_checkpoint)
     if config.freeze_encoders:

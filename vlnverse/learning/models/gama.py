@@ -24,7 +24,7 @@ from typing import Any
 
 from vlnverse.learning.models.cma import Attention
 from vlnverse.learning.models.config import NUM_ACTIONS, ModelConfig
-from vlnverse.learning.models.encoders import RecurrentPolicy, prepare_encoders
+from vlnverse.learning.models.encoders import RecurrentPolicy, finish_policy
 from vlnverse.learning.torch_support import require_torch
 
 torch = require_torch()
@@ -75,7 +75,7 @@ class GamaPolicy(RecurrentPolicy):
         self.action_moe = StateAdaptiveMoE(config.attention_dim, fused, hidden, NUM_ACTIONS, config.experts)
         self.residual_moe = StateAdaptiveMoE(config.attention_dim, fused, hidden, 2, config.experts)
         self.register_buffer("primitives", torch.tensor(PRIMITIVES), persistent=False)
-        prepare_encoders(self, config)
+        finish_policy(self, config)
 
     def encode_instruction(self, tokens: Any) -> tuple[Any, Any, Any]:
         """Token features, their mask and the sentence vector, once per episode."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from vlnverse.learning.models.config import NUM_ACTIONS, ModelConfig
-from vlnverse.learning.models.encoders import RecurrentPolicy, prepare_encoders
+from vlnverse.learning.models.encoders import RecurrentPolicy, finish_policy
 from vlnverse.learning.torch_support import require_torch
 
 torch = require_torch()
@@ -20,7 +20,7 @@ class Seq2SeqPolicy(RecurrentPolicy):
         size = config.rgb_dim + config.depth_dim + self.instruction_encoder.output_size
         self.gru = nn.GRU(size, config.hidden, batch_first=True)
         self.action_head = nn.Linear(config.hidden, NUM_ACTIONS)
-        prepare_encoders(self, config)
+        finish_policy(self, config)
 
     def encode_instruction(self, tokens: Any) -> Any:
         """The instruction's sentence vector ``I`` (B, D), computed once per episode."""
@@ -29,9 +29,9 @@ class Seq2SeqPolicy(RecurrentPolicy):
     def initial_state(self, batch: int, device: Any = None) -> Any:
         return torch.zeros(1, batch, self.config.hidden, device=device)
 
-    def forward(self, instruction: Any, rgb: Any, depth: Any, prev_actions: Any, state: Any,
-                mask: Any = None) -> tuple[Any, Any]:
-        """Action logits (B, T, 4) of ``T`` steps and the next recurrent state.
+    def decide(self, instruction: Any, rgb: Any, depth: Any, prev_actions: Any, state: Any,
+               mask: Any = None) -> tuple[Any, Any]:
+        """The GRU's features (B, T, hidden) of ``T`` steps and the next recurrent state.
 
         ``prev_actions`` is unused (Seq2Seq conditions on observations and the instruction only);
         ``mask``: the real steps of padded episodes (see ``encode_frames``).
@@ -39,5 +39,4 @@ class Seq2SeqPolicy(RecurrentPolicy):
         _, visual, _, ranged = self.encode_frames(rgb, depth, mask)
         batch, steps = visual.shape[:2]
         text = instruction[:, None, :].expand(batch, steps, instruction.shape[-1])
-        output, state = self.gru(torch.cat([visual, ranged, text], dim=-1), state)
-        return self.action_head(output), state
+        return self.gru(torch.cat([visual, ranged, text], dim=-1), state)
