@@ -103,7 +103,7 @@ def register(subparsers) -> None:
     out.add_argument("--no-progress", action="store_true", help="do not draw the progress bar")
     out.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.set_defaults(handler=_eval, eval_parser=parser)
-    tools = parser.add_subparsers(dest="eval_tool", metavar="{verify,bundle,unpack,table,table5,table6}",
+    tools = parser.add_subparsers(dest="eval_tool", metavar="{verify,bundle,unpack,table,zeroshot,zeroshot-tasks}",
                                   help="check, package or tabulate evaluation folders, or run the paper's zero-shot "
                                        "agent table, instead of running one agent")
     verify = tools.add_parser(
@@ -193,10 +193,10 @@ def register(subparsers) -> None:
     unpack.add_argument("--to", required=True, type=Path, metavar="DIR", help="a new (or empty) folder")
     unpack.add_argument("--json", action="store_true", help="print the folder and its members as JSON")
     unpack.set_defaults(handler=_unpack)
-    from vlnverse.cli import table, table5
+    from vlnverse.cli import table, zeroshot
 
     table.register(tools)
-    table5.register(tools)
+    zeroshot.register(tools)
 
 
 VERIFY_MISMATCH_EXIT = 1

@@ -1,6 +1,6 @@
-"""``vlnverse eval table5`` and ``table6``: the paper's zero-shot runs, recorded against a loopback
-model (and, for Table 6's dialogue block, a loopback LLM oracle) and reproduced from their
-transcripts; their headers say what the numbers stand on."""
+"""``vlnverse eval zeroshot`` and ``zeroshot-tasks`` (aliases ``table5``, ``table6``): the paper's
+zero-shot runs, recorded against a loopback model (and, for Table 6's dialogue block, a loopback
+LLM oracle) and reproduced from their transcripts; their headers say what the numbers stand on."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def test_table5_records_then_replays_the_same_tables(dataset, tmp_path, monkeypa
     monkeypatch.setenv(KEY_ENV, "sk-test")
     config = tmp_path / "agent.json"
     config.write_text(json.dumps(SMALL))
-    common = ["eval", "table5", "--dataset", str(dataset), "--agents", "text_history", "--tasks", "coarse",
+    common = ["eval", "zeroshot", "--dataset", str(dataset), "--agents", "text_history", "--tasks", "coarse",
               "--physics", "tel_hop,strict", "--episodes", "1", "--max-steps", "4", "--bootstrap", "20",
               "--agent-config", str(config)]
     with LoopbackServer(walker) as server:
@@ -71,6 +71,7 @@ def test_table6_records_its_three_blocks_with_the_oracle_then_replays_them(datas
     monkeypatch.setenv(KEY_ENV, "sk-test")
     config = tmp_path / "agent.json"
     config.write_text(json.dumps({**SMALL, "privileged_subgoals": True}))
+    # table6, the paper's name, is an alias of zeroshot-tasks
     common = ["eval", "table6", "--dataset", str(dataset), "--agents", "text_history", "--episodes", "1",
               "--max-steps", "4", "--bootstrap", "20", "--agent-config", str(config)]
     with LoopbackServer(walker) as server:

@@ -1,5 +1,6 @@
-"""``vlnverse eval table5`` and ``vlnverse eval table6``: the zero-shot LLM agents' runs of the
-paper (Table 5; Table 6's visual-reference, dialogue and long-horizon blocks)."""
+"""``vlnverse eval zeroshot`` and ``vlnverse eval zeroshot-tasks``: the zero-shot LLM agents' runs of
+the paper (its Table 5: fine and coarse instructions; its Table 6: the visual-reference, dialogue and
+long-horizon tasks), also reachable by the paper's table names, ``table5`` and ``table6``."""
 
 from __future__ import annotations
 
@@ -8,28 +9,30 @@ from pathlib import Path
 
 from vlnverse.cli.output import print_json
 
-DESCRIPTIONS = {
-    "table5": ("the paper's zero-shot LLM agent run: Table 5 with bootstrap intervals",
-               "Evaluate the LLM agents as the paper's Table 5 does (vlm perception, the learned waypoint "
-               "predictor, 200 sampled test episodes of fine and coarse instructions, Strict and Tel-Hop) and "
-               "write OUT/table.md and OUT/table.json; each agent and task is an ordinary eval folder "
-               "OUT/AGENT/TASK. Re-running continues where it stopped."),
-    "table6": ("the paper's Table 6: visual reference, dialogue (LLM oracle) and long horizon, Tel-Hop",
-               "Evaluate text_history and map_history as the paper's Table 6 does: its three blocks, visual "
-               "reference, dialogue with an LLM oracle (--oracle-llm, named in the table) and long horizon, "
-               "under Tel-Hop only, on the same seeded sample and with the same bootstrap intervals as "
-               "table5; privileged options (sub-goals, gt perception) are named in the table's header. "
-               "Writes OUT/table.md and OUT/table.json; re-running continues where it stopped."),
+#: Command → (the paper's table it runs, also the command's alias; its help; its description).
+COMMANDS = {
+    "zeroshot": ("table5", "the zero-shot LLM agents on fine and coarse instructions (the paper's Table 5)",
+                 "Evaluate the LLM agents as the paper's Table 5 does (vlm perception, the learned waypoint "
+                 "predictor, 200 sampled test episodes of fine and coarse instructions, Strict and Tel-Hop) and "
+                 "write OUT/table.md and OUT/table.json; each agent and task is an ordinary eval folder "
+                 "OUT/AGENT/TASK. Re-running continues where it stopped."),
+    "zeroshot-tasks": ("table6", "the zero-shot LLM agents on visual reference, dialogue (LLM oracle) and long "
+                       "horizon, Tel-Hop (the paper's Table 6)",
+                       "Evaluate text_history and map_history as the paper's Table 6 does: its three blocks, visual "
+                       "reference, dialogue with an LLM oracle (--oracle-llm, named in the table) and long horizon, "
+                       "under Tel-Hop only, on the same seeded sample and with the same bootstrap intervals as "
+                       "zeroshot; privileged options (sub-goals, gt perception) are named in the table's header. "
+                       "Writes OUT/table.md and OUT/table.json; re-running continues where it stopped."),
 }
 
 
 def register(tools) -> None:
-    """Add ``table5`` and ``table6`` to ``vlnverse eval``'s tools."""
+    """Add ``zeroshot`` and ``zeroshot-tasks`` (aliases ``table5``, ``table6``) to ``vlnverse eval``'s tools."""
     from vlnverse.eval.running.zeroshot import TABLES
 
-    for name, (summary, description) in DESCRIPTIONS.items():
+    for command, (name, summary, description) in COMMANDS.items():
         spec = TABLES[name]
-        parser = tools.add_parser(name, help=summary, description=description)
+        parser = tools.add_parser(command, aliases=[name], help=summary, description=description)
         parser.add_argument("--dataset", required=True, type=Path, help="dataset folder")
         parser.add_argument("--out", required=True, type=Path, help="output folder")
         source = parser.add_mutually_exclusive_group(required=True)
