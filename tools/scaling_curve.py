@@ -16,9 +16,11 @@ Markdown; the PNG has one panel per physics mode, homes on a log axis.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from vlnverse.eval.scoring.pooled import pooled_groups
@@ -29,13 +31,21 @@ SPLITS = ("val_unseen", "test")
 PHYSICS = {"tel_hop": "Tel-Hop", "strict": "Strict"}
 
 
-def read_records(source: Path) -> list[dict]:
-    """The episode records of an evaluation folder or a ``.tar.gz`` bundle."""
+@contextlib.contextmanager
+def evaluation_folder(source: Path) -> Iterator[Path]:
+    """An evaluation folder as it is, or a ``.tar.gz`` bundle unpacked into a temporary one."""
     if source.is_dir():
-        return [json.loads(line) for line in (source / "episodes.jsonl").read_text(encoding="utf-8").splitlines()]
+        yield source
+        return
     with tempfile.TemporaryDirectory() as tmp:
         unpack_bundle(source, Path(tmp) / "bundle")
-        return read_records(Path(tmp) / "bundle")
+        yield Path(tmp) / "bundle"
+
+
+def read_records(source: Path) -> list[dict]:
+    """The episode records of an evaluation folder or a ``.tar.gz`` bundle."""
+    with evaluation_folder(source) as folder:
+        return [json.loads(line) for line in (folder / "episodes.jsonl").read_text(encoding="utf-8").splitlines()]
 
 
 def pooled(records: list[dict]) -> dict[str, dict]:
