@@ -80,7 +80,7 @@ def interleaved(rounds: int, measure) -> tuple[list[float], list[float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="interleaved A/B rounds per figure")
-    parser.add_argument("--per-scene", type=int, default=60, help="fine episodes per bundled scene")
+    parser.add_argument("--per-scene", type=int, default=200, help="fine episodes per bundled scene")
     args = parser.parse_args()
     from vlnverse.tasks.datagen import DatagenConfig, run_datagen
     from vlnverse.tasks.generate import GenerationConfig
