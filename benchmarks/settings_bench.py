@@ -2,21 +2,20 @@
 interval buy when a user runs the commands.
 
 Both settings are made only in processes vlnverse owns (see ``vlnverse.learning.allocator`` and
-``vlnverse.learning.prerender``); this measures each through the command a user runs, against the
-same command in a process where the setting is left at the interpreter's or C library's default
-(the command started through a wrapper that switches it off before the CLI runs). Rounds are
-interleaved A, B, A, B ... in fresh processes on the same inputs; figures are medians.
+``vlnverse.learning.prerender``); this measures each through the command a user runs, as a user
+runs it, against the same command with the setting left at the interpreter's or C library's
+default: its processes start with a ``sitecustomize`` module on ``PYTHONPATH`` that switches the
+setting off, so the training ranks and pre-render workers the command spawns run without it too.
+Rounds are interleaved A, B, A, B ... in fresh processes on the same inputs; figures are medians.
 
 Figures (``BENCH <name> <value> <unit> target <op> <value>``):
 
-- ``settings.prerender_switch_interval_speedup``: frames/s of ``vlnverse dataset prerender
-  --workers 1`` (the renderer in the main thread, the chunk writer in a thread beside it) over
-  the same command at the interpreter's default switch interval (5 ms);
-  ``settings.prerender_frames_per_s`` its rate.
-- ``settings.train_allocator_speedup``: samples/s of one ``vlnverse train cma --preset cpu
-  --procs 1`` epoch over the same epoch with glibc's default ``malloc`` thresholds;
-  ``settings.train_samples_per_s`` its rate. (``--procs 1``: the wrapper's switch reaches the
-  one training process; spawned ranks make the same setting, see ``learning.distributed``.)
+- ``settings.prerender_switch_interval_speedup``: frames/s of ``vlnverse dataset prerender``
+  (the renderer in the main thread, the chunk writer in a thread beside it) over the same command
+  at the interpreter's default switch interval (5 ms); ``settings.prerender_frames_per_s`` its rate.
+- ``settings.train_allocator_speedup``: samples/s of one ``vlnverse train cma --preset cpu``
+  epoch (the preset's training processes) over the same epoch with glibc's default ``malloc``
+  thresholds; ``settings.train_samples_per_s`` its rate.
 
 Run it with the machine to itself (about 5 minutes on 2 cores).
 """
@@ -25,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -33,38 +33,37 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: Starts the CLI with one setting left at its default; argv[1] names which.
-WRAPPER = """
-import sys
-if sys.argv[1] == "switch-interval":
-    import vlnverse.learning.prerender as prerender
-    prerender.RENDER_SWITCH_INTERVAL_S = sys.getswitchinterval()
-elif sys.argv[1] == "allocator":
-    import vlnverse.learning.allocator as allocator
-    allocator.keep_freed_memory = lambda: False
-sys.argv = ["vlnverse", *sys.argv[2:]]
-from vlnverse.cli import entry
-entry()
-"""
+#: ``sitecustomize`` modules that leave one setting at its default in every process they start in.
+SETTING_OFF = {
+    "switch-interval": "import sys\nimport vlnverse.learning.prerender as prerender\n"
+                       "prerender.RENDER_SWITCH_INTERVAL_S = sys.getswitchinterval()\n",
+    "allocator": "import vlnverse.learning.allocator as allocator\nallocator.keep_freed_memory = lambda: False\n",
+}
 
 
-def cli_json(setting: str, *args: str) -> dict:
-    """The ``--json`` output of ``vlnverse ARGS`` run in a fresh process (``setting``: ``shipped``,
-    or the one switched off)."""
-    done = subprocess.run([sys.executable, "-c", WRAPPER, setting, *args, "--json"], cwd=ROOT, check=True,
+def cli_json(setting: str, work: Path, *args: str) -> dict:
+    """The ``--json`` output of ``vlnverse ARGS`` run in a fresh process: as shipped (``setting``
+    ``shipped``) or with a key of :data:`SETTING_OFF` switched off in it and the processes it starts."""
+    env = dict(os.environ)
+    if setting != "shipped":
+        site = work / f"site_{setting}"
+        site.mkdir(exist_ok=True)
+        (site / "sitecustomize.py").write_text(SETTING_OFF[setting], encoding="utf-8")
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), str(ROOT), env.get("PYTHONPATH")]))
+    done = subprocess.run([sys.executable, "-m", "vlnverse", *args, "--json"], cwd=ROOT, env=env, check=True,
                           capture_output=True, text=True)
     return json.loads(done.stdout)
 
 
 def prerender_rate(setting: str, dataset: Path, out: Path) -> float:
-    summary = cli_json(setting, "dataset", "prerender", str(dataset), "--split", "train", "--rgb-size", "64",
-                       "--depth-size", "64", "--workers", "1", "--out", str(out))
+    summary = cli_json(setting, out.parent, "dataset", "prerender", str(dataset), "--split", "train", "--rgb-size",
+                       "64", "--depth-size", "64", "--out", str(out))
     return summary["frames_per_second"]
 
 
 def train_rate(setting: str, dataset: Path, frames: Path, out: Path) -> float:
-    summary = cli_json(setting, "train", "cma", "--dataset", str(dataset), "--preset", "cpu", "--frames", str(frames),
-                       "--epochs", "1", "--procs", "1", "--val-split", "none", "--no-progress", "--out", str(out))
+    summary = cli_json(setting, out.parent, "train", "cma", "--dataset", str(dataset), "--preset", "cpu", "--frames",
+                       str(frames), "--epochs", "1", "--val-split", "none", "--no-progress", "--out", str(out))
     return summary["samples_per_second"]
 
 
