@@ -10,12 +10,16 @@ from vlnverse.cli import build_parser, main
 
 
 def commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
-    """Every command path of the parser: groups and the commands they hold."""
+    """Every command path of the parser: groups and the commands they hold (a command's aliases,
+    which share its parser, left out: its help names it by its own name)."""
     found = [path] if path else []
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
+            seen = set()
             for name, sub in action.choices.items():
-                found += commands(sub, (*path, name))
+                if id(sub) not in seen:
+                    seen.add(id(sub))
+                    found += commands(sub, (*path, name))
     return found
 
 
