@@ -1,7 +1,7 @@
 """Process-wide settings that library code changes for a while and puts back.
 
-Torch's CPU thread count and the interpreter's thread switch interval belong to the whole
-process, and blocks on several threads may change them at once. A save/set/restore per
+Torch's CPU thread count belongs to the whole process, and blocks on several threads may
+change it at once. A save/set/restore per
 block can then leave the wrong value behind (A saves, B saves A's value, A restores, B
 restores A's value). A :class:`SharedSetting` keeps the blocks that hold it: the first
 saves the caller's value, the last puts it back, whatever the order they end in.
@@ -10,7 +10,6 @@ saves the caller's value, the last puts it back, whatever the order they end in.
 from __future__ import annotations
 
 import contextlib
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -55,6 +54,3 @@ def torch_threads(threads: int | None) -> contextlib.AbstractContextManager:
     """torch on ``threads`` CPU threads inside the block (None or 0: left as it is)."""
     return TORCH_THREADS.held(threads) if threads else contextlib.nullcontext()
 
-
-#: The interpreter's thread switch interval (``sys.setswitchinterval``), in seconds.
-SWITCH_INTERVAL = SharedSetting(sys.getswitchinterval, sys.setswitchinterval)

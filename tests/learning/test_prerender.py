@@ -161,25 +161,3 @@ def test_chunks_hold_the_stack_of_their_frames_as_stored(tmp_path):
                 npy = io.BytesIO()
                 np.save(npy, expected)
                 assert path.read_bytes() == npy.getvalue()
-
-
-def test_a_scene_renders_at_the_short_switch_interval_and_restores_it(train_frames, tmp_path, monkeypatch):
-    """The writer thread gets the GIL back soon after each zlib or file call while a scene
-    renders (the interpreter's switch interval is lowered), and the interval is restored after."""
-    import sys
-
-    from vlnverse.learning import prerender as module
-
-    seen = []
-    write_chunk = module._write_chunk
-
-    def spy(*args, **kwargs):
-        seen.append(sys.getswitchinterval())
-        return write_chunk(*args, **kwargs)
-
-    monkeypatch.setattr(module, "_write_chunk", spy)
-    before = sys.getswitchinterval()
-    config = dataclasses.replace(train_frames[0], out=str(tmp_path / "frames"))
-    prerender(config)
-    assert seen and all(interval == module.RENDER_SWITCH_INTERVAL_S for interval in seen)
-    assert sys.getswitchinterval() == before

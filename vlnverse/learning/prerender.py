@@ -29,14 +29,12 @@ scene stored in either format is kept by a re-run of either.
 from __future__ import annotations
 
 import concurrent.futures as futures
-import contextlib
 import functools
 import hashlib
 import io
 import json
 import logging
 import multiprocessing
-import sys
 import time
 import zipfile
 import zlib
@@ -52,7 +50,6 @@ from vlnverse.config import config_to_dict
 from vlnverse.errors import ConfigError, DatasetError
 from vlnverse.fileio import atomic_open, write_bytes_atomic, write_json_atomic
 from vlnverse.parallel import pooled
-from vlnverse.shared_settings import SWITCH_INTERVAL
 from vlnverse.sim.gl.context import start_method, worker_setup
 from vlnverse.sim.physics import PhysicsConfig
 from vlnverse.sim.types import Pose
@@ -60,11 +57,6 @@ from vlnverse.sim.types import Pose
 log = logging.getLogger(__name__)
 
 RECORD = "frames.json"
-#: The interpreter's thread switch interval while a scene renders (seconds). The render loop
-#: holds the GIL but for short moments, and the writer thread needs it back after each call
-#: into zlib or the file: at Python's default 5 ms it waited that long each time and ended a
-#: scene about 0.5-1 s behind the renderer (measured on 2 cores), at 1 ms it keeps up.
-RENDER_SWITCH_INTERVAL_S = 0.001
 INDEX = "prerender.json"
 DEPTH_DTYPES = ("float16", "float32")
 
@@ -425,7 +417,7 @@ def render_scene(scene_id: str, scene_file: str, episodes: list[Any], config: Pr
     actions: list[int] = []
     poses: list[np.ndarray] = []
     records = []
-    with _switch_interval(RENDER_SWITCH_INTERVAL_S), futures.ThreadPoolExecutor(1) as pool:
+    with futures.ThreadPoolExecutor(1) as pool:
         writers = {name: _ChunkWriter(folder, name, config, pool) for name in config.sensors()}
         for episode, observations, taken, visited in (_planned_steps if planned else _inline_steps)(
                 scene_file, episodes, config):
@@ -448,12 +440,6 @@ def render_scene(scene_id: str, scene_file: str, episodes: list[Any], config: Pr
               "bytes": chunk_bytes + arrays.tell(), "episodes": records}
     write_json_atomic(folder / RECORD, record)
     return SceneFrames(scene_id, "rendered", record, time.perf_counter() - started)
-
-
-def _switch_interval(seconds: float) -> contextlib.AbstractContextManager:
-    """The interpreter's thread switch interval at most ``seconds`` for a while (process-wide;
-    the caller's value back after the last such block, see :mod:`vlnverse.shared_settings`)."""
-    return SWITCH_INTERVAL.held(min(seconds, sys.getswitchinterval()))
 
 
 def _scene_jobs(config: PrerenderConfig) -> list[tuple[str, str, list[Any]]]:
